@@ -1,0 +1,286 @@
+"""Lowering the config model into the normalized Spec (the one model all entry points share)."""
+
+from __future__ import annotations
+
+import json
+
+from kvreplay.compiler import model as m
+from kvreplay.compiler import spec as s
+from kvreplay.compiler.kv_bytes import estimate_bytes_per_token
+from kvreplay.compiler.layout import derive_layout_id
+from kvreplay.compiler.origin import Origin
+from kvreplay.diagnostics import Diagnostic, Span
+
+DEFAULT_BLOCK_SIZE = {"vllm": 64, "sglang": 1, "trtllm": 32}
+DEFAULT_NUM_GPU_BLOCKS = 16384
+DEFAULT_TRACE_BLOCK_SIZE = 512
+MAX_SEQS_DEFAULT = {"prefill": 1}
+
+
+class _Lowering:
+    def __init__(self, config: m.Config, origin: Origin | None) -> None:
+        self.config = config
+        self.origin = origin
+        self.diagnostics: list[Diagnostic] = []
+
+    def error(self, rule: str, message: str, at: tuple[str, ...], hint: str | None = None) -> None:
+        span = self.origin.span(at) if self.origin else Span()
+        self.diagnostics.append(Diagnostic(rule, "error", message, span, hint=hint))
+
+    # --- roles ----------------------------------------------------------------------------
+
+    def role(self, name: str, worker: m.Worker) -> s.Role:
+        engine = self.config.engine
+        kv = worker.kv_cache
+        par = worker.parallelism
+        block_size = kv.block_size or DEFAULT_BLOCK_SIZE[engine.backend]
+        if kv.bytes_per_token == "auto":
+            kv_bytes = estimate_bytes_per_token(engine.model, par.tensor)
+        else:
+            kv_bytes = kv.bytes_per_token
+        num_blocks, explicit = self.capacity(name, kv.capacity, block_size, kv_bytes)
+        transfer = engine.kv_transfer
+        t_bytes: int | None = None
+        t_bandwidth: float | None = None
+        t_mode = "destination_missing"
+        if transfer is not None:
+            if transfer.bytes_per_token == "auto":
+                t_bytes = self.prefill_kv_bytes() if name != "aggregated" else kv_bytes
+            else:
+                t_bytes = transfer.bytes_per_token
+            t_bandwidth = transfer.bandwidth_gb_per_second
+            t_mode = transfer.timing_mode
+        return s.Role(
+            name=name,
+            workers=par.replicas,
+            dp_size=par.attention_data,
+            tensor_parallel_size=par.tensor,
+            pipeline_parallel_size=par.pipeline,
+            prefill_context_parallel_size=par.prefill_context,
+            decode_context_parallel_size=par.decode_context,
+            num_gpu_blocks_is_explicit=explicit,
+            startup_seconds=worker.startup_seconds,
+            speculation=_speculation(worker.speculation),
+            backend=engine.backend,
+            block_size=block_size,
+            num_gpu_blocks=num_blocks,
+            max_num_seqs=worker.scheduler.max_sequences or MAX_SEQS_DEFAULT.get(name, 256),
+            max_num_batched_tokens=worker.scheduler.max_batched_tokens,
+            max_model_len=engine.context_length if isinstance(engine.context_length, int) else None,
+            enable_prefix_caching=kv.prefix_caching,
+            prefill_schedule_interval=worker.scheduler.prefill_schedule_interval,
+            kv_cache_bytes_per_token=kv_bytes,
+            kv_transfer_bytes_per_token=t_bytes,
+            kv_transfer_bandwidth=t_bandwidth,
+            kv_transfer_timing_mode=t_mode,
+            timing_model=s.Timing(worker.timing.type, worker.timing.prefill_ms,
+                                  worker.timing.decode_ms),
+            host_offload=self.host_offload(kv.host_offload, engine.backend, block_size, kv_bytes,
+                                           par),
+            g3_offload=_g3(kv.g3_offload),
+        )
+
+    def prefill_kv_bytes(self) -> int | None:
+        """kv_transfer `auto`: the prefill role's KV bytes per token (its shape is what moves)."""
+        engine = self.config.engine
+        source = engine.workers.prefill or engine.workers.aggregated or engine.workers.decode
+        if source is None:
+            return None
+        if source.kv_cache.bytes_per_token == "auto":
+            return estimate_bytes_per_token(engine.model, source.parallelism.tensor)
+        return source.kv_cache.bytes_per_token
+
+    def capacity(self, role: str, capacity: m.Capacity, block_size: int,
+                 kv_bytes: int | None) -> tuple[int, bool]:
+        if capacity.type == "default":
+            return DEFAULT_NUM_GPU_BLOCKS, False
+        if capacity.blocks is not None:
+            return capacity.blocks, True
+        if capacity.bytes is None:
+            return DEFAULT_NUM_GPU_BLOCKS, False  # schema already reported the missing key
+        at = ("roles", role, "num_gpu_blocks")
+        if kv_bytes is None:
+            self.error(
+                "CONFIG-CAPACITY-BYTES",
+                "capacity given in bytes needs the KV bytes per token, which is `auto` and not "
+                "known for this model",
+                at,
+                hint="set kv_cache.bytes_per_token explicitly, or give capacity in blocks",
+            )
+            return DEFAULT_NUM_GPU_BLOCKS, True
+        blocks = capacity.bytes // (block_size * kv_bytes)
+        if blocks < 1:
+            self.error(
+                "CONFIG-CAPACITY-BYTES",
+                f"capacity of {capacity.bytes:,} bytes holds no KV block of {block_size} tokens x "
+                f"{kv_bytes:,} bytes",
+                at,
+                hint="raise capacity.bytes or give capacity in blocks",
+            )
+            return 1, True
+        return blocks, True
+
+    def host_offload(self, g2: m.HostOffload | None, backend: str, block_size: int,
+                     kv_bytes: int | None, par: m.Parallelism) -> s.HostOffload | None:
+        if g2 is None:
+            return None
+        layout = None
+        if g2.scope == "cluster_shared":
+            layout = derive_layout_id(backend, block_size, kv_bytes, par.tensor,
+                                      par.prefill_context, par.decode_context)
+        return s.HostOffload(
+            scope=g2.scope,
+            num_host_blocks=g2.num_host_blocks,
+            d2h_bandwidth_gbps=g2.d2h_bandwidth_gbps,
+            h2d_bandwidth_gbps=g2.h2d_bandwidth_gbps,
+            shared_d2h_bandwidth_gbps=g2.shared_d2h_bandwidth_gbps,
+            shared_h2d_bandwidth_gbps=g2.shared_h2d_bandwidth_gbps,
+            latency_to_first_byte_ms=g2.latency_to_first_byte_ms,
+            kv_layout_id=layout,
+        )
+
+    # --- traffic --------------------------------------------------------------------------
+
+    def traffic(self) -> s.Traffic:
+        t = self.config.traffic or m.DEFAULT_TRAFFIC
+        src, load, stop = t.source, t.load, t.stop
+        kind = src.type
+        load_type = load.type or ("trace_timestamps" if kind == "trace" else "concurrency")
+        fields: dict[str, object] = {
+            "source_type": kind,
+            "load_type": load_type,
+            "concurrency": (load.concurrency or 10) if load_type == "concurrency" else None,
+            "request_rate": load.requests_per_second or load.sessions_per_second,
+            "arrival_seed": load.seed if load_type == "poisson" else None,
+            "speedup": load.speedup if load_type == "trace_timestamps" else None,
+            "agentic_lanes": load.agentic_lanes,
+            "agentic_snapshot_seed": load.agentic_snapshot.seed if load.agentic_snapshot else None,
+            "agentic_warmup": load.agentic_warmup,
+            "agentic_profile": _profile(load.agentic_profile),
+            "stop_requests": stop.requests,
+            "stop_sessions": stop.sessions,
+            "input_tokens": None,
+            "output_tokens": None,
+            "cached_prefix_tokens": None,
+        }
+        if kind == "trace":
+            embedded = src.format in s.AGENTIC_FORMATS
+            fields.update(
+                trace_format=src.format,
+                trace_paths=src.paths,
+                trace_block_size=src.block_size
+                if src.block_size is not None or embedded
+                else DEFAULT_TRACE_BLOCK_SIZE,
+                weka_nested_timestamp_basis=(src.nested_timestamp_basis or "auto")
+                if src.format == "weka"
+                else src.nested_timestamp_basis,
+            )
+        elif kind == "synthetic":
+            fields.update(
+                input_tokens=src.input_tokens,
+                output_tokens=src.output_tokens,
+                cached_prefix_tokens=src.cached_prefix_tokens,
+            )
+        else:
+            fields.update(
+                input_tokens=src.new_input_tokens_per_turn,
+                output_tokens=src.output_tokens_per_turn,
+                turns_per_session=src.session.turns,
+                shared_prefix_ratio=src.session.shared_prefix_ratio,
+                num_prefix_groups=src.session.prefix_groups,
+                inter_turn_delay_ms=src.session.inter_turn_delay_ms,
+            )
+        if kind != "trace" and self.config.traffic is not None:
+            self.check_rate_unit(kind, load)
+        return s.Traffic(**fields)  # type: ignore[arg-type]
+
+    def check_rate_unit(self, kind: str, load: m.Load) -> None:
+        wrong = "sessions_per_second" if kind == "synthetic" else "requests_per_second"
+        value = load.sessions_per_second if kind == "synthetic" else load.requests_per_second
+        if value is not None:
+            right = "requests_per_second" if kind == "synthetic" else "sessions_per_second"
+            self.error(
+                "CONFIG-RATE-UNIT",
+                f"`{wrong}` does not match source type `{kind}`",
+                ("traffic", "request_rate"),
+                hint=f"use `{right}`",
+            )
+
+    # --- whole spec -----------------------------------------------------------------------
+
+    def spec(self) -> s.Spec:
+        c = self.config
+        engine = c.engine
+        roles = tuple(self.role(name, w) for name, w in engine.workers.present())
+        router = s.Router(
+            policy=c.router.policy,
+            kv_event_lag_ms=c.router.kv_event_lag_ms,
+            host_cache_hit_weight=c.router.host_cache_hit_weight,
+            overlap_score_credit=c.router.overlap_score_credit,
+            prefill_load_scale=c.router.prefill_load_scale,
+            temperature=c.router.temperature,
+            seed=c.router.seed,
+        )
+        scaling = s.Scaling()
+        if c.scaling is not None:
+            config = c.scaling.config if c.scaling.config is not None else {}
+            scaling = s.Scaling("planner", config, canonical_json(config))
+        stop = (c.traffic or m.DEFAULT_TRAFFIC).stop
+        sla = None
+        if c.evaluation is not None and c.evaluation.sla is not None:
+            e = c.evaluation.sla
+            sla = s.Sla(e.ttft_ms, e.itl_ms, e.e2e_ms)
+        return s.Spec(
+            model=engine.model,
+            roles=roles,
+            mode=engine.mode,
+            hardware=engine.hardware,
+            backend_version=engine.backend_version,
+            handoff_latency_ms=engine.kv_transfer.handoff_latency_ms if engine.kv_transfer else 0.0,
+            router=router,
+            scaling=scaling,
+            max_sim_time_ms=None
+            if stop.max_virtual_time_seconds is None
+            else stop.max_virtual_time_seconds * 1000.0,
+            sla=sla,
+            traffic=self.traffic(),
+        )
+
+
+def canonical_json(value: object) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def _speculation(spec: m.Speculation | None) -> s.Speculation | None:
+    if spec is None:
+        return None
+    return s.Speculation(spec.kind, spec.num_speculative_tokens, tuple(spec.acceptance_rates),
+                         spec.seed)
+
+
+def _g3(g3: m.G3Offload | None) -> s.G3Offload | None:
+    if g3 is None:
+        return None
+    return s.G3Offload(
+        scope=g3.scope,
+        num_g3_blocks=g3.num_g3_blocks,
+        latency_to_first_byte_ms=g3.latency_to_first_byte_ms,
+        read_bandwidth_gbps=g3.read_bandwidth_gbps,
+        write_bandwidth_gbps=g3.write_bandwidth_gbps,
+        shared_read_bandwidth_gbps=g3.shared_read_bandwidth_gbps,
+        shared_write_bandwidth_gbps=g3.shared_write_bandwidth_gbps,
+    )
+
+
+def _profile(p: m.AgenticProfile | None) -> s.AgenticProfile | None:
+    if p is None:
+        return None
+    return s.AgenticProfile(p.duration_seconds, p.response_grace_seconds, p.cancel_drain_seconds,
+                            p.tree_idle_cap_seconds, p.global_idle_cap_seconds)
+
+
+def lower(config: m.Config, origin: Origin | None = None) -> tuple[s.Spec, list[Diagnostic]]:
+    """Lower a config into the Spec, with diagnostics for what only lowering can see."""
+    lowering = _Lowering(config, origin)
+    spec = lowering.spec()
+    return spec, lowering.diagnostics

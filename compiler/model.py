@@ -1,0 +1,241 @@
+"""The user configuration as frozen attrs classes (config.md), one class per YAML mapping.
+
+Fields that config.md marks required are Optional here only so that a document with errors can
+still be modelled and checked by the rules; `compile` refuses such documents before emitting.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import attrs
+
+Auto = Literal["auto"]
+Backend = Literal["vllm", "sglang", "trtllm"]
+
+
+@attrs.frozen
+class Parallelism:
+    replicas: int = 1
+    tensor: int = 1
+    pipeline: int = 1
+    attention_data: int = 1
+    moe_tensor: int = 1
+    moe_expert: int = 1
+    prefill_context: int | None = None
+    decode_context: int | None = None
+
+
+@attrs.frozen
+class Scheduler:
+    max_batched_tokens: int = 8192
+    max_sequences: int | None = None  # role default: prefill 1, otherwise 256
+    prefill_schedule_interval: int = 1
+
+
+@attrs.frozen
+class Capacity:
+    type: Literal["default", "fixed"] = "default"
+    blocks: int | None = None
+    bytes: int | None = None
+
+
+@attrs.frozen
+class HostOffload:
+    num_host_blocks: int | None = None
+    scope: Literal["dp_rank_local", "cluster_shared", "worker_local"] = "dp_rank_local"
+    d2h_bandwidth_gbps: float = 32.0
+    h2d_bandwidth_gbps: float = 32.0
+    shared_d2h_bandwidth_gbps: float = 80.0
+    shared_h2d_bandwidth_gbps: float = 80.0
+    latency_to_first_byte_ms: float = 0.0
+
+
+@attrs.frozen
+class G3Offload:
+    scope: Literal["worker_local", "cluster_shared"] | None = None
+    num_g3_blocks: int | None = None
+    latency_to_first_byte_ms: float = 0.1
+    read_bandwidth_gbps: float = 10.0
+    write_bandwidth_gbps: float = 10.0
+    shared_read_bandwidth_gbps: float = 80.0
+    shared_write_bandwidth_gbps: float = 80.0
+
+
+@attrs.frozen
+class KvCache:
+    block_size: int | None = None  # backend default
+    prefix_caching: bool = True
+    bytes_per_token: int | Auto = "auto"
+    capacity: Capacity = Capacity()
+    host_offload: HostOffload | None = None
+    g3_offload: G3Offload | None = None
+
+
+@attrs.frozen
+class Timing:
+    type: Literal["polynomial", "fixed"] = "polynomial"
+    prefill_ms: float | None = None
+    decode_ms: float | None = None
+
+
+@attrs.frozen
+class Speculation:
+    kind: Literal["ngram", "mtp"] | None = None
+    num_speculative_tokens: int | None = None
+    acceptance_rates: tuple[float, ...] = ()
+    seed: int = 42
+
+
+@attrs.frozen
+class Worker:
+    parallelism: Parallelism = Parallelism()
+    scheduler: Scheduler = Scheduler()
+    kv_cache: KvCache = KvCache()
+    timing: Timing = Timing()
+    speculation: Speculation | None = None
+    startup_seconds: float = 0.0
+
+
+@attrs.frozen
+class Workers:
+    aggregated: Worker | None = None
+    prefill: Worker | None = None
+    decode: Worker | None = None
+
+    def present(self) -> list[tuple[str, Worker]]:
+        """The roles given, in canonical order (aggregated, prefill, decode)."""
+        return [(n, w) for n, w in (("aggregated", self.aggregated), ("prefill", self.prefill),
+                                    ("decode", self.decode)) if w is not None]
+
+
+@attrs.frozen
+class KvTransfer:
+    bytes_per_token: int | Auto = "auto"
+    bandwidth_gb_per_second: float | None = None
+    timing_mode: Literal["destination_missing", "full_prompt"] = "destination_missing"
+    handoff_latency_ms: float = 0.0
+
+
+@attrs.frozen
+class Engine:
+    model: str | None = None
+    workers: Workers = Workers()
+    mode: Literal["aggregated", "disaggregated"] = "aggregated"
+    hardware: str | None = None
+    backend: Backend = "vllm"
+    backend_version: str | None = None
+    context_length: int | Literal["max"] = "max"
+    kv_transfer: KvTransfer | None = None
+
+
+@attrs.frozen
+class Session:
+    turns: int = 4
+    shared_prefix_ratio: float = 0.0
+    prefix_groups: int = 0
+    inter_turn_delay_ms: float = 0.0
+
+
+@attrs.frozen
+class Source:
+    type: Literal["trace", "synthetic", "synthetic-session"] = "synthetic"
+    format: Literal["mooncake", "mooncake-delta", "weka", "agentic_mooncake"] = "mooncake"
+    paths: tuple[str, ...] = ()
+    block_size: int | None = None
+    nested_timestamp_basis: Literal["auto", "absolute", "relative"] | None = None
+    input_tokens: int = 1024
+    output_tokens: int = 128
+    cached_prefix_tokens: int = 0
+    new_input_tokens_per_turn: int = 1024
+    output_tokens_per_turn: int = 128
+    session: Session = Session()
+
+
+@attrs.frozen
+class AgenticSnapshot:
+    seed: int | None = None
+
+
+@attrs.frozen
+class AgenticProfile:
+    duration_seconds: float = 3600.0
+    response_grace_seconds: float = 30.0
+    cancel_drain_seconds: float = 10.0
+    tree_idle_cap_seconds: float = 300.0
+    global_idle_cap_seconds: float = 10.0
+
+
+@attrs.frozen
+class Load:
+    type: Literal["trace_timestamps", "concurrency", "poisson", "constant_rate"] | None = None
+    concurrency: int | None = None
+    requests_per_second: float | None = None
+    sessions_per_second: float | None = None
+    seed: int = 42
+    speedup: float = 1.0
+    agentic_lanes: int | None = None
+    agentic_snapshot: AgenticSnapshot | None = None
+    agentic_warmup: bool = False
+    agentic_profile: AgenticProfile | None = None
+
+
+@attrs.frozen
+class Stop:
+    requests: int | None = None
+    sessions: int | None = None
+    max_virtual_time_seconds: float | None = None
+
+
+@attrs.frozen
+class Traffic:
+    source: Source = Source()
+    load: Load = Load()
+    stop: Stop = Stop()
+
+
+DEFAULT_TRAFFIC = Traffic(
+    source=Source(type="synthetic", input_tokens=1024, output_tokens=128),
+    load=Load(type="concurrency", concurrency=10),
+    stop=Stop(requests=100),
+)
+
+
+@attrs.frozen
+class Router:
+    policy: Literal["round_robin", "kv_router"] = "round_robin"
+    kv_event_lag_ms: float = 0.0
+    host_cache_hit_weight: float = 0.75
+    overlap_score_credit: float = 1.0
+    prefill_load_scale: float = 1.0
+    temperature: float = 0.0
+    seed: int = 0
+
+
+@attrs.frozen
+class Scaling:
+    policy: Literal["planner"] = "planner"
+    config: dict[str, Any] | None = attrs.field(default=None, hash=False)
+
+
+@attrs.frozen
+class Sla:
+    ttft_ms: float | None = None
+    itl_ms: float | None = None
+    e2e_ms: float | None = None
+
+
+@attrs.frozen
+class Evaluation:
+    sla: Sla | None = None
+
+
+@attrs.frozen
+class Config:
+    """A whole user configuration (one YAML document)."""
+
+    engine: Engine
+    traffic: Traffic | None = None
+    router: Router = Router()
+    scaling: Scaling | None = None
+    evaluation: Evaluation | None = None

@@ -1,0 +1,99 @@
+"""The compile pipeline: source text -> positions -> schema -> model -> Spec (-> rules) -> JSON."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import attrs
+
+from kvreplay.compiler.origin import Origin
+from kvreplay.compiler.source import Loaded
+from kvreplay.compiler.spec import Spec
+from kvreplay.diagnostics import Diagnostic, has_errors, sort_unique
+
+# Loader findings that replaced a value by null: the schema must not report those values again.
+_VALUE_PROBLEMS = frozenset({"YAML-NON-FINITE", "YAML-NON-JSON", "YAML-TAG", "YAML-ALIAS"})
+
+# Rules are plugged in by the caller (kvreplay.rules), keeping this module free of the DSL.
+RuleRunner = Callable[[Spec, Origin], Sequence[Diagnostic]]
+
+
+@attrs.frozen
+class Compiled:
+    """What compiling one document produced: the Spec (when modelled), its origin and findings."""
+
+    file: str | None
+    kind: str  # "yaml" | "native" | "python"
+    spec: Spec | None
+    origin: Origin | None
+    diagnostics: tuple[Diagnostic, ...]
+    text: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.spec is not None and not has_errors(self.diagnostics)
+
+    def native(self) -> dict[str, Any]:
+        from kvreplay.compiler.emit import to_native
+
+        if self.spec is None:
+            raise ValueError("no spec: the document could not be modelled")
+        return to_native(self.spec)
+
+    def emitted(self) -> str:
+        from kvreplay.compiler.emit import dumps
+
+        return dumps(self.native())
+
+
+def looks_like_native(data: Any) -> bool:
+    """Native specs are JSON objects with a top-level `spec` (configs have `engine`)."""
+    return isinstance(data, dict) and "spec" in data and "engine" not in data
+
+
+def compile_yaml_loaded(loaded: Loaded, rules: RuleRunner | None = None) -> Compiled:
+    from kvreplay.compiler.convert import structure_config
+    from kvreplay.compiler.lower import lower
+    from kvreplay.compiler.origin import yaml_origin
+    from kvreplay.compiler.validate import prune, validate
+
+    diagnostics = list(loaded.diagnostics)
+    if loaded.data is None:
+        return Compiled(loaded.source.file, "yaml", None, None, tuple(sort_unique(diagnostics)),
+                        loaded.text)
+    bad = [_path_of(d) for d in diagnostics if d.rule in _VALUE_PROBLEMS]
+    validation = validate(loaded.data, loaded.source, "config", [b for b in bad if b is not None])
+    diagnostics.extend(validation.diagnostics)
+    repaired = prune(_drop_nulls_at(loaded.data, bad), validation.prune)
+    if not isinstance(repaired, dict) or not isinstance(repaired.get("engine"), dict):
+        return Compiled(loaded.source.file, "yaml", None, None, tuple(sort_unique(diagnostics)),
+                        loaded.text)
+    config, problems = structure_config(repaired, loaded.source.file)
+    diagnostics.extend(problems)
+    if config is None:
+        return Compiled(loaded.source.file, "yaml", None, None, tuple(sort_unique(diagnostics)),
+                        loaded.text)
+    origin = yaml_origin(loaded.source)
+    spec, lowering = lower(config, origin)
+    diagnostics.extend(lowering)
+    if rules is not None:
+        diagnostics.extend(rules(spec, origin))
+    return Compiled(loaded.source.file, "yaml", spec, origin, tuple(sort_unique(diagnostics)),
+                    loaded.text)
+
+
+def _path_of(diagnostic: Diagnostic) -> tuple[str | int, ...] | None:
+    """The document path a loader diagnostic is about (for skipping duplicate schema errors)."""
+    path = diagnostic.span.path
+    if path is None or not path.startswith("$"):
+        return None
+    from kvreplay.compiler.source import parse_jsonpath
+
+    return parse_jsonpath(path)
+
+
+def _drop_nulls_at(data: Any, paths: Sequence[tuple[str | int, ...] | None]) -> Any:
+    from kvreplay.compiler.validate import prune
+
+    return prune(data, [p for p in paths if p])

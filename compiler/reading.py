@@ -1,0 +1,78 @@
+"""Reading a config file as text: every way it can fail becomes one FILE-* diagnostic."""
+
+from __future__ import annotations
+
+import os
+
+from kvreplay.diagnostics import Diagnostic, Span
+
+# Configs and specs are small; anything bigger is almost certainly the wrong file.
+MAX_CONFIG_BYTES = 8 * 1024 * 1024
+
+# Rules whose findings mean "input could not be read" (exit code 2, not 1).
+IO_RULES = frozenset({"FILE-UNREADABLE", "FILE-TOO-LARGE", "FILE-BINARY", "FILE-ENCODING"})
+
+
+def _io(rule: str, file: str, message: str, hint: str | None = None, **pos: int) -> Diagnostic:
+    return Diagnostic(rule, "error", message, Span(file=file, **pos), hint=hint)
+
+
+def read_config_text(path: str, display: str | None = None) -> tuple[str | None, list[Diagnostic]]:
+    """Read a config as UTF-8 text, or explain in one diagnostic why it cannot be read."""
+    name = display or path
+    try:
+        if os.path.isdir(path):
+            return None, [_io("FILE-UNREADABLE", name, "is a directory, not a file")]
+        size = os.path.getsize(path)
+        if size > MAX_CONFIG_BYTES:
+            return None, [
+                _io(
+                    "FILE-TOO-LARGE",
+                    name,
+                    f"file is {size:,} bytes; configs and specs are limited to "
+                    f"{MAX_CONFIG_BYTES:,} bytes",
+                    hint="is this a trace? traces are given under traffic.source.paths",
+                )
+            ]
+        with open(path, "rb") as fh:
+            raw = fh.read()
+    except FileNotFoundError:
+        return None, [_io("FILE-UNREADABLE", name, "no such file")]
+    except PermissionError:
+        return None, [_io("FILE-UNREADABLE", name, "permission denied")]
+    except OSError as exc:
+        return None, [_io("FILE-UNREADABLE", name, f"cannot read: {exc.strerror or exc}")]
+    return decode_config_bytes(raw, name)
+
+
+def decode_config_bytes(raw: bytes, name: str) -> tuple[str | None, list[Diagnostic]]:
+    """Decode bytes as UTF-8 (a BOM is allowed), rejecting binary data with its position."""
+    nul = raw.find(b"\x00", 0, 8192)
+    if nul >= 0:
+        line, col = _line_col(raw, nul)
+        return None, [
+            _io("FILE-BINARY", name, "binary data (NUL byte), not a YAML or JSON text file",
+                line=line, column=col)
+        ]
+    if raw.startswith(b"\xef\xbb\xbf"):
+        raw = raw[3:]
+    try:
+        return raw.decode("utf-8"), []
+    except UnicodeDecodeError as exc:
+        line, col = _line_col(raw, exc.start)
+        return None, [
+            _io(
+                "FILE-ENCODING",
+                name,
+                f"not valid UTF-8: byte 0x{raw[exc.start]:02x} at offset {exc.start}",
+                hint="save the file as UTF-8",
+                line=line,
+                column=col,
+            )
+        ]
+
+
+def _line_col(raw: bytes, offset: int) -> tuple[int, int]:
+    line = raw.count(b"\n", 0, offset) + 1
+    start = raw.rfind(b"\n", 0, offset) + 1
+    return line, offset - start + 1

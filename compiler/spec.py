@@ -1,0 +1,189 @@
+"""The normalized Spec: one model that YAML, the Python API and native JSON all lower into.
+
+Its shape follows the canonical native JSON (docs/native-json.md) with friendlier names where the
+native ones are awkward (`host_offload` for `native_host_offload`, rank fields flattened into the
+role). Rules read it; the emitter writes it; the engine never sees it (it reads native JSON).
+A field is None where the source left it unknown (auto estimates, or a document with errors).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import attrs
+
+ROLE_ORDER = ("aggregated", "prefill", "decode")
+AGENTIC_FORMATS = ("weka", "agentic_mooncake")
+
+
+@attrs.frozen
+class HostOffload:
+    scope: str = "dp_rank_local"
+    num_host_blocks: int | None = None
+    d2h_bandwidth_gbps: float = 32.0
+    h2d_bandwidth_gbps: float = 32.0
+    shared_d2h_bandwidth_gbps: float = 80.0
+    shared_h2d_bandwidth_gbps: float = 80.0
+    latency_to_first_byte_ms: float = 0.0
+    kv_layout_id: str | None = None
+
+
+@attrs.frozen
+class G3Offload:
+    scope: str | None = None
+    num_g3_blocks: int | None = None
+    latency_to_first_byte_ms: float = 0.1
+    read_bandwidth_gbps: float = 10.0
+    write_bandwidth_gbps: float = 10.0
+    shared_read_bandwidth_gbps: float = 80.0
+    shared_write_bandwidth_gbps: float = 80.0
+
+
+@attrs.frozen
+class Timing:
+    type: str = "polynomial"
+    prefill_ms: float | None = None
+    decode_ms: float | None = None
+
+
+@attrs.frozen
+class Speculation:
+    kind: str | None = None
+    num_speculative_tokens: int | None = None
+    acceptance_rates: tuple[float, ...] = ()
+    seed: int = 42
+
+
+@attrs.frozen
+class Role:
+    """One worker role: how many workers, their parallelism and the native rank settings."""
+
+    name: str
+    workers: int = 1
+    dp_size: int = 1
+    tensor_parallel_size: int = 1
+    pipeline_parallel_size: int = 1
+    prefill_context_parallel_size: int | None = None
+    decode_context_parallel_size: int | None = None
+    num_gpu_blocks_is_explicit: bool = False
+    startup_seconds: float = 0.0
+    speculation: Speculation | None = None
+    # Rank fields (native names).
+    backend: str = "vllm"
+    block_size: int = 64
+    num_gpu_blocks: int = 16384
+    max_num_seqs: int = 256
+    max_num_batched_tokens: int = 8192
+    max_model_len: int | None = None
+    enable_prefix_caching: bool = True
+    enable_chunked_prefill: bool = True
+    prefill_schedule_interval: int = 1
+    preemption_mode: str = "lifo"
+    speedup_ratio: float = 1.0
+    decode_speedup_ratio: float = 1.0
+    kv_cache_bytes_per_token: int | None = None
+    kv_transfer_bytes_per_token: int | None = None
+    kv_transfer_bandwidth: float | None = None
+    kv_transfer_timing_mode: str = "destination_missing"
+    timing_model: Timing = Timing()
+    host_offload: HostOffload | None = None
+    g3_offload: G3Offload | None = None
+
+
+@attrs.frozen
+class Router:
+    policy: str = "round_robin"
+    kv_event_lag_ms: float = 0.0
+    host_cache_hit_weight: float = 0.75
+    overlap_score_credit: float = 1.0
+    prefill_load_scale: float = 1.0
+    temperature: float = 0.0
+    seed: int = 0
+
+
+ROUTER_KNOB_DEFAULTS: dict[str, float | int] = {
+    f.name: f.default for f in attrs.fields(Router) if f.name != "policy"  # type: ignore[misc]
+}
+
+
+@attrs.frozen
+class Scaling:
+    policy: str = "none"
+    config: Any = attrs.field(default=None, eq=False, hash=False)
+    config_json: str | None = None  # canonical text of config, for equality and hashing
+
+
+@attrs.frozen
+class Sla:
+    ttft_ms: float | None = None
+    itl_ms: float | None = None
+    e2e_ms: float | None = None
+
+
+@attrs.frozen
+class AgenticProfile:
+    duration_seconds: float = 3600.0
+    response_grace_seconds: float = 30.0
+    cancel_drain_seconds: float = 10.0
+    tree_idle_cap_seconds: float = 300.0
+    global_idle_cap_seconds: float = 10.0
+
+
+@attrs.frozen
+class Traffic:
+    source_type: str = "synthetic"
+    trace_format: str | None = None
+    trace_paths: tuple[str, ...] = ()
+    trace_block_size: int | None = None
+    weka_nested_timestamp_basis: str | None = None
+    input_tokens: int | None = 1024
+    output_tokens: int | None = 128
+    cached_prefix_tokens: int | None = 0
+    turns_per_session: int | None = None
+    shared_prefix_ratio: float | None = None
+    num_prefix_groups: int | None = None
+    inter_turn_delay_ms: float | None = None
+    load_type: str = "concurrency"
+    concurrency: int | None = 10
+    request_rate: float | None = None
+    arrival_seed: int | None = None
+    speedup: float | None = None
+    agentic_lanes: int | None = None
+    agentic_snapshot_seed: int | None = None
+    agentic_warmup: bool = False
+    agentic_profile: AgenticProfile | None = None
+    stop_requests: int | None = 100
+    stop_sessions: int | None = None
+
+    @property
+    def agentic(self) -> bool:
+        """An agentic trace, or any agentic load key set (support-matrix.md)."""
+        return (
+            self.trace_format in AGENTIC_FORMATS
+            or self.agentic_lanes is not None
+            or self.agentic_snapshot_seed is not None
+            or self.agentic_warmup
+            or self.agentic_profile is not None
+        )
+
+
+@attrs.frozen
+class Spec:
+    """A whole deployment and its traffic, normalized."""
+
+    model: str | None
+    roles: tuple[Role, ...]
+    mode: Literal["aggregated", "disaggregated"] | str = "aggregated"
+    hardware: str | None = None
+    backend_version: str | None = None
+    handoff_latency_ms: float = 0.0
+    router: Router = Router()
+    scaling: Scaling = Scaling()
+    max_sim_time_ms: float | None = None
+    record_per_request: bool = True
+    sla: Sla | None = None
+    traffic: Traffic = Traffic()
+    version: int = 1
+
+    def role(self, name: str) -> Role | None:
+        return next((r for r in self.roles if r.name == name), None)

@@ -1,0 +1,309 @@
+"""JSON Schema validation whose every error becomes a positioned diagnostic with a useful hint.
+
+It also returns the paths to prune so later stages can run on what is valid (unknown keys and
+invalid values are dropped, defaults then apply).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import attrs
+import jsonschema
+from jsonschema.exceptions import ValidationError
+
+from kvreplay.compiler.source import Path, SourceMap, format_path
+from kvreplay.compiler.suggest import hint_for
+from kvreplay.diagnostics import Diagnostic
+
+# Hints for unknown keys that users carry over from neighbouring tools.
+_KNOWN_ELSEWHERE: dict[str, str] = {
+    "planner": "kvreplay writes the planner hook as `scaling: {policy: planner, config: {...}}`",
+    "kv_layout_id": "kvreplay derives kv_layout_id itself; remove the key",
+    "optimization": "`optimization` belongs to a recommendation input, not a deployment",
+    "optimizer": "`optimizer` belongs to a recommendation input, not a deployment",
+}
+
+
+@cache
+def load_schema(name: str) -> dict[str, Any]:
+    """A schema shipped in kvreplay.schema (`config`, `native` or `report`)."""
+    text = resources.files("kvreplay.schema").joinpath(f"{name}.schema.json").read_text("utf-8")
+    schema: dict[str, Any] = json.loads(text)
+    return schema
+
+
+def _is_integer(_checker: object, instance: object) -> bool:
+    # Strict: 2.0 is a float, not an integer; True is a bool, not 1.
+    return isinstance(instance, int) and not isinstance(instance, bool)
+
+
+@cache
+def _validator(name: str) -> jsonschema.protocols.Validator:
+    base = jsonschema.Draft202012Validator
+    checker = base.TYPE_CHECKER.redefine("integer", _is_integer)
+    cls = jsonschema.validators.extend(base, type_checker=checker)
+    return cls(load_schema(name))  # type: ignore[no-any-return]
+
+
+@attrs.frozen
+class Validation:
+    diagnostics: tuple[Diagnostic, ...]
+    prune: frozenset[Path]
+
+
+def _type_name(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "list"
+    if isinstance(value, dict):
+        return "mapping"
+    return type(value).__name__
+
+
+def _show(value: object) -> str:
+    if isinstance(value, (dict, list)):
+        return f"a {_type_name(value)}"
+    text = json.dumps(value) if not isinstance(value, str) else value
+    if len(text) > 60:
+        text = text[:57] + "..."
+    return f"{_type_name(value)} `{text}`"
+
+
+def _describe(schema: Mapping[str, Any]) -> str:
+    """A short English description of what a (sub)schema accepts."""
+    if "const" in schema:
+        return f"`{schema['const']}`"
+    if "enum" in schema:
+        return "one of " + ", ".join(f"`{v}`" for v in schema["enum"])
+    if "anyOf" in schema:
+        return " or ".join(_describe(s) for s in schema["anyOf"])
+    kind = schema.get("type")
+    if kind == "null":
+        return "null"
+    words = {"integer": "an integer", "number": "a number", "string": "a string",
+             "boolean": "`true` or `false`", "object": "a mapping", "array": "a list"}
+    text = words.get(str(kind), str(kind))
+    bounds = []
+    if "minimum" in schema:
+        bounds.append(f">= {_num(schema['minimum'])}")
+    if "exclusiveMinimum" in schema:
+        bounds.append(f"> {_num(schema['exclusiveMinimum'])}")
+    if bounds and kind in ("integer", "number"):
+        text += " " + " and ".join(bounds)
+    return text
+
+
+def _num(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() and abs(value) < 1e15 else repr(value)
+
+
+def _field(path: Path) -> str:
+    named = [p for p in path if isinstance(p, str)]
+    return named[-1] if named else "document"
+
+
+class _Mapper:
+    def __init__(self, source: SourceMap, data: Any) -> None:
+        self.source = source
+        self.data = data
+        self.out: list[Diagnostic] = []
+        self.prune: set[Path] = set()
+
+    def emit(self, rule: str, message: str, path: Path, *, key: bool = False,
+             hint: str | None = None) -> None:
+        span = self.source.span(path, key=key)
+        self.out.append(Diagnostic(rule, "error", message, span, hint=hint))
+
+    def handle(self, err: ValidationError) -> None:
+        path: Path = tuple(err.absolute_path)
+        kw = err.validator
+        if kw == "additionalProperties":
+            allowed = list((err.schema.get("properties") or {}).keys())
+            for key in sorted(set(err.instance) - set(allowed)):
+                self.unknown_key(path, key, allowed)
+        elif kw == "enum" and "propertyNames" in err.relative_schema_path:
+            key = str(err.instance)
+            field, value = _variant_from_data(self.data, path)
+            applicable = [k for k in err.validator_value if k != field]
+            where = format_path(path, self.source.style)
+            self.emit(
+                "SCHEMA-NOT-APPLICABLE",
+                f"`{key}` does not apply to {_field(path)} with {field} `{value}` (at {where})",
+                path + (key,),
+                key=True,
+                hint=("keys for this " + field + ": " + ", ".join(f"`{k}`" for k in applicable))
+                if applicable
+                else f"remove it, or change `{field}`",
+            )
+            self.prune.add(path + (key,))
+        elif kw == "required":
+            missing = err.message.split("'")[1] if "'" in err.message else str(err.validator_value)
+            where = "the document" if not path else f"`{_field(path)}`"
+            variant = ""
+            if "then" in err.relative_schema_path:
+                field, value = _variant_from_data(self.data, path)
+                variant = f" with {field} `{value}`"
+            self.emit("SCHEMA-REQUIRED", f"missing required key `{missing}` in {where}{variant}",
+                      path, key=True)
+        elif kw == "minProperties":
+            self.emit("SCHEMA-REQUIRED", f"`{_field(path)}` needs at least one entry", path,
+                      key=True, hint=_roles_hint(err.schema))
+        elif kw == "oneOf":
+            options = [s.get("required", []) for s in err.validator_value]
+            names = [f"`{r[0]}`" for r in options if r]
+            field, value = _variant_from_data(self.data, path)
+            present = [n.strip("`") for n in names if n.strip("`") in (err.instance or {})]
+            what = "both" if len(present) > 1 else "neither"
+            self.emit(
+                "SCHEMA-COMBINATION",
+                f"`{_field(path)}` with {field} `{value}` needs exactly one of "
+                f"{' or '.join(names)} (found {what})",
+                path,
+                key=True,
+            )
+        elif kw == "type":
+            self.type_error(path, err)
+        elif kw in ("enum", "const"):
+            self.enum_error(path, err)
+        elif kw == "anyOf":
+            self.emit(
+                "SCHEMA-TYPE",
+                f"`{_field(path)}` must be {_describe(err.schema)}, found {_show(err.instance)}",
+                path,
+            )
+            self.prune.add(path)
+        elif kw in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
+            op = {"minimum": ">=", "maximum": "<=", "exclusiveMinimum": ">",
+                  "exclusiveMaximum": "<"}[kw]
+            self.emit(
+                "SCHEMA-RANGE",
+                f"`{_field(path)}` must be {op} {_num(err.validator_value)}, found "
+                f"{_show(err.instance)}",
+                path,
+            )
+            self.prune.add(path)
+        elif kw in ("minLength", "maxLength", "minItems", "maxItems"):
+            unit = "characters" if "Length" in kw else "items"
+            op = "at least" if kw.startswith("min") else "at most"
+            self.emit("SCHEMA-LENGTH",
+                      f"`{_field(path)}` must have {op} {err.validator_value} {unit}", path)
+            self.prune.add(path)
+        else:
+            self.emit("SCHEMA-INVALID", f"`{_field(path)}`: {err.message}", path)
+            self.prune.add(path)
+
+    def unknown_key(self, path: Path, key: str, allowed: list[str]) -> None:
+        where = f"`{_field(path)}`" if path else "the top level"
+        hint = _KNOWN_ELSEWHERE.get(key) or hint_for(key, allowed, "keys")
+        self.emit("SCHEMA-UNKNOWN-KEY", f"unknown key `{key}` in {where}", path + (key,),
+                  key=True, hint=hint)
+        self.prune.add(path + (key,))
+
+    def type_error(self, path: Path, err: ValidationError) -> None:
+        expected = _describe(err.schema)
+        hint = None
+        text = self.source.scalar_text.get(path)
+        if err.validator_value == "string" and isinstance(err.instance, (int, float)) and not \
+                isinstance(err.instance, bool):
+            shown = text or json.dumps(err.instance)
+            hint = f'quote it: "{shown}" (YAML reads unquoted {shown} as a number)'
+        elif err.validator_value == "integer" and isinstance(err.instance, float):
+            hint = "write a whole number without a decimal point"
+        elif err.validator_value in ("integer", "number") and isinstance(err.instance, str):
+            hint = "remove the quotes to write a number"
+        elif err.validator_value == "boolean" and isinstance(err.instance, str):
+            hint = "write `true` or `false` (unquoted)"
+        self.emit("SCHEMA-TYPE", f"`{_field(path)}` must be {expected}, found {_show(err.instance)}",
+                  path, hint=hint)
+        self.prune.add(path)
+
+    def enum_error(self, path: Path, err: ValidationError) -> None:
+        choices = [str(v) for v in (err.validator_value if err.validator == "enum"
+                                    else [err.validator_value])]
+        value = err.instance
+        hint = hint_for(value, choices, "values") if isinstance(value, str) else \
+            "valid values: " + ", ".join(f"`{c}`" for c in choices)
+        self.emit("SCHEMA-ENUM",
+                  f"`{_field(path)}` must be one of {', '.join(f'`{c}`' for c in choices)}, "
+                  f"found {_show(value)}", path, hint=hint)
+        self.prune.add(path)
+
+
+def _variant_from_data(data: Any, path: Path) -> tuple[str, str]:
+    node = data
+    for part in path:
+        try:
+            node = node[part]
+        except (KeyError, IndexError, TypeError):
+            return "type", "?"
+    if isinstance(node, dict):
+        for key in ("type", "kind", "policy"):
+            if key in node:
+                return key, str(node[key])
+    return "type", "?"
+
+
+def _roles_hint(schema: Mapping[str, Any]) -> str | None:
+    names = list((schema.get("properties") or {}).keys())
+    return ("add one of: " + ", ".join(f"`{n}`" for n in names)) if names else None
+
+
+def _under(path: Path, bad: Iterable[Path]) -> bool:
+    return any(path[: len(b)] == b for b in bad)
+
+
+def validate(data: Any, source: SourceMap, schema: str = "config",
+             already_reported: Iterable[Path] = ()) -> Validation:
+    """Validate against a shipped schema; errors at paths already reported by the loader are skipped."""
+    bad = list(already_reported)
+    mapper = _Mapper(source, data)
+    errors = sorted(_validator(schema).iter_errors(data), key=lambda e: [str(p) for p in e.absolute_path])
+    for err in errors:
+        path: Path = tuple(err.absolute_path)
+        if _under(path, bad):
+            continue
+        if err.validator == "required" and "'" in err.message:
+            missing = err.message.split("'")[1]
+            if _under(path + (missing,), bad):
+                continue
+        mapper.handle(err)
+    return Validation(tuple(mapper.out), frozenset(mapper.prune))
+
+
+def prune(data: Any, paths: Iterable[Path]) -> Any:
+    """A copy of data without the given paths (list items removed from the highest index down)."""
+    def order(p: Path) -> tuple[int, list[tuple[int, int | str]]]:
+        return len(p), [(0, x) if isinstance(x, int) else (1, x) for x in p]
+
+    ordered = sorted(set(paths), key=order, reverse=True)
+    result = json.loads(json.dumps(data))
+    for path in ordered:
+        if not path:
+            return None
+        node = result
+        for part in path[:-1]:
+            try:
+                node = node[part]
+            except (KeyError, IndexError, TypeError):
+                node = None
+                break
+        last = path[-1]
+        if isinstance(node, dict) and isinstance(last, str):
+            node.pop(last, None)
+        elif isinstance(node, list) and isinstance(last, int) and last < len(node):
+            node.pop(last)
+    return result

@@ -1,0 +1,264 @@
+"""YAML to plain data with a position for every key and value, and diagnostics instead of crashes."""
+
+from __future__ import annotations
+
+import io
+import math
+from typing import Any
+
+from ruamel.yaml import YAML
+from ruamel.yaml.error import MarkedYAMLError, YAMLError
+from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from kvreplay.compiler.source import Loaded, Path, Position, SourceMap, format_path
+from kvreplay.diagnostics import Diagnostic, Related, Span
+
+# A config has hundreds of nodes; an alias bomb has billions. Cap what aliases may expand to.
+MAX_EXPANDED_NODES = 50_000
+
+_T = "tag:yaml.org,2002:"
+_NON_JSON = {
+    _T + "timestamp": "a date/timestamp",
+    _T + "binary": "binary data",
+    _T + "set": "a set",
+    _T + "omap": "an ordered map",
+    _T + "pairs": "a pairs list",
+}
+
+
+class _AliasLimit(Exception):
+    pass
+
+
+def _pos(node: Node) -> Position:
+    s, e = node.start_mark, node.end_mark
+    return Position(s.line + 1, s.column + 1, e.line + 1, e.column + 1)
+
+
+class _Builder:
+    """Walks a composed node tree into plain values, recording positions and problems."""
+
+    def __init__(self, source: SourceMap) -> None:
+        self.source = source
+        self.diagnostics: list[Diagnostic] = []
+        self.expanded = 0
+        self.stack: set[int] = set()
+
+    def problem(self, rule: str, message: str, node: Node, path: Path, hint: str | None = None,
+                related: tuple[Any, ...] = ()) -> None:
+        p = _pos(node)
+        span = Span(self.source.file, format_path(path), p.line, p.column, p.end_line, p.end_column)
+        self.diagnostics.append(Diagnostic(rule, "error", message, span, hint=hint, related=related))
+
+    def build(self, node: Node, path: Path) -> Any:
+        self.expanded += 1
+        if self.expanded > MAX_EXPANDED_NODES:
+            raise _AliasLimit
+        if id(node) in self.stack:
+            self.problem("YAML-ALIAS", "recursive alias: this node contains itself", node, path)
+            return None
+        self.source.values.setdefault(path, _pos(node))
+        ctag = getattr(node, "ctag", None)
+        if ctag is not None and getattr(ctag, "handle", None) is not None:
+            self.problem(
+                "YAML-TAG",
+                f"YAML tag `{node.tag}` is not allowed in a config",
+                node,
+                path,
+                hint="remove the tag; configs use plain YAML scalars, lists and mappings",
+            )
+            return None
+        if isinstance(node, ScalarNode):
+            return self.scalar(node, path)
+        self.stack.add(id(node))
+        try:
+            if isinstance(node, SequenceNode):
+                return [self.build(item, path + (i,)) for i, item in enumerate(node.value)]
+            if isinstance(node, MappingNode):
+                return self.mapping(node, path)
+        finally:
+            self.stack.discard(id(node))
+        self.problem("YAML-SYNTAX", f"unsupported YAML node {type(node).__name__}", node, path)
+        return None
+
+    def mapping(self, node: MappingNode, path: Path) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        first_seen: dict[str, Node] = {}
+        merged: list[tuple[MappingNode, Path]] = []
+        for key_node, value_node in node.value:
+            if key_node.tag == _T + "merge":
+                merged.extend(self._merge_sources(value_node, path))
+                continue
+            if not isinstance(key_node, ScalarNode) or key_node.tag != _T + "str":
+                self.problem(
+                    "YAML-KEY",
+                    "mapping keys must be strings"
+                    + (f", found `{key_node.value}`" if isinstance(key_node, ScalarNode) else ""),
+                    key_node,
+                    path,
+                    hint="quote the key" if isinstance(key_node, ScalarNode) else None,
+                )
+                continue
+            key = key_node.value
+            child = path + (key,)
+            if key in first_seen:
+                first = _pos(first_seen[key])
+                self.problem(
+                    "YAML-DUPLICATE-KEY",
+                    f"duplicate key `{key}` (first defined at line {first.line}); "
+                    "this later value is ignored",
+                    key_node,
+                    child,
+                    hint="keep one of the two definitions",
+                    related=(
+                        Related(
+                            "first definition",
+                            Span(self.source.file, format_path(child), first.line, first.column,
+                                 first.end_line, first.end_column),
+                        ),
+                    ),
+                )
+                continue
+            first_seen[key] = key_node
+            self.source.keys[child] = _pos(key_node)
+            out[key] = self.build(value_node, child)
+        for source_node, at in merged:
+            for key, value in self.mapping(source_node, at).items():
+                out.setdefault(key, value)
+        return out
+
+    def _merge_sources(self, node: Node, path: Path) -> list[tuple[MappingNode, Path]]:
+        items = node.value if isinstance(node, SequenceNode) else [node]
+        good = [(n, path) for n in items if isinstance(n, MappingNode)]
+        if len(good) != len(items):
+            self.problem("YAML-SYNTAX", "a merge key `<<` needs a mapping or a list of mappings",
+                         node, path)
+        return good
+
+    def scalar(self, node: ScalarNode, path: Path) -> Any:
+        tag, text = node.tag, node.value
+        if tag in _NON_JSON:
+            self.problem(
+                "YAML-NON-JSON",
+                f"`{text}` is read as {_NON_JSON[tag]}, which configs do not accept",
+                node,
+                path,
+                hint=f'quote it if a string is meant: "{text}"',
+            )
+            return None
+        if tag == _T + "str":
+            return text
+        if tag == _T + "null":
+            return None
+        if tag == _T + "bool":
+            return text.lower() == "true"
+        if tag == _T + "int":
+            return _to_int(text)
+        if tag == _T + "float":
+            value = _to_float(text)
+            if not math.isfinite(value):
+                self.problem(
+                    "YAML-NON-FINITE",
+                    f"`{text}` is not a finite number",
+                    node,
+                    path,
+                    hint="use a finite decimal number",
+                )
+                return None
+            self.source.scalar_text[path] = text
+            return value
+        self.problem("YAML-TAG", f"unsupported scalar type `{tag}`", node, path)
+        return None
+
+
+def _to_int(text: str) -> int:
+    t = text.replace("_", "")
+    sign = -1 if t.startswith("-") else 1
+    t = t.lstrip("+-")
+    if t.startswith(("0x", "0X")):
+        return sign * int(t[2:], 16)
+    if t.startswith(("0o", "0O")):
+        return sign * int(t[2:], 8)
+    if t.startswith(("0b", "0B")):
+        return sign * int(t[2:], 2)
+    return sign * int(t)
+
+
+def _to_float(text: str) -> float:
+    t = text.replace("_", "").lower()
+    if t in (".nan", "+.nan", "-.nan"):
+        return math.nan
+    if t.endswith(".inf"):
+        return -math.inf if t.startswith("-") else math.inf
+    return float(t)
+
+
+def _syntax(exc: YAMLError, file: str | None, text: str) -> Diagnostic:
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc).strip().splitlines()[0]
+    context = getattr(exc, "context", None)
+    message = f"{context}, {problem}" if context else str(problem)
+    hint = None
+    line = col = None
+    if mark is not None:
+        line, col = mark.line + 1, mark.column + 1
+        lines = text.splitlines()
+        if 0 < line <= len(lines) and "\t" in lines[line - 1][: max(col, 1) + 1]:
+            hint = "YAML forbids tabs for indentation; indent with spaces"
+    if "\t" in message:
+        message = message.replace("\t", "\\t")
+    return Diagnostic("YAML-SYNTAX", "error", f"YAML syntax error: {message}",
+                      Span(file, "$", line, col, line, col + 1 if col else None), hint=hint)
+
+
+def load_yaml(text: str, file: str | None) -> Loaded:
+    """Parse one YAML document into plain data plus positions; problems become diagnostics."""
+    source = SourceMap(file=file)
+    yaml = YAML(typ="rt", pure=True)
+    try:
+        documents = list(yaml.compose_all(io.StringIO(text)))
+    except MarkedYAMLError as exc:
+        return Loaded(None, source, text, (_syntax(exc, file, text),))
+    except YAMLError as exc:
+        return Loaded(None, source, text, (_syntax(exc, file, text),))
+    except RecursionError:
+        return Loaded(None, source, text, (Diagnostic(
+            "YAML-SYNTAX", "error", "document nests too deeply", Span(file, "$")),))
+    documents = [d for d in documents if d is not None]
+    if not documents:
+        return Loaded(None, source, text, (Diagnostic(
+            "YAML-NOT-MAPPING", "error", "the document is empty; expected a mapping with `engine`",
+            Span(file, "$", 1, 1, 1, 1)),))
+    builder = _Builder(source)
+    extra: list[Diagnostic] = []
+    if len(documents) > 1:
+        p = _pos(documents[1])
+        extra.append(Diagnostic(
+            "YAML-MULTI-DOCUMENT", "error",
+            f"the file holds {len(documents)} YAML documents; a config is exactly one",
+            Span(file, "$", p.line, p.column, p.line, p.column + 1),
+            hint="split the documents into separate files"))
+    root = documents[0]
+    try:
+        data = builder.build(root, ())
+    except _AliasLimit:
+        p = _pos(root)
+        return Loaded(None, source, text, (Diagnostic(
+            "YAML-ALIAS", "error",
+            f"aliases expand to more than {MAX_EXPANDED_NODES:,} nodes (an alias bomb?)",
+            Span(file, "$", p.line, p.column, p.end_line, p.end_column),
+            hint="write the config without nested aliases"),))
+    except RecursionError:
+        return Loaded(None, source, text, (Diagnostic(
+            "YAML-SYNTAX", "error", "document nests too deeply", Span(file, "$")),))
+    diagnostics = builder.diagnostics + extra
+    if not isinstance(data, dict):
+        p = _pos(root)
+        kind = "a list" if isinstance(data, list) else f"the scalar `{root.value}`" \
+            if isinstance(root, ScalarNode) else "not a mapping"
+        diagnostics.append(Diagnostic(
+            "YAML-NOT-MAPPING", "error",
+            f"the document is {kind}; expected a mapping with `engine`",
+            Span(file, "$", p.line, p.column, p.end_line, p.end_column)))
+        return Loaded(None, source, text, tuple(diagnostics))
+    return Loaded(data, source, text, tuple(diagnostics))

@@ -1,0 +1,169 @@
+"""Per-request records: what the simulation core fills in and the report is built from.
+
+Field names follow the reference engine's per-request report so results compare field by field.
+The core appends to the history lists and sets times; `kvreplay.engine.report` turns finished
+records into the canonical report. Times are simulated milliseconds.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class RoutingDecision:
+    """One placement of a request on a pool (engine.md section 5 route report)."""
+
+    __slots__ = (
+        "best_available_overlap_blocks",
+        "dp_rank",
+        "logical_worker_id",
+        "outcome",
+        "pool",
+        "queue_entered_at_ms",
+        "queue_wait_ms",
+        "reported_overlap_tokens",
+        "scheduler_id",
+        "selected_overlap_blocks",
+    )
+
+    def __init__(
+        self,
+        pool: str,
+        logical_worker_id: int,
+        dp_rank: int,
+        scheduler_id: int,
+        outcome: str = "immediate",
+        queue_entered_at_ms: float | None = None,
+        queue_wait_ms: float = 0.0,
+        reported_overlap_tokens: int = 0,
+        selected_overlap_blocks: int | None = None,
+        best_available_overlap_blocks: int | None = None,
+    ) -> None:
+        self.pool = pool
+        self.logical_worker_id = logical_worker_id
+        self.dp_rank = dp_rank
+        self.scheduler_id = scheduler_id
+        self.outcome = outcome
+        self.queue_entered_at_ms = queue_entered_at_ms
+        self.queue_wait_ms = queue_wait_ms
+        self.reported_overlap_tokens = reported_overlap_tokens
+        self.selected_overlap_blocks = selected_overlap_blocks
+        self.best_available_overlap_blocks = best_available_overlap_blocks
+
+    def to_dict(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.__slots__}
+
+
+class Admission:
+    """One admission of a request into a rank's running set (first or re-admission)."""
+
+    __slots__ = (
+        "admission_ordinal",
+        "at_ms",
+        "g1_reused_input_tokens",
+        "host_reused_input_tokens",
+        "is_readmission",
+        "pool",
+        "pool_admission_ordinal",
+        "reused_input_tokens",
+    )
+
+    def __init__(
+        self,
+        admission_ordinal: int,
+        pool: str,
+        pool_admission_ordinal: int,
+        at_ms: float,
+        reused_input_tokens: int,
+        g1_reused_input_tokens: int,
+        host_reused_input_tokens: int,
+        is_readmission: bool,
+    ) -> None:
+        self.admission_ordinal = admission_ordinal
+        self.pool = pool
+        self.pool_admission_ordinal = pool_admission_ordinal
+        self.at_ms = at_ms
+        self.reused_input_tokens = reused_input_tokens
+        self.g1_reused_input_tokens = g1_reused_input_tokens
+        self.host_reused_input_tokens = host_reused_input_tokens
+        self.is_readmission = is_readmission
+
+    def to_dict(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.__slots__}
+
+
+class RequestRecord:
+    """Everything the report says about one request."""
+
+    __slots__ = (
+        "admission_history",
+        "arrival_time_ms",
+        "decode_admit_ms",
+        "destination_activated_ms",
+        "destination_reserved_ms",
+        "dispatched_at_ms",
+        "first_admission_g1_reused_input_tokens",
+        "first_admission_host_reused_input_tokens",
+        "first_admit_ms",
+        "first_token_ms",
+        "input_length",
+        "itl_gaps",
+        "last_token_ms",
+        "ordinal",
+        "output_length",
+        "prefill_admit_ms",
+        "readmission_count",
+        "request_id",
+        "requested_output_length",
+        "reused_input_tokens",
+        "routing_history",
+        "second_token_ms",
+        "session_id",
+        "source_held_ms",
+        "source_released_ms",
+        "terminal_status",
+        "terminal_time_ms",
+        "turn_index",
+    )
+
+    def __init__(
+        self,
+        ordinal: int,
+        request_id: str,
+        arrival_time_ms: float,
+        input_length: int,
+        requested_output_length: int,
+        session_id: str | None = None,
+        turn_index: int | None = None,
+    ) -> None:
+        self.ordinal = ordinal  # 0-based order of arrival in the workload (uuid is derived from it)
+        self.request_id = request_id
+        self.session_id = session_id
+        self.turn_index = turn_index
+        self.arrival_time_ms = arrival_time_ms
+        self.dispatched_at_ms: float | None = arrival_time_ms
+        self.input_length = input_length
+        self.requested_output_length = requested_output_length
+        self.output_length = 0  # tokens actually produced
+        self.first_admit_ms: float | None = None
+        self.first_token_ms: float | None = None
+        self.second_token_ms: float | None = None
+        self.last_token_ms: float | None = None
+        self.terminal_time_ms: float | None = None
+        self.terminal_status: str | None = None  # completed | rejected | canceled | failed
+        self.reused_input_tokens = 0
+        # None when the deployment has no host tier (the report omits them then).
+        self.first_admission_g1_reused_input_tokens: int | None = None
+        self.first_admission_host_reused_input_tokens: int | None = None
+        self.readmission_count = 0
+        self.admission_history: list[Admission] = []
+        self.routing_history: list[RoutingDecision] = []
+        # Token gaps as (gap_ms, count) runs: compressed decode stretches add one run.
+        self.itl_gaps: list[tuple[float, int]] = []
+        # Disaggregated lifecycle (None in aggregated mode).
+        self.prefill_admit_ms: float | None = None
+        self.source_held_ms: float | None = None
+        self.destination_reserved_ms: float | None = None
+        self.destination_activated_ms: float | None = None
+        self.decode_admit_ms: float | None = None
+        self.source_released_ms: float | None = None

@@ -1,0 +1,1 @@
+"""kvreplay.engine.traces."""

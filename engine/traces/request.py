@@ -1,0 +1,89 @@
+"""The workload seam: requests as trace readers and generators produce them for the simulation.
+
+A prompt is a tuple of runs `(token_value, count)`: a Mooncake row with hash ids [7, 9] at 512
+tokens per id and input_length 700 is ((7, 512), (9, 188)); a synthetic prompt with a shared
+896-token prefix is ((shared_id, 896), (unique_id, 128)). Equal runs at equal positions mean equal
+tokens, which is all prefix caching needs; the engine hashes its own blocks from these runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Protocol
+
+
+class TraceRequest:
+    """One request to dispatch. `release_ms` is when the workload lets it go (arrival)."""
+
+    __slots__ = (
+        "input_length",
+        "ordinal",
+        "output_length",
+        "prompt",
+        "release_ms",
+        "request_id",
+        "session_id",
+        "turn_index",
+    )
+
+    def __init__(
+        self,
+        ordinal: int,
+        request_id: str,
+        release_ms: float,
+        input_length: int,
+        output_length: int,
+        prompt: tuple[tuple[int, int], ...],
+        session_id: str | None = None,
+        turn_index: int | None = None,
+    ) -> None:
+        self.ordinal = ordinal
+        self.request_id = request_id
+        self.release_ms = release_ms
+        self.input_length = input_length
+        self.output_length = output_length
+        self.prompt = prompt
+        self.session_id = session_id
+        self.turn_index = turn_index
+
+    def __repr__(self) -> str:
+        return (f"TraceRequest({self.request_id!r}, t={self.release_ms}, in={self.input_length}, "
+                f"out={self.output_length})")
+
+
+class Workload(Protocol):
+    """A source of requests the event loop drives (open loop, closed loop or sessions).
+
+    The loop asks `next_release_ms()` for the earliest pending release, takes every request due
+    with `release(now)` (in a deterministic order), and reports each request's end with
+    `on_terminal(request, now)` so closed-loop and multi-turn workloads can release follow-ups.
+    """
+
+    def next_release_ms(self) -> float | None: ...
+
+    def release(self, now_ms: float) -> Sequence[TraceRequest]: ...
+
+    def on_terminal(self, request: TraceRequest, now_ms: float) -> None: ...
+
+    def exhausted(self) -> bool: ...
+
+
+def runs_from_hash_ids(hash_ids: Sequence[int], block_size: int,
+                       input_length: int) -> tuple[tuple[int, int], ...]:
+    """Mooncake-style prompt: each hash id covers block_size tokens, cut at input_length."""
+    runs: list[tuple[int, int]] = []
+    remaining = input_length
+    for h in hash_ids:
+        if remaining <= 0:
+            break
+        n = block_size if remaining >= block_size else remaining
+        runs.append((h, n))
+        remaining -= n
+    return tuple(runs)
+
+
+def iter_tokens(prompt: tuple[tuple[int, int], ...]) -> Iterator[int]:
+    """Expand runs into token values (tests and small prompts only)."""
+    for value, count in prompt:
+        for _ in range(count):
+            yield value

@@ -1,0 +1,39 @@
+"""kvreplay: lint, compile and replay KV-cache-aware LLM serving deployments."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+# The public API is imported lazily so that `kvreplay lint` starts fast.
+_LAZY = {
+    "load_config": "kvreplay.api",
+    "compile_config": "kvreplay.api",
+    "spec_from_engine_args": "kvreplay.api",
+    "lint_config": "kvreplay.api",
+    "run_spec": "kvreplay.api",
+    "Diagnostic": "kvreplay.diagnostics",
+    "Span": "kvreplay.diagnostics",
+}
+
+if TYPE_CHECKING:
+    from kvreplay.api import (
+        compile_config,
+        lint_config,
+        load_config,
+        run_spec,
+        spec_from_engine_args,
+    )
+    from kvreplay.diagnostics import Diagnostic, Span
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'kvreplay' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)
