@@ -13,7 +13,7 @@ from kvreplay.compiler.spec import Spec
 from kvreplay.diagnostics import Diagnostic, has_errors, sort_unique
 
 # Loader findings that replaced a value by null: the schema must not report those values again.
-_VALUE_PROBLEMS = frozenset({"YAML-NON-FINITE", "YAML-NON-JSON", "YAML-TAG", "YAML-ALIAS"})
+_VALUE_PROBLEMS = frozenset({"YAML-NON-FINITE", "YAML-NON-JSON", "YAML-TAG", "YAML-ALIAS", "YAML-SYNTAX"})
 
 # Rules are plugged in by the caller (kvreplay.rules), keeping this module free of the DSL.
 RuleRunner = Callable[[Spec, Origin], Sequence[Diagnostic]]
@@ -63,7 +63,7 @@ def compile_yaml_loaded(loaded: Loaded, rules: RuleRunner | None = None) -> Comp
         return Compiled(loaded.source.file, "yaml", None, None, tuple(sort_unique(diagnostics)),
                         loaded.text)
     bad = [_path_of(d) for d in diagnostics if d.rule in _VALUE_PROBLEMS]
-    validation = validate(loaded.data, loaded.source, "config", [b for b in bad if b is not None])
+    validation = validate(loaded.data, loaded.source, "config", [b for b in bad if b])
     diagnostics.extend(validation.diagnostics)
     repaired = prune(_drop_nulls_at(loaded.data, bad), validation.prune)
     if not isinstance(repaired, dict) or not isinstance(repaired.get("engine"), dict):
@@ -81,6 +81,29 @@ def compile_yaml_loaded(loaded: Loaded, rules: RuleRunner | None = None) -> Comp
         diagnostics.extend(rules(spec, origin))
     return Compiled(loaded.source.file, "yaml", spec, origin, tuple(sort_unique(diagnostics)),
                     loaded.text)
+
+
+def compile_native_loaded(loaded: Loaded, rules: RuleRunner | None = None,
+                          kind: str = "native") -> Compiled:
+    """A native JSON document (or engine args shaped like one) -> Spec, rules and findings."""
+    from kvreplay.compiler.native import spec_from_native
+    from kvreplay.compiler.validate import prune, validate
+
+    diagnostics = list(loaded.diagnostics)
+    file = loaded.source.file
+    if loaded.data is None:
+        return Compiled(file, kind, None, None, tuple(sort_unique(diagnostics)), loaded.text)
+    validation = validate(loaded.data, loaded.source, "native")
+    diagnostics.extend(validation.diagnostics)
+    repaired = prune(loaded.data, validation.prune)
+    spec_doc = repaired.get("spec") if isinstance(repaired, dict) else None
+    if not isinstance(spec_doc, dict) or not isinstance(spec_doc.get("engine"), dict):
+        return Compiled(file, kind, None, None, tuple(sort_unique(diagnostics)), loaded.text)
+    spec, origin, shape = spec_from_native(repaired, loaded.source, file)
+    diagnostics.extend(shape)
+    if rules is not None:
+        diagnostics.extend(rules(spec, origin))
+    return Compiled(file, kind, spec, origin, tuple(sort_unique(diagnostics)), loaded.text)
 
 
 def _path_of(diagnostic: Diagnostic) -> tuple[str | int, ...] | None:

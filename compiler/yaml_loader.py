@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import math
+import re
 from typing import Any
 
 from ruamel.yaml import YAML
@@ -17,6 +18,7 @@ from kvreplay.diagnostics import Diagnostic, Related, Span
 MAX_EXPANDED_NODES = 50_000
 
 _T = "tag:yaml.org,2002:"
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _NON_JSON = {
     _T + "timestamp": "a date/timestamp",
     _T + "binary": "binary data",
@@ -101,6 +103,9 @@ class _Builder:
                 continue
             key = key_node.value
             child = path + (key,)
+            if _SURROGATE.search(key):
+                self.problem("YAML-KEY", "key holds a lone UTF-16 surrogate escape", key_node, path)
+                continue
             if key in first_seen:
                 first = _pos(first_seen[key])
                 self.problem(
@@ -147,6 +152,10 @@ class _Builder:
             )
             return None
         if tag == _T + "str":
+            if _SURROGATE.search(text):
+                self.problem("YAML-SYNTAX", "string holds a lone UTF-16 surrogate escape, which "
+                             "is not valid text", node, path)
+                return None
             return text
         if tag == _T + "null":
             return None
@@ -213,6 +222,15 @@ def _syntax(exc: YAMLError, file: str | None, text: str) -> Diagnostic:
 
 def load_yaml(text: str, file: str | None) -> Loaded:
     """Parse one YAML document into plain data plus positions; problems become diagnostics."""
+    return _load(text, file, want_mapping=True)
+
+
+def load_yaml_value(text: str, file: str | None) -> Loaded:
+    """Parse one YAML value of any kind (a `--set` value); an empty text is null."""
+    return _load(text, file, want_mapping=False)
+
+
+def _load(text: str, file: str | None, want_mapping: bool) -> Loaded:
     source = SourceMap(file=file)
     yaml = YAML(typ="rt", pure=True)
     try:
@@ -225,6 +243,8 @@ def load_yaml(text: str, file: str | None) -> Loaded:
         return Loaded(None, source, text, (Diagnostic(
             "YAML-SYNTAX", "error", "document nests too deeply", Span(file, "$")),))
     documents = [d for d in documents if d is not None]
+    if not documents and not want_mapping:
+        return Loaded(None, source, text, ())
     if not documents:
         return Loaded(None, source, text, (Diagnostic(
             "YAML-NOT-MAPPING", "error", "the document is empty; expected a mapping with `engine`",
@@ -252,6 +272,8 @@ def load_yaml(text: str, file: str | None) -> Loaded:
         return Loaded(None, source, text, (Diagnostic(
             "YAML-SYNTAX", "error", "document nests too deeply", Span(file, "$")),))
     diagnostics = builder.diagnostics + extra
+    if not want_mapping:
+        return Loaded(data, source, text, tuple(diagnostics))
     if not isinstance(data, dict):
         p = _pos(root)
         kind = "a list" if isinstance(data, list) else f"the scalar `{root.value}`" \

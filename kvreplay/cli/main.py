@@ -1,7 +1,149 @@
-"""The `kvreplay` console script."""
+"""The `kvreplay` console script: argument parsing and dispatch (subcommands import lazily)."""
 
 from __future__ import annotations
 
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
 
-def main(argv: list[str] | None = None) -> int:
-    raise SystemExit(0)
+from kvreplay import __version__
+from kvreplay.cli import exits
+
+FORMATS = ["auto", "text", "concise", "json", "sarif", "github"]
+
+EXAMPLES = {
+    "lint": """examples:
+  kvreplay lint examples/                       # every *.yaml, *.yml, *.json below
+  kvreplay lint 'configs/**/*.yaml' --strict    # warnings fail too
+  kvreplay lint cfg.yaml --format sarif > kvreplay.sarif
+  kvreplay lint cfg.yaml --ignore G2-SHARED-LINK --set engine.backend=sglang
+  # suppress one finding on its line:  scope: cluster_shared  # kvreplay: ignore[G2-SHARED-LINK]
+""",
+    "compile": """examples:
+  kvreplay compile examples/agentx-g2-local.yaml              # canonical JSON on stdout
+  kvreplay compile cfg.yaml -o cfg.json                       # written atomically
+  kvreplay compile cfg.yaml --check cfg.json                  # CI: fail (and diff) when stale
+  kvreplay compile cfg.json                                   # re-emit a native spec canonically
+""",
+    "run": """examples:
+  kvreplay run examples/kv-router-mooncake.yaml
+  kvreplay run spec.json --trace other.jsonl -o report.json
+  kvreplay run cfg.yaml --format json | jq .summary.mean_ttft_ms
+""",
+    "matrix": """examples:
+  kvreplay matrix                   # markdown table
+  kvreplay matrix --format json
+""",
+    "explain": """examples:
+  kvreplay explain G2-BACKEND
+""",
+    "schema": """examples:
+  kvreplay schema config > kvreplay.schema.json   # for yaml-language-server
+  kvreplay schema native
+""",
+}
+
+
+def _common(top: bool) -> argparse.ArgumentParser:
+    """Flags accepted before and after the subcommand (after it, they must not reset defaults)."""
+    common = argparse.ArgumentParser(add_help=False)
+    default = False if top else argparse.SUPPRESS
+    common.add_argument("--debug", action="store_true", default=default,
+                        help="show tracebacks of internal errors")
+    common.add_argument("--quiet", "-q", action="store_true", default=default, help="print less")
+    common.add_argument("--no-color", action="store_true", default=default,
+                        help="never colour output (NO_COLOR too)")
+    return common
+
+
+def _overrides(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--set", dest="overrides", action="append", default=[],
+                        metavar="PATH=VALUE",
+                        help="change the config before validation (VALUE is YAML; repeatable)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = _common(top=False)
+    parser = argparse.ArgumentParser(
+        prog="kvreplay",
+        description="Lint, compile and replay KV-cache-aware LLM serving deployments.",
+        parents=[_common(top=True)],
+    )
+    parser.add_argument("--version", action="version", version=f"kvreplay {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    def add(name: str, help_text: str) -> argparse.ArgumentParser:
+        return sub.add_parser(name, help=help_text, description=help_text, parents=[common],
+                              epilog=EXAMPLES.get(name),
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
+
+    lint = add("lint", "check configs and native specs against the schema and support matrix")
+    lint.add_argument("paths", nargs="+", metavar="PATH", help="files, directories or globs")
+    lint.add_argument("--format", choices=FORMATS, default="auto",
+                      help="output format (auto: text on a terminal, github in GitHub Actions, "
+                      "else concise)")
+    lint.add_argument("--strict", action="store_true", help="warnings fail too (exit 1)")
+    lint.add_argument("--select", action="append", default=[], metavar="RULE-ID",
+                      help="report only these rules (repeatable or comma-separated)")
+    lint.add_argument("--ignore", action="append", default=[], metavar="RULE-ID",
+                      help="do not report these rules (repeatable or comma-separated)")
+    lint.add_argument("--root", default=None, help="repository root for SARIF URIs (default: cwd)")
+    _overrides(lint)
+
+    comp = add("compile", "compile a YAML config (or native spec) into canonical native JSON")
+    comp.add_argument("config", metavar="CONFIG")
+    target = comp.add_mutually_exclusive_group()
+    target.add_argument("-o", "--output", metavar="OUT", help="write the JSON here (atomically)")
+    target.add_argument("--check", metavar="OUT",
+                        help="exit 1 with a unified diff when OUT is not what CONFIG compiles to")
+    comp.add_argument("--no-matrix", action="store_true",
+                      help="skip the support-matrix rules (emit JSON for invalid deployments)")
+    _overrides(comp)
+
+    run = add("run", "replay a config or native spec with the bundled engine")
+    run.add_argument("config", metavar="CONFIG_OR_SPEC")
+    run.add_argument("--trace", action="append", default=[], metavar="PATH",
+                     help="replay this trace instead of the spec's (repeatable)")
+    run.add_argument("-o", "--output", metavar="REPORT", help="write the canonical report here")
+    run.add_argument("--format", choices=["table", "json"], default="table",
+                     help="stdout: a summary table or the summary as JSON")
+    run.add_argument("--stepwise", action="store_true",
+                     help="simulate every decode pass (slow; for checking the fast path)")
+    run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _overrides(run)
+
+    matrix = add("matrix", "render the support matrix from the rule files")
+    matrix.add_argument("--format", choices=["markdown", "json"], default="markdown")
+
+    explain = add("explain", "explain a rule: its text, rationale and examples")
+    explain.add_argument("rule", metavar="RULE-ID")
+
+    schema = add("schema", "print a JSON Schema (config for editors, native, report)")
+    schema.add_argument("which", choices=["config", "native", "report"])
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return exits.USAGE
+    module = importlib.import_module(f"kvreplay.cli.cmd_{args.command}")
+    try:
+        code: int = module.run(args)
+        return code
+    except KeyboardInterrupt:
+        sys.stderr.write("kvreplay: interrupted\n")
+        return exits.INTERRUPTED
+    except Exception as exc:  # the last line of defence: no traceback without --debug
+        if args.debug:
+            raise
+        sys.stderr.write(f"kvreplay: internal error: {type(exc).__name__}: {exc} "
+                         "(run with --debug for the traceback)\n")
+        return exits.USAGE
+
+
+def entry() -> None:
+    sys.exit(main())

@@ -1,0 +1,5 @@
+"""`python -m kvreplay`."""
+
+from kvreplay.cli.main import entry
+
+entry()

@@ -1,0 +1,183 @@
+"""The public Python API: load, compile and lint configs; build specs from native engine args.
+
+    >>> import kvreplay
+    >>> result = kvreplay.compile_config("examples/agentx-g2-local.yaml")
+    >>> result.ok, result.emitted()[:1]
+    (True, '{')
+
+Every function returns diagnostics as values (kvreplay.Diagnostic); none raises on bad input.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from kvreplay.compiler.pipeline import Compiled, RuleRunner
+from kvreplay.diagnostics import Diagnostic, Span
+
+__all__ = [
+    "Compiled",
+    "ConfigResult",
+    "compile_config",
+    "lint_config",
+    "load_config",
+    "spec_from_engine_args",
+]
+
+
+def matrix_rules() -> RuleRunner:
+    """The support-matrix rule runner (rules/*.rules), loaded lazily."""
+    from kvreplay.rules import run_rules
+
+    return run_rules
+
+
+@attrs.frozen
+class ConfigResult:
+    """A loaded config model (None when the document cannot be modelled) and its findings."""
+
+    config: Any
+    diagnostics: tuple[Diagnostic, ...]
+
+
+def _text_and_name(source: str | os.PathLike[str] | Mapping[str, Any]) -> tuple[str | None, str]:
+    if isinstance(source, Mapping):
+        import json
+
+        return json.dumps(source), "<python>"
+    path = os.fspath(source)
+    return None, path
+
+
+def compile_config(
+    source: str | os.PathLike[str] | Mapping[str, Any],
+    *,
+    overrides: Sequence[str] = (),
+    matrix: bool = True,
+) -> Compiled:
+    """Compile a YAML config, a native JSON spec (path) or a config mapping into a Spec.
+
+    `result.ok` tells whether it is valid; `result.emitted()` is the canonical native JSON;
+    `result.diagnostics` lists every finding (schema and support matrix when `matrix`).
+    """
+    from kvreplay.compiler.documents import compile_path, compile_text
+
+    rules = matrix_rules() if matrix else None
+    if isinstance(source, Mapping):
+        import json
+
+        try:
+            text = json.dumps(source, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            return Compiled("<python>", "python", None, None,
+                            (Diagnostic("MODEL-INVALID", "error", f"not JSON-shaped data: {exc}",
+                                        Span(file="<python>")),))
+        return compile_text(text, "<python>", overrides=overrides, rules=rules)
+    return compile_path(os.fspath(source), overrides=overrides, rules=rules)
+
+
+def load_config(
+    source: str | os.PathLike[str] | Mapping[str, Any], *, overrides: Sequence[str] = ()
+) -> ConfigResult:
+    """Load a YAML config (path or mapping) into the frozen config model (kvreplay.compiler.model)."""
+    from kvreplay.compiler.convert import structure_config
+    from kvreplay.compiler.documents import load_text
+    from kvreplay.compiler.overrides import apply_overrides
+    from kvreplay.compiler.reading import read_config_text
+    from kvreplay.compiler.validate import prune, validate
+
+    text, name = _text_and_name(source)
+    if text is None:
+        text, problems = read_config_text(name)
+        if text is None:
+            return ConfigResult(None, tuple(problems))
+    kind, loaded = load_text(text, name)
+    loaded = apply_overrides(loaded, overrides)
+    if kind != "yaml":
+        return ConfigResult(None, (*loaded.diagnostics, Diagnostic(
+            "MODEL-INVALID", "error", "this is a native spec, not a config; use compile_config",
+            Span(file=name)),))
+    if loaded.data is None:
+        return ConfigResult(None, tuple(loaded.diagnostics))
+    validation = validate(loaded.data, loaded.source, "config")
+    config, problems = structure_config(prune(loaded.data, validation.prune), name)
+    return ConfigResult(config, (*loaded.diagnostics, *validation.diagnostics, *problems))
+
+
+def lint_config(
+    source: str | os.PathLike[str] | Mapping[str, Any], *, overrides: Sequence[str] = ()
+) -> list[Diagnostic]:
+    """All findings for a config or native spec: syntax, schema and support matrix."""
+    return list(compile_config(source, overrides=overrides).diagnostics)
+
+
+def spec_from_engine_args(
+    engine_args: Mapping[str, Any] | None = None,
+    *,
+    prefill_engine_args: Mapping[str, Any] | None = None,
+    decode_engine_args: Mapping[str, Any] | None = None,
+    num_workers: int = 1,
+    num_prefill_workers: int = 1,
+    num_decode_workers: int = 1,
+    model: str | None = None,
+    router_mode: str = "round_robin",
+    router_config: Mapping[str, Any] | None = None,
+    traffic: Mapping[str, Any] | None = None,
+    handoff_latency_ms: float = 0.0,
+    matrix: bool = True,
+) -> Compiled:
+    """Build a Spec from per-role native engine args, like the reference's replay entry points.
+
+    Give `engine_args` for an aggregated deployment, or `prefill_engine_args` and
+    `decode_engine_args` for a disaggregated one. Each role's args may be flat (rank fields and
+    `dp_size`/`tensor_parallel_size` side by side) or nested (`{"rank": {...}, "dp_size": 2}`).
+    A missing kv_layout_id is derived for cluster_shared roles in both forms; an explicit one is
+    kept. The same support-matrix rules as for YAML and native JSON apply.
+    """
+    from kvreplay.compiler.emit import TOPOLOGY_KEY, dumps
+    from kvreplay.compiler.engine_args import PythonSourceMap, plain_data, split_role_args
+    from kvreplay.compiler.pipeline import compile_native_loaded
+    from kvreplay.compiler.source import Loaded
+
+    named: dict[str, Mapping[str, Any]] = {}
+    if engine_args is not None:
+        named["aggregated"] = engine_args
+    if prefill_engine_args is not None:
+        named["prefill"] = prefill_engine_args
+    if decode_engine_args is not None:
+        named["decode"] = decode_engine_args
+    counts = {"aggregated": num_workers, "prefill": num_prefill_workers,
+              "decode": num_decode_workers}
+    roles = {name: split_role_args(name, args) for name, args in named.items()}
+    plain = list(roles) == ["aggregated"]
+    mode = "aggregated" if "aggregated" in roles or not roles else "disaggregated"
+    topology: dict[str, Any] = {"kind": mode}
+    for name in roles:
+        topology[TOPOLOGY_KEY[name]] = {"initial_workers": counts[name]}
+    if mode == "disaggregated":
+        topology["handoff_latency_ms"] = handoff_latency_ms
+    document = {
+        "spec": {
+            "version": 1,
+            "model": model,
+            "topology": topology,
+            "engine": roles["aggregated"].role if plain else {n: r.role for n, r in roles.items()},
+            "adapters": {"placement": {"provider": router_mode,
+                                       "config": dict(router_config) if router_config else None}},
+        },
+        **({"traffic": dict(traffic)} if traffic is not None else {}),
+    }
+    source = PythonSourceMap(roles, plain)
+    try:
+        data = plain_data(document)
+    except (TypeError, ValueError) as exc:
+        return Compiled("<python>", "python", None, None, (Diagnostic(
+            "MODEL-INVALID", "error", f"engine args are not JSON-shaped data: {exc}",
+            Span(file="<python>")),))
+    loaded = Loaded(data, source, dumps(data))
+    return compile_native_loaded(loaded, matrix_rules() if matrix else None, kind="python")
+

@@ -1,0 +1,64 @@
+"""`kvreplay compile CONFIG [-o OUT | --check OUT]`."""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import os
+
+from kvreplay.cli import exits
+from kvreplay.cli.diagnostics_out import print_diagnostics
+from kvreplay.cli.output import atomic_write, write_stderr, write_stdout
+from kvreplay.compiler.overrides import OverrideError
+
+
+def run(args: argparse.Namespace) -> int:
+    from kvreplay.api import matrix_rules
+    from kvreplay.compiler.documents import compile_path
+
+    try:
+        result = compile_path(args.config, overrides=args.overrides,
+                              rules=None if args.no_matrix else matrix_rules())
+    except OverrideError as exc:
+        write_stderr(f"kvreplay: {exc}\n")
+        return exits.USAGE
+    print_diagnostics([result], args, stream="stderr")
+    code = exits.for_diagnostics(result.diagnostics)
+    if code != exits.OK or result.spec is None:
+        return code or exits.FINDINGS
+    text = result.emitted()
+    if args.check:
+        return _check(args.check, text)
+    if args.output:
+        try:
+            atomic_write(args.output, text)
+        except OSError as exc:
+            write_stderr(f"kvreplay: cannot write {args.output}: {exc.strerror or exc}\n")
+            return exits.USAGE
+        return exits.OK
+    write_stdout(text)
+    return exits.OK
+
+
+def _check(path: str, expected: str) -> int:
+    """Compare the committed artifact with a fresh compile; print a unified diff when stale."""
+    if os.path.isdir(path):
+        write_stderr(f"kvreplay: {path}: is a directory\n")
+        return exits.USAGE
+    try:
+        with open(path, encoding="utf-8", newline="") as fh:
+            current = fh.read()
+    except FileNotFoundError:
+        current = ""
+        write_stderr(f"kvreplay: {path} does not exist: it is not up to date\n")
+    except (OSError, UnicodeDecodeError) as exc:
+        write_stderr(f"kvreplay: cannot read {path}: {exc}\n")
+        return exits.USAGE
+    if current == expected:
+        return exits.OK
+    diff = difflib.unified_diff(current.splitlines(keepends=True),
+                                expected.splitlines(keepends=True),
+                                fromfile=f"{path} (committed)", tofile=f"{path} (compiled)")
+    write_stdout("".join(diff))
+    write_stderr(f"kvreplay: {path} is stale: run `kvreplay compile ... -o {path}`\n")
+    return exits.FINDINGS

@@ -1,0 +1,15 @@
+"""`kvreplay schema {config,native,report}`."""
+
+from __future__ import annotations
+
+import argparse
+from importlib import resources
+
+from kvreplay.cli import exits
+from kvreplay.cli.output import write_stdout
+
+
+def run(args: argparse.Namespace) -> int:
+    text = resources.files("kvreplay.schema").joinpath(f"{args.which}.schema.json").read_text("utf-8")
+    write_stdout(text)
+    return exits.OK

@@ -1,0 +1,27 @@
+"""Printing diagnostics of compile/run to stderr (lint has its own formats)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+
+from kvreplay.cli.output import write_stderr, write_stdout
+from kvreplay.compiler.pipeline import Compiled
+
+
+def print_diagnostics(results: Sequence[Compiled], args: argparse.Namespace,
+                      stream: str = "stderr") -> None:
+    from kvreplay.formats import FileResult, render, resolve_color
+
+    out = sys.stderr if stream == "stderr" else sys.stdout
+    files = [FileResult(r.file or "<input>", r.text, tuple(r.diagnostics)) for r in results
+             if r.diagnostics]
+    if not files or getattr(args, "quiet", False) and not any(
+            d.severity == "error" for f in files for d in f.diagnostics):
+        return
+    is_tty = out.isatty()
+    color = resolve_color(is_tty, args.no_color, os.environ)
+    text = render("text" if is_tty else "concise", files, color=color)
+    (write_stderr if stream == "stderr" else write_stdout)(text)

@@ -1,0 +1,28 @@
+"""Exit codes (cli.md): the one place that decides them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from kvreplay.diagnostics import Diagnostic
+
+OK = 0
+FINDINGS = 1
+USAGE = 2
+INTERRUPTED = 130
+
+# Findings that mean "the input could not be read or the command was misused": exit 2.
+IO_RULES = frozenset({"FILE-UNREADABLE", "FILE-TOO-LARGE", "FILE-BINARY", "FILE-ENCODING",
+                      "CONFIG-OVERRIDE"})
+
+
+def for_diagnostics(diagnostics: Iterable[Diagnostic], *, strict: bool = False) -> int:
+    """2 if any input was unreadable, else 1 on errors (or warnings with --strict), else 0."""
+    found = list(diagnostics)
+    if any(d.rule in IO_RULES for d in found):
+        return USAGE
+    if any(d.severity == "error" for d in found):
+        return FINDINGS
+    if strict and any(d.severity == "warning" for d in found):
+        return FINDINGS
+    return OK

@@ -1,0 +1,41 @@
+"""What a reporter formats: one checked file with its source text and its diagnostics."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import attrs
+
+from kvreplay.diagnostics import Diagnostic
+
+
+@attrs.frozen
+class FileResult:
+    """One checked file: its path as the user gave it, its text (None if unreadable), its findings."""
+
+    path: str
+    source: str | None = None
+    diagnostics: tuple[Diagnostic, ...] = ()
+
+
+@attrs.frozen
+class Summary:
+    """Counts over a run: files checked and findings by severity."""
+
+    files: int
+    errors: int
+    warnings: int
+    notes: int
+
+
+def summarize(results: Sequence[FileResult]) -> Summary:
+    errors = warnings = notes = 0
+    for result in results:
+        for d in result.diagnostics:
+            if d.severity == "error":
+                errors += 1
+            elif d.severity == "warning":
+                warnings += 1
+            else:
+                notes += 1
+    return Summary(len(results), errors, warnings, notes)
