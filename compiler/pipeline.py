@@ -13,7 +13,8 @@ from kvreplay.compiler.spec import Spec
 from kvreplay.diagnostics import Diagnostic, has_errors, sort_unique
 
 # Loader findings that replaced a value by null: the schema must not report those values again.
-_VALUE_PROBLEMS = frozenset({"YAML-NON-FINITE", "YAML-NON-JSON", "YAML-TAG", "YAML-ALIAS", "YAML-SYNTAX"})
+_VALUE_PROBLEMS = frozenset({"YAML-NON-FINITE", "YAML-NON-JSON", "YAML-TAG", "YAML-ALIAS",
+                             "YAML-SYNTAX", "JSON-NON-FINITE"})
 
 # Rules are plugged in by the caller (kvreplay.rules), keeping this module free of the DSL.
 RuleRunner = Callable[[Spec, Origin], Sequence[Diagnostic]]
@@ -93,9 +94,10 @@ def compile_native_loaded(loaded: Loaded, rules: RuleRunner | None = None,
     file = loaded.source.file
     if loaded.data is None:
         return Compiled(file, kind, None, None, tuple(sort_unique(diagnostics)), loaded.text)
-    validation = validate(loaded.data, loaded.source, "native")
+    bad = [_path_of(d) for d in diagnostics if d.rule in _VALUE_PROBLEMS]
+    validation = validate(loaded.data, loaded.source, "native", [b for b in bad if b])
     diagnostics.extend(validation.diagnostics)
-    repaired = prune(loaded.data, validation.prune)
+    repaired = prune(prune(loaded.data, [b for b in bad if b]), validation.prune)
     spec_doc = repaired.get("spec") if isinstance(repaired, dict) else None
     if not isinstance(spec_doc, dict) or not isinstance(spec_doc.get("engine"), dict):
         return Compiled(file, kind, None, None, tuple(sort_unique(diagnostics)), loaded.text)
@@ -108,12 +110,10 @@ def compile_native_loaded(loaded: Loaded, rules: RuleRunner | None = None,
 
 def _path_of(diagnostic: Diagnostic) -> tuple[str | int, ...] | None:
     """The document path a loader diagnostic is about (for skipping duplicate schema errors)."""
-    path = diagnostic.span.path
-    if path is None or not path.startswith("$"):
-        return None
-    from kvreplay.compiler.source import parse_jsonpath
+    from kvreplay.compiler.source import parse_path
 
-    return parse_jsonpath(path)
+    path = diagnostic.span.path
+    return None if path is None else parse_path(path)
 
 
 def _drop_nulls_at(data: Any, paths: Sequence[tuple[str | int, ...] | None]) -> Any:

@@ -51,6 +51,16 @@ def parse_jsonpath(text: str) -> Path:
     return tuple(parts)
 
 
+def parse_path(text: str) -> Path | None:
+    """Parse either style: `$.a[0]` or `/a/0` (list indices come back as ints)."""
+    if text.startswith("$"):
+        return parse_jsonpath(text)
+    if text == "" or text.startswith("/"):
+        parts = [p.replace("~1", "/").replace("~0", "~") for p in text.split("/")[1:]]
+        return tuple(int(p) if p.isdigit() else p for p in parts)
+    return None
+
+
 @attrs.frozen
 class Position:
     """A 1-based inclusive-start, exclusive-end range (end_column points just past the text)."""

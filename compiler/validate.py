@@ -16,7 +16,7 @@ import attrs
 import jsonschema
 from jsonschema.exceptions import ValidationError
 
-from kvreplay.compiler.source import Path, SourceMap, format_path
+from kvreplay.compiler.source import Path, SourceMap, format_path, parse_path
 from kvreplay.compiler.suggest import hint_for
 from kvreplay.diagnostics import Diagnostic
 
@@ -117,9 +117,10 @@ def _field(path: Path) -> str:
 
 
 class _Mapper:
-    def __init__(self, source: SourceMap, data: Any) -> None:
+    def __init__(self, source: SourceMap, data: Any, required: dict[Path, list[str]]) -> None:
         self.source = source
         self.data = data
+        self.required_by_path = required
         self.out: list[Diagnostic] = []
         self.prune: set[Path] = set()
 
@@ -139,10 +140,9 @@ class _Mapper:
             key = str(err.instance)
             field, value = _variant_from_data(self.data, path)
             applicable = [k for k in err.validator_value if k != field]
-            where = format_path(path, self.source.style)
             self.emit(
                 "SCHEMA-NOT-APPLICABLE",
-                f"`{key}` does not apply to {_field(path)} with {field} `{value}` (at {where})",
+                f"`{key}` does not apply to {_field(path)} with {field} `{value}`",
                 path + (key,),
                 key=True,
                 hint=("keys for this " + field + ": " + ", ".join(f"`{k}`" for k in applicable))
@@ -207,11 +207,17 @@ class _Mapper:
             self.prune.add(path)
 
     def unknown_key(self, path: Path, key: str, allowed: list[str]) -> None:
-        where = f"`{_field(path)}`" if path else "the top level"
+        where = f"in `{_field(path)}`" if path else "at the top level"
         hint = _KNOWN_ELSEWHERE.get(key) or hint_for(key, allowed, "keys")
-        self.emit("SCHEMA-UNKNOWN-KEY", f"unknown key `{key}` in {where}", path + (key,),
+        required = set(self._required_at(path))
+        if hint and hint.startswith("did you mean") and hint.split("`")[1] in required:
+            hint += f" (`{hint.split('`')[1]}` is required)"
+        self.emit("SCHEMA-UNKNOWN-KEY", f"unknown key `{key}` {where}", path + (key,),
                   key=True, hint=hint)
         self.prune.add(path + (key,))
+
+    def _required_at(self, path: Path) -> list[str]:
+        return self.required_by_path.get(path, [])
 
     def type_error(self, path: Path, err: ValidationError) -> None:
         expected = _describe(err.schema)
@@ -270,8 +276,12 @@ def validate(data: Any, source: SourceMap, schema: str = "config",
              already_reported: Iterable[Path] = ()) -> Validation:
     """Validate against a shipped schema; errors at paths already reported by the loader are skipped."""
     bad = list(already_reported)
-    mapper = _Mapper(source, data)
     errors = sorted(_validator(schema).iter_errors(data), key=lambda e: [str(p) for p in e.absolute_path])
+    required: dict[Path, list[str]] = {}
+    for err in errors:
+        if err.validator == "required" and "'" in err.message:
+            required.setdefault(tuple(err.absolute_path), []).append(err.message.split("'")[1])
+    mapper = _Mapper(source, data, required)
     for err in errors:
         path: Path = tuple(err.absolute_path)
         if _under(path, bad):
@@ -281,7 +291,22 @@ def validate(data: Any, source: SourceMap, schema: str = "config",
             if _under(path + (missing,), bad):
                 continue
         mapper.handle(err)
-    return Validation(tuple(mapper.out), frozenset(mapper.prune))
+    return Validation(tuple(_fold_typos(mapper.out)), frozenset(mapper.prune))
+
+
+def _fold_typos(found: list[Diagnostic]) -> list[Diagnostic]:
+    """Drop `missing required key K` when a misspelled sibling key already suggests K."""
+    suggested: set[tuple[Path, str]] = set()
+    for d in found:
+        key_path = parse_path(d.span.path or "")
+        if d.rule == "SCHEMA-UNKNOWN-KEY" and d.hint and d.hint.startswith("did you mean") \
+                and key_path:
+            suggested.add((key_path[:-1], d.hint.split("`")[1]))
+    return [
+        d for d in found
+        if not (d.rule == "SCHEMA-REQUIRED" and d.message.startswith("missing required key")
+                and (parse_path(d.span.path or ""), d.message.split("`")[1]) in suggested)
+    ]
 
 
 def prune(data: Any, paths: Iterable[Path]) -> Any:

@@ -64,7 +64,7 @@ class _Builder:
         if ctag is not None and getattr(ctag, "handle", None) is not None:
             self.problem(
                 "YAML-TAG",
-                f"YAML tag `{node.tag}` is not allowed in a config",
+                f"YAML tag `{ctag.handle}{ctag.suffix}` is not allowed in a config",
                 node,
                 path,
                 hint="remove the tag; configs use plain YAML scalars, lists and mappings",
@@ -207,6 +207,12 @@ def _syntax(exc: YAMLError, file: str | None, text: str) -> Diagnostic:
     problem = getattr(exc, "problem", None) or str(exc).strip().splitlines()[0]
     context = getattr(exc, "context", None)
     message = f"{context}, {problem}" if context else str(problem)
+    start = getattr(exc, "context_mark", None)
+    related: tuple[Related, ...] = ()
+    if context and start is not None and mark is not None and start.line != mark.line:
+        message += f" (it starts at line {start.line + 1}, column {start.column + 1})"
+        related = (Related(context.replace("while ", "").strip(), Span(
+            file, "$", start.line + 1, start.column + 1, start.line + 1, start.column + 2)),)
     hint = None
     line = col = None
     if mark is not None:
@@ -217,7 +223,8 @@ def _syntax(exc: YAMLError, file: str | None, text: str) -> Diagnostic:
     if "\t" in message:
         message = message.replace("\t", "\\t")
     return Diagnostic("YAML-SYNTAX", "error", f"YAML syntax error: {message}",
-                      Span(file, "$", line, col, line, col + 1 if col else None), hint=hint)
+                      Span(file, "$", line, col, line, col + 1 if col else None), hint=hint,
+                      related=related)
 
 
 def load_yaml(text: str, file: str | None) -> Loaded:
