@@ -1,0 +1,58 @@
+"""The built wheel installs everything under the single `kvreplay` import namespace."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("wheel")
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", str(REPO), "--no-deps", "--no-build-isolation",
+         "-q", "-w", str(out)],
+        check=True, capture_output=True, timeout=300,
+    )
+    (built,) = out.glob("kvreplay-*.whl")
+    return built
+
+
+@pytest.fixture(scope="module")
+def wheel_files(wheel: Path) -> list[str]:
+    with zipfile.ZipFile(wheel) as archive:
+        return archive.namelist()
+
+
+def test_only_the_kvreplay_package_is_top_level(wheel_files: list[str]) -> None:
+    """No `compiler`, `engine`, `rules` or `schema` module lands at the top of site-packages."""
+    tops = {name.split("/", 1)[0] for name in wheel_files}
+    assert {t for t in tops if not t.endswith(".dist-info")} == {"kvreplay"}
+
+
+def test_top_level_folders_install_as_subpackages(wheel_files: list[str]) -> None:
+    """schema/, compiler/, engine/ and rules/ become kvreplay.schema, .compiler, .engine, .rules."""
+    for package in ("compiler", "engine", "rules", "schema", "cli", "formats"):
+        assert f"kvreplay/{package}/__init__.py" in wheel_files
+
+
+def test_package_data_ships(wheel_files: list[str]) -> None:
+    """The JSON Schemas, rule files and the typing marker are in the wheel."""
+    assert "kvreplay/schema/config.schema.json" in wheel_files
+    assert "kvreplay/schema/native.schema.json" in wheel_files
+    assert "kvreplay/py.typed" in wheel_files
+    assert any(n.startswith("kvreplay/rules/") and n.endswith(".rules") for n in wheel_files)
+
+
+def test_console_script_is_declared(wheel: Path, wheel_files: list[str]) -> None:
+    """The wheel declares the `kvreplay` console script pointing at the CLI entry."""
+    name = next(n for n in wheel_files if n.endswith(".dist-info/entry_points.txt"))
+    with zipfile.ZipFile(wheel) as archive:
+        text = archive.read(name).decode()
+    assert "kvreplay = kvreplay.cli.main:entry" in text
