@@ -74,4 +74,6 @@ def render(
 
         return render_github(results, root=root, cwd=cwd)
     known = ", ".join(FORMAT_NAMES)
-    raise ValueError(f"unknown output format {format_name!r} (known: {known}; resolve 'auto' first)")
+    raise ValueError(
+        f"unknown output format {format_name!r} (known: {known}; resolve 'auto' first)"
+    )

@@ -11,9 +11,7 @@ from kvreplay.formats.result import FileResult
 
 def render_concise(results: Sequence[FileResult]) -> str:
     """Every finding of every file on its own line, in the order given; empty when clean."""
-    lines = [
-        concise_line(d, result.path) for result in results for d in result.diagnostics
-    ]
+    lines = [concise_line(d, result.path) for result in results for d in result.diagnostics]
     return "".join(line + "\n" for line in lines)
 
 

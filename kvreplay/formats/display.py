@@ -12,7 +12,7 @@ _SHORT = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
 
 
 def escape_inline(text: str) -> str:
-    """`text` with non-printable characters as `\\n`, `\\x1b`, `\\u202e`... (printable text unchanged)."""
+    """`text` with each non-printable character as `\\n`, `\\x1b`, `\\u202e`... escapes."""
     if text.isprintable():
         return text
     return "".join(ch if ch.isprintable() else _escape(ch) for ch in text)

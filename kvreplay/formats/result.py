@@ -11,7 +11,7 @@ from kvreplay.diagnostics import Diagnostic
 
 @attrs.frozen
 class FileResult:
-    """One checked file: its path as the user gave it, its text (None if unreadable), its findings."""
+    """One checked file: its path as given, its text (None if unreadable), its findings."""
 
     path: str
     source: str | None = None
