@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+HOMEPAGE = "https://github.com/kvreplay/kvreplay"
 
 # The public API is imported lazily so that `kvreplay lint` starts fast.
 _LAZY = {

@@ -13,11 +13,28 @@ from kvreplay.compiler.overrides import OverrideError
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.check_sibling:
+        codes = [_compile_one(args, config, _sibling(config)) for config in args.config]
+        return max(codes, default=exits.OK)
+    if len(args.config) != 1:
+        write_stderr("kvreplay: compile takes one CONFIG (several only with --check-sibling)\n")
+        return exits.USAGE
+    return _compile_one(args, args.config[0], args.check)
+
+
+def _sibling(config: str) -> str | None:
+    candidate = os.path.splitext(config)[0] + ".json"
+    return candidate if os.path.isfile(candidate) and candidate != config else None
+
+
+def _compile_one(args: argparse.Namespace, config: str, check: str | None) -> int:
     from kvreplay.api import matrix_rules
     from kvreplay.compiler.documents import compile_path
 
+    if args.check_sibling and check is None:
+        return exits.OK
     try:
-        result = compile_path(args.config, overrides=args.overrides,
+        result = compile_path(config, overrides=args.overrides,
                               rules=None if args.no_matrix else matrix_rules())
     except OverrideError as exc:
         write_stderr(f"kvreplay: {exc}\n")
@@ -27,8 +44,8 @@ def run(args: argparse.Namespace) -> int:
     if code != exits.OK or result.spec is None:
         return code or exits.FINDINGS
     text = result.emitted()
-    if args.check:
-        return _check(args.check, text)
+    if check:
+        return _check(check, text)
     if args.output:
         try:
             atomic_write(args.output, text)

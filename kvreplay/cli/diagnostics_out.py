@@ -13,15 +13,16 @@ from kvreplay.compiler.pipeline import Compiled
 
 def print_diagnostics(results: Sequence[Compiled], args: argparse.Namespace,
                       stream: str = "stderr") -> None:
-    from kvreplay.formats import FileResult, render, resolve_color
-
     out = sys.stderr if stream == "stderr" else sys.stdout
-    files = [FileResult(r.file or "<input>", r.text, tuple(r.diagnostics)) for r in results
-             if r.diagnostics]
-    if not files or getattr(args, "quiet", False) and not any(
-            d.severity == "error" for f in files for d in f.diagnostics):
+    with_findings = [r for r in results if r.diagnostics]
+    quiet = getattr(args, "quiet", False)
+    if not with_findings or quiet and not any(
+            d.severity == "error" for r in with_findings for d in r.diagnostics):
         return
+    from kvreplay.formats import FileResult, render, use_color
+
+    files = [FileResult(r.file or "<input>", r.text, tuple(r.diagnostics)) for r in with_findings]
     is_tty = out.isatty()
-    color = resolve_color(is_tty, args.no_color, os.environ)
+    color = use_color(is_tty, args.no_color, os.environ)
     text = render("text" if is_tty else "concise", files, color=color)
     (write_stderr if stream == "stderr" else write_stdout)(text)

@@ -25,6 +25,7 @@ EXAMPLES = {
   kvreplay compile cfg.yaml -o cfg.json                       # written atomically
   kvreplay compile cfg.yaml --check cfg.json                  # CI: fail (and diff) when stale
   kvreplay compile cfg.json                                   # re-emit a native spec canonically
+  kvreplay compile --check-sibling configs/*.yaml             # each against its committed .json
 """,
     "run": """examples:
   kvreplay run examples/kv-router-mooncake.yaml
@@ -92,11 +93,15 @@ def build_parser() -> argparse.ArgumentParser:
     _overrides(lint)
 
     comp = add("compile", "compile a YAML config (or native spec) into canonical native JSON")
-    comp.add_argument("config", metavar="CONFIG")
+    comp.add_argument("config", metavar="CONFIG", nargs="+",
+                      help="the config (several only with --check-sibling)")
     target = comp.add_mutually_exclusive_group()
     target.add_argument("-o", "--output", metavar="OUT", help="write the JSON here (atomically)")
     target.add_argument("--check", metavar="OUT",
                         help="exit 1 with a unified diff when OUT is not what CONFIG compiles to")
+    target.add_argument("--check-sibling", action="store_true",
+                        help="check each CONFIG against the .json next to it with the same name "
+                        "(configs without one are skipped; used by the pre-commit hook)")
     comp.add_argument("--no-matrix", action="store_true",
                       help="skip the support-matrix rules (emit JSON for invalid deployments)")
     _overrides(comp)
