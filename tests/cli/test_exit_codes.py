@@ -59,7 +59,9 @@ def test_compile_check_stale_exits_1_with_diff(cli_process: Callable[..., Any],
     out.write_text(out.read_text().replace('"num_gpu_blocks": 3', '"num_gpu_blocks": 4'))
     ran = cli_process("compile", str(GOOD), "--check", str(out))
     assert ran.code == 1
-    assert '-          "num_gpu_blocks": 4,' in ran.out and '+          "num_gpu_blocks": 3,' in ran.out
+    changed = [line for line in ran.out.splitlines() if '"num_gpu_blocks"' in line]
+    assert [line[0] + line[1:].strip() for line in changed] == [
+        '-"num_gpu_blocks": 4,', '+"num_gpu_blocks": 3,']
 
 
 def test_explain_unknown_rule_exits_2(cli_process: Callable[..., Any]) -> None:

@@ -1,0 +1,27 @@
+"""`kvreplay explain RULE-ID`: a rule's text, rationale and a failing and a passing example."""
+
+from __future__ import annotations
+
+import argparse
+
+from kvreplay.cli import exits
+from kvreplay.cli.output import write_stderr, write_stdout
+
+
+def run(args: argparse.Namespace) -> int:
+    from kvreplay.catalog import catalog
+    from kvreplay.codes import CODES
+    from kvreplay.compiler.suggest import hint_for
+    from kvreplay.rules import explain
+
+    rule_id = args.rule.strip().upper()
+    text = explain(rule_id)
+    if text is None and rule_id in CODES:
+        info = CODES[rule_id]
+        text = f"{info.code} ({info.category})\n\n{info.summary}\n"
+    if text is None:
+        hint = hint_for(rule_id, catalog(), "rule IDs") or ""
+        write_stderr(f"kvreplay: unknown rule ID `{args.rule}`; {hint}\n")
+        return exits.USAGE
+    write_stdout(text if text.endswith("\n") else text + "\n")
+    return exits.OK

@@ -1,0 +1,89 @@
+"""Built-in functions of the rules language, and how values are shown in messages.
+
+Every function is three-valued like the rest of the language: an unknown (None) input it needs
+gives an unknown result, never a guess.
+"""
+
+from __future__ import annotations
+
+import json as _json
+from typing import Any
+
+import attrs
+from kvreplay.compiler import spec as s
+from kvreplay.compiler.layout import derive_layout_id
+from kvreplay.compiler.origin import SpecPath
+
+
+@attrs.frozen
+class Builtin:
+    name: str
+    params: tuple[str, ...]  # kinds: "role", "str", "any", "field" (a field variable)
+    result: str
+    summary: str
+    py: str | None  # the function in this module that generated rule code calls
+
+
+def role_layout_id(role: s.Role) -> str | None:
+    """derive_layout_id of a role, or unknown (None) while its KV bytes per token are unknown."""
+    if role.kv_cache_bytes_per_token is None:
+        return None
+    return derive_layout_id(role.backend, role.block_size, role.kv_cache_bytes_per_token,
+                            role.tensor_parallel_size, role.prefill_context_parallel_size,
+                            role.decode_context_parallel_size)
+
+
+def is_blank(text: str | None) -> bool | None:
+    return None if text is None else text.strip() == ""
+
+
+def to_json(value: Any) -> str | None:
+    return None if value is None else _json.dumps(value, ensure_ascii=False)
+
+
+BUILTINS: dict[str, Builtin] = {
+    b.name: b
+    for b in (
+        Builtin("derived_layout_id", ("role",), "str",
+                "the kv_layout_id kvreplay derives for a role (backend, block size, KV bytes per "
+                "token, TP, explicit PCP/DCP); unknown while the bytes per token are unknown",
+                "role_layout_id"),
+        Builtin("blank", ("str",), "bool", "the text is empty or only spaces", "is_blank"),
+        Builtin("json", ("any",), "str", "the value written as JSON (for hints to paste)",
+                "to_json"),
+        # name(f) is compiled specially: it reads the bound field's name, not its value.
+        Builtin("name", ("field",), "str", "the name of the field a field variable is bound to",
+                None),
+    )
+}
+
+
+def show(value: Any) -> str:
+    """A value as messages print it: YAML-ish scalars, `unknown` for None, role names."""
+    if value is None:
+        return "unknown"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, s.Role):
+        return value.name
+    if isinstance(value, tuple | list):
+        return _json.dumps(list(value), ensure_ascii=False)
+    return str(value)
+
+
+AGENTIC_KEYS = ("agentic_lanes", "agentic_snapshot_seed", "agentic_warmup", "agentic_profile")
+
+
+def agentic_source(traffic: s.Traffic) -> SpecPath:
+    """The traffic field that makes a workload agentic (for spans on `traffic.agentic`)."""
+    if traffic.trace_format in s.AGENTIC_FORMATS:
+        return ("traffic", "trace_format")
+    for key in AGENTIC_KEYS:
+        value = getattr(traffic, key)
+        if value is not None and value is not False:
+            return ("traffic", key)
+    return ("traffic", "trace_format")
