@@ -128,6 +128,11 @@ def spec_from_engine_args(
     router_config: Mapping[str, Any] | None = None,
     traffic: Mapping[str, Any] | None = None,
     handoff_latency_ms: float = 0.0,
+    planner_config: Mapping[str, Any] | None = None,
+    max_sim_time_ms: float | None = None,
+    sla_ttft_ms: float | None = None,
+    sla_itl_ms: float | None = None,
+    sla_e2e_ms: float | None = None,
     matrix: bool = True,
 ) -> Compiled:
     """Build a Spec from per-role native engine args, like the reference's replay entry points.
@@ -136,7 +141,9 @@ def spec_from_engine_args(
     `decode_engine_args` for a disaggregated one. Each role's args may be flat (rank fields and
     `dp_size`/`tensor_parallel_size` side by side) or nested (`{"rank": {...}, "dp_size": 2}`).
     A missing kv_layout_id is derived for cluster_shared roles in both forms; an explicit one is
-    kept. The same support-matrix rules as for YAML and native JSON apply.
+    kept. The same support-matrix rules as for YAML and native JSON apply. `traffic` takes the
+    native traffic keys (docs/native-json.md); `planner_config` enables the planner scaling hook
+    (so pools are not static); the SLA bounds feed goodput.
     """
     from kvreplay.compiler.emit import TOPOLOGY_KEY, dumps
     from kvreplay.compiler.engine_args import PythonSourceMap, plain_data, split_role_args
@@ -166,8 +173,15 @@ def spec_from_engine_args(
             "model": model,
             "topology": topology,
             "engine": roles["aggregated"].role if plain else {n: r.role for n, r in roles.items()},
-            "adapters": {"placement": {"provider": router_mode,
-                                       "config": dict(router_config) if router_config else None}},
+            "adapters": {
+                "placement": {"provider": router_mode,
+                              "config": dict(router_config) if router_config else None},
+                "scaling": {"provider": "planner", "config": dict(planner_config)}
+                if planner_config is not None else {"provider": "none", "config": None},
+            },
+            "max_sim_time_ms": max_sim_time_ms,
+            "sla": None if sla_ttft_ms is None and sla_itl_ms is None and sla_e2e_ms is None
+            else {"ttft_ms": sla_ttft_ms, "itl_ms": sla_itl_ms, "e2e_ms": sla_e2e_ms},
         },
         **({"traffic": dict(traffic)} if traffic is not None else {}),
     }
