@@ -1,0 +1,30 @@
+"""The C and pure-Python YAML composers give the same data, positions and findings."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kvreplay.compiler import yaml_loader
+
+REPO = Path(__file__).resolve().parents[2]
+FILES = sorted((REPO / "examples").glob("*.yaml")) + sorted(
+    p for p in (REPO / "tests" / "cases").rglob("*.yaml"))
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(REPO)))
+def test_c_and_pure_composers_agree(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Loading with the C extension and with the pure parser yields identical results."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        pytest.skip("not UTF-8 (a reading case)")
+    fast = yaml_loader.load_yaml(text, "x.yaml")
+    original = yaml_loader._compose
+    monkeypatch.setattr(yaml_loader, "_compose", lambda t, pure: original(t, pure=True))
+    slow = yaml_loader.load_yaml(text, "x.yaml")
+    assert fast.data == slow.data
+    assert fast.source.values == slow.source.values
+    assert fast.source.keys == slow.source.keys
+    assert fast.diagnostics == slow.diagnostics
