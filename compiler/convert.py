@@ -1,4 +1,4 @@
-"""A strict cattrs converter: no silent coercion (`"no"` is not true, 2.7 is not 2, "8" is not 8)."""
+"""A strict cattrs converter: no silent coercion ("no" is not true, 2.7 is not 2, "8" is not 8)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from typing import Any, Literal, get_args, get_origin
 
 import cattrs
 from cattrs.errors import BaseValidationError
-
 from kvreplay.compiler.model import Config
+
 from kvreplay.diagnostics import Diagnostic, Span
 
 
@@ -80,7 +80,9 @@ def converter() -> cattrs.Converter:
     return conv
 
 
-def structure_config(data: dict[str, Any], file: str | None = None) -> tuple[Config | None, list[Diagnostic]]:
+def structure_config(
+    data: dict[str, Any], file: str | None = None
+) -> tuple[Config | None, list[Diagnostic]]:
     """Structure a (schema-valid) document into the frozen model; failures become diagnostics."""
     try:
         return converter().structure(data, Config), []

@@ -1,4 +1,4 @@
-"""From a path (or text) to a compiled document: read, detect YAML config vs native JSON, compile."""
+"""From a path (or text) to a compiled document: read, detect config vs native spec, compile."""
 
 from __future__ import annotations
 
@@ -25,8 +25,8 @@ def load_text(text: str, file: str | None) -> tuple[str, Loaded]:
     """
     if text.lstrip().startswith("{"):
         loaded = load_json(text, file, style="pointer")
-        if looks_like_native(loaded.data) or loaded.data is None and file and \
-                file.endswith(".json"):
+        if looks_like_native(loaded.data) or (loaded.data is None and file and \
+                file.endswith(".json")):
             return "native", loaded
         if loaded.data is not None:
             # A config written in JSON: same pipeline as YAML, with `$.a.b` paths.

@@ -1,4 +1,4 @@
-"""Spec -> canonical native JSON (docs/native-json.md): explicit values, sorted keys, stable bytes."""
+"""Spec -> canonical native JSON (docs/native-json.md): explicit values, sorted keys, same bytes."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def _opt_float(value: float | int | None) -> float | None:
 
 
 def host_offload(g2: s.HostOffload) -> dict[str, Any]:
-    """The native engine's own canonical form: a few defaults are omitted, as its normalizer does."""
+    """The native engine's canonical form: a few defaults are omitted, as its normalizer does."""
     out: dict[str, Any] = {
         "num_host_blocks": g2.num_host_blocks,
         "d2h_bandwidth_gbps": _float(g2.d2h_bandwidth_gbps),
@@ -227,7 +227,8 @@ def to_native(spec: s.Spec) -> dict[str, Any]:
 
 def dumps(document: Any) -> str:
     """Canonical text: sorted keys, 2-space indent, `\\n`, one trailing newline, no NaN."""
-    return json.dumps(document, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    text = json.dumps(document, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False)
+    return text + "\n"
 
 
 def emit(spec: s.Spec) -> str:

@@ -14,11 +14,11 @@ from collections.abc import Mapping
 from typing import Any
 
 import attrs
-
 from kvreplay.compiler.layout import derive_layout_id
 from kvreplay.compiler.lower import DEFAULT_BLOCK_SIZE
 from kvreplay.compiler.native import ROLE_LEVEL
 from kvreplay.compiler.source import Path, SourceMap, format_path
+
 from kvreplay.diagnostics import Span
 
 ARG_NAMES = {"aggregated": "engine_args", "prefill": "prefill_engine_args",

@@ -14,6 +14,7 @@ from json.decoder import scanstring  # type: ignore[attr-defined]
 from typing import Any
 
 from kvreplay.compiler.source import Loaded, Path, PathStyle, Position, SourceMap, format_path
+
 from kvreplay.diagnostics import Diagnostic, Related, Span
 
 _WS = re.compile(r"[ \t\n\r]*")
@@ -63,6 +64,7 @@ class _Parser:
             raise _Fail(i, "unexpected end of document, expected a value")
         ch = self.text[i]
         start = i
+        result: Any
         if ch == "{":
             result, i = self.obj(i, path, depth)
         elif ch == "[":

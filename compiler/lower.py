@@ -9,6 +9,7 @@ from kvreplay.compiler import spec as s
 from kvreplay.compiler.kv_bytes import estimate_bytes_per_token
 from kvreplay.compiler.layout import derive_layout_id
 from kvreplay.compiler.origin import Origin
+
 from kvreplay.diagnostics import Diagnostic, Span
 
 DEFAULT_BLOCK_SIZE = {"vllm": 64, "sglang": 1, "trtllm": 32}

@@ -14,6 +14,7 @@ from kvreplay.compiler.emit import TOPOLOGY_KEY
 from kvreplay.compiler.lower import DEFAULT_BLOCK_SIZE, canonical_json
 from kvreplay.compiler.origin import Origin, SpecPath
 from kvreplay.compiler.source import Path, SourceMap
+
 from kvreplay.diagnostics import Diagnostic
 
 ROLE_LEVEL = (
@@ -157,7 +158,8 @@ def traffic_from_native(t: Mapping[str, Any] | None) -> s.Traffic:
         shared_prefix_ratio=_f(t.get("shared_prefix_ratio")),
         num_prefix_groups=t.get("num_prefix_groups"),
         inter_turn_delay_ms=_f(t.get("inter_turn_delay_ms")),
-        load_type=t.get("load_type") or ("trace_timestamps" if source == "trace" else "concurrency"),
+        load_type=t.get("load_type")
+        or ("trace_timestamps" if source == "trace" else "concurrency"),
         concurrency=t.get("concurrency"),
         request_rate=_f(t.get("request_rate")),
         arrival_seed=t.get("arrival_seed"),
@@ -269,8 +271,8 @@ def spec_from_native(data: Mapping[str, Any], source: SourceMap | None,
         scaling=scaling,
         max_sim_time_ms=_f(doc.get("max_sim_time_ms")),
         record_per_request=bool(doc.get("record_per_request", True)),
-        sla=None if sla_doc is None else s.Sla(_f(sla_doc.get("ttft_ms")), _f(sla_doc.get("itl_ms")),
-                                              _f(sla_doc.get("e2e_ms"))),
+        sla=None if sla_doc is None else s.Sla(
+            _f(sla_doc.get("ttft_ms")), _f(sla_doc.get("itl_ms")), _f(sla_doc.get("e2e_ms"))),
         traffic=traffic_from_native(data.get("traffic")),
     )
     return spec, origin, diagnostics

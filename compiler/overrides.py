@@ -10,7 +10,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import attrs
-
 from kvreplay.compiler.source import Loaded, Path, format_path, parse_jsonpath
 from kvreplay.compiler.yaml_loader import load_yaml_value
 
@@ -54,9 +53,9 @@ def apply_overrides(loaded: Loaded, assignments: Sequence[str]) -> Loaded:
             if child is None:
                 child = node[part] = {}
             if not isinstance(child, dict):
-                where = ".".join(path[: i + 1])
+                where = ".".join(map(str, path[: i + 1]))
                 raise OverrideError(f"--set {argument!r}: `{where}` is not a mapping, so "
-                                    f"`{'.'.join(path)}` cannot be set")
+                                    f"`{'.'.join(map(str, path))}` cannot be set")
             node = child
         node[path[-1]] = parsed.data
         source.overlays.append((path, parsed.source))

@@ -6,10 +6,10 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
-
 from kvreplay.compiler.origin import Origin
 from kvreplay.compiler.source import Loaded
 from kvreplay.compiler.spec import Spec
+
 from kvreplay.diagnostics import Diagnostic, has_errors, sort_unique
 
 # Loader findings that replaced a value by null: the schema must not report those values again.

@@ -13,8 +13,9 @@ MAX_CONFIG_BYTES = 8 * 1024 * 1024
 IO_RULES = frozenset({"FILE-UNREADABLE", "FILE-TOO-LARGE", "FILE-BINARY", "FILE-ENCODING"})
 
 
-def _io(rule: str, file: str, message: str, hint: str | None = None, **pos: int) -> Diagnostic:
-    return Diagnostic(rule, "error", message, Span(file=file, **pos), hint=hint)
+def _io(rule: str, file: str, message: str, hint: str | None = None, line: int | None = None,
+        column: int | None = None) -> Diagnostic:
+    return Diagnostic(rule, "error", message, Span(file=file, line=line, column=column), hint=hint)
 
 
 def read_config_text(path: str, display: str | None = None) -> tuple[str | None, list[Diagnostic]]:

@@ -1,4 +1,4 @@
-"""Documents loaded with positions: the plain data, where each key and value came from, and paths."""
+"""Documents loaded with positions: plain data, where each key and value came from, and paths."""
 
 from __future__ import annotations
 
@@ -31,7 +31,9 @@ def format_path(path: Path, style: PathStyle = "jsonpath") -> str:
     return "".join(out)
 
 
-_JSONPATH_PART = re.compile(r"\.([A-Za-z_][A-Za-z0-9_\-]*)|\[(\d+)\]|\[('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\")\]")
+_JSONPATH_PART = re.compile(
+    r"\.([A-Za-z_][A-Za-z0-9_\-]*)|\[(\d+)\]|\[('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\")\]"
+)
 
 
 def parse_jsonpath(text: str) -> Path:
@@ -85,7 +87,7 @@ class SourceMap:
     scalar_text: dict[Path, str] = attrs.field(factory=dict)
 
     def span(self, path: Path, *, key: bool = False) -> Span:
-        """The span of a path's value (or key); a missing path falls back to its nearest ancestor."""
+        """The span of a path's value (or key); a missing path falls back to its ancestor."""
         for prefix, overlay in reversed(self.overlays):
             if path[: len(prefix)] == prefix:
                 inner = overlay.span(path[len(prefix) :], key=key)

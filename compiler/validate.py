@@ -15,9 +15,9 @@ from typing import Any
 import attrs
 import jsonschema
 from jsonschema.exceptions import ValidationError
-
-from kvreplay.compiler.source import Path, SourceMap, format_path, parse_path
+from kvreplay.compiler.source import Path, SourceMap, parse_path
 from kvreplay.compiler.suggest import hint_for
+
 from kvreplay.diagnostics import Diagnostic
 
 # Hints for unknown keys that users carry over from neighbouring tools.
@@ -46,8 +46,9 @@ def _is_integer(_checker: object, instance: object) -> bool:
 def _validator(name: str) -> jsonschema.protocols.Validator:
     base = jsonschema.Draft202012Validator
     checker = base.TYPE_CHECKER.redefine("integer", _is_integer)
-    cls = jsonschema.validators.extend(base, type_checker=checker)
-    return cls(load_schema(name))  # type: ignore[no-any-return]
+    cls = jsonschema.validators.extend(base, type_checker=checker)  # type: ignore[no-untyped-call]
+    validator: jsonschema.protocols.Validator = cls(load_schema(name))
+    return validator
 
 
 @attrs.frozen
@@ -116,6 +117,18 @@ def _field(path: Path) -> str:
     return named[-1] if named else "document"
 
 
+def _schema(err: ValidationError) -> Mapping[str, Any]:
+    return err.schema if isinstance(err.schema, Mapping) else {}
+
+
+def _value(err: ValidationError) -> Any:
+    return err.validator_value
+
+
+def _instance(err: ValidationError) -> Any:
+    return err.instance
+
+
 class _Mapper:
     def __init__(self, source: SourceMap, data: Any, required: dict[Path, list[str]]) -> None:
         self.source = source
@@ -133,13 +146,13 @@ class _Mapper:
         path: Path = tuple(err.absolute_path)
         kw = err.validator
         if kw == "additionalProperties":
-            allowed = list((err.schema.get("properties") or {}).keys())
-            for key in sorted(set(err.instance) - set(allowed)):
+            allowed = list((_schema(err).get("properties") or {}).keys())
+            for key in sorted(set(_instance(err)) - set(allowed)):
                 self.unknown_key(path, key, allowed)
         elif kw == "enum" and "propertyNames" in err.relative_schema_path:
-            key = str(err.instance)
+            key = str(_instance(err))
             field, value = _variant_from_data(self.data, path)
-            applicable = [k for k in err.validator_value if k != field]
+            applicable = [k for k in _value(err) if k != field]
             self.emit(
                 "SCHEMA-NOT-APPLICABLE",
                 f"`{key}` does not apply to {_field(path)} with {field} `{value}`",
@@ -151,7 +164,7 @@ class _Mapper:
             )
             self.prune.add(path + (key,))
         elif kw == "required":
-            missing = err.message.split("'")[1] if "'" in err.message else str(err.validator_value)
+            missing = err.message.split("'")[1] if "'" in err.message else str(_value(err))
             where = "the document" if not path else f"`{_field(path)}`"
             variant = ""
             if "then" in err.relative_schema_path:
@@ -161,12 +174,12 @@ class _Mapper:
                       path, key=True)
         elif kw == "minProperties":
             self.emit("SCHEMA-REQUIRED", f"`{_field(path)}` needs at least one entry", path,
-                      key=True, hint=_roles_hint(err.schema))
+                      key=True, hint=_roles_hint(_schema(err)))
         elif kw == "oneOf":
-            options = [s.get("required", []) for s in err.validator_value]
+            options = [s.get("required", []) for s in _value(err)]
             names = [f"`{r[0]}`" for r in options if r]
             field, value = _variant_from_data(self.data, path)
-            present = [n.strip("`") for n in names if n.strip("`") in (err.instance or {})]
+            present = [n.strip("`") for n in names if n.strip("`") in (_instance(err) or {})]
             what = "both" if len(present) > 1 else "neither"
             self.emit(
                 "SCHEMA-COMBINATION",
@@ -182,7 +195,8 @@ class _Mapper:
         elif kw == "anyOf":
             self.emit(
                 "SCHEMA-TYPE",
-                f"`{_field(path)}` must be {_describe(err.schema)}, found {_show(err.instance)}",
+                f"`{_field(path)}` must be {_describe(_schema(err))}, "
+                f"found {_show(_instance(err))}",
                 path,
             )
             self.prune.add(path)
@@ -191,8 +205,8 @@ class _Mapper:
                   "exclusiveMaximum": "<"}[kw]
             self.emit(
                 "SCHEMA-RANGE",
-                f"`{_field(path)}` must be {op} {_num(err.validator_value)}, found "
-                f"{_show(err.instance)}",
+                f"`{_field(path)}` must be {op} {_num(_value(err))}, found "
+                f"{_show(_instance(err))}",
                 path,
             )
             self.prune.add(path)
@@ -200,7 +214,7 @@ class _Mapper:
             unit = "characters" if "Length" in kw else "items"
             op = "at least" if kw.startswith("min") else "at most"
             self.emit("SCHEMA-LENGTH",
-                      f"`{_field(path)}` must have {op} {err.validator_value} {unit}", path)
+                      f"`{_field(path)}` must have {op} {_value(err)} {unit}", path)
             self.prune.add(path)
         else:
             self.emit("SCHEMA-INVALID", f"`{_field(path)}`: {err.message}", path)
@@ -220,27 +234,28 @@ class _Mapper:
         return self.required_by_path.get(path, [])
 
     def type_error(self, path: Path, err: ValidationError) -> None:
-        expected = _describe(err.schema)
+        expected = _describe(_schema(err))
         hint = None
         text = self.source.scalar_text.get(path)
-        if err.validator_value == "string" and isinstance(err.instance, (int, float)) and not \
-                isinstance(err.instance, bool):
-            shown = text or json.dumps(err.instance)
+        if _value(err) == "string" and isinstance(_instance(err), (int, float)) and not \
+                isinstance(_instance(err), bool):
+            shown = text or json.dumps(_instance(err))
             hint = f'quote it: "{shown}" (YAML reads unquoted {shown} as a number)'
-        elif err.validator_value == "integer" and isinstance(err.instance, float):
+        elif _value(err) == "integer" and isinstance(_instance(err), float):
             hint = "write a whole number without a decimal point"
-        elif err.validator_value in ("integer", "number") and isinstance(err.instance, str):
+        elif _value(err) in ("integer", "number") and isinstance(_instance(err), str):
             hint = "remove the quotes to write a number"
-        elif err.validator_value == "boolean" and isinstance(err.instance, str):
+        elif _value(err) == "boolean" and isinstance(_instance(err), str):
             hint = "write `true` or `false` (unquoted)"
-        self.emit("SCHEMA-TYPE", f"`{_field(path)}` must be {expected}, found {_show(err.instance)}",
+        found = _show(_instance(err))
+        self.emit("SCHEMA-TYPE", f"`{_field(path)}` must be {expected}, found {found}",
                   path, hint=hint)
         self.prune.add(path)
 
     def enum_error(self, path: Path, err: ValidationError) -> None:
-        choices = [str(v) for v in (err.validator_value if err.validator == "enum"
-                                    else [err.validator_value])]
-        value = err.instance
+        choices = [str(v) for v in (_value(err) if err.validator == "enum"
+                                    else [_value(err)])]
+        value = _instance(err)
         hint = hint_for(value, choices, "values") if isinstance(value, str) else \
             "valid values: " + ", ".join(f"`{c}`" for c in choices)
         self.emit("SCHEMA-ENUM",
@@ -274,9 +289,10 @@ def _under(path: Path, bad: Iterable[Path]) -> bool:
 
 def validate(data: Any, source: SourceMap, schema: str = "config",
              already_reported: Iterable[Path] = ()) -> Validation:
-    """Validate against a shipped schema; errors at paths already reported by the loader are skipped."""
+    """Validate against a shipped schema, skipping paths the loader already reported."""
     bad = list(already_reported)
-    errors = sorted(_validator(schema).iter_errors(data), key=lambda e: [str(p) for p in e.absolute_path])
+    errors = sorted(_validator(schema).iter_errors(data),
+                    key=lambda e: [str(p) for p in e.absolute_path])
     required: dict[Path, list[str]] = {}
     for err in errors:
         if err.validator == "required" and "'" in err.message:

@@ -1,4 +1,4 @@
-"""YAML to plain data with a position for every key and value, and diagnostics instead of crashes."""
+"""YAML to plain data with a position for every key and value, and diagnostics, not crashes."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ import math
 import re
 from typing import Any
 
+from kvreplay.compiler.source import Loaded, Path, Position, SourceMap, format_path
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from kvreplay.compiler.source import Loaded, Path, Position, SourceMap, format_path
 from kvreplay.diagnostics import Diagnostic, Related, Span
 
 # A config has hundreds of nodes; an alias bomb has billions. Cap what aliases may expand to.
@@ -51,7 +51,8 @@ class _Builder:
                 related: tuple[Any, ...] = ()) -> None:
         p = _pos(node)
         span = Span(self.source.file, format_path(path), p.line, p.column, p.end_line, p.end_column)
-        self.diagnostics.append(Diagnostic(rule, "error", message, span, hint=hint, related=related))
+        self.diagnostics.append(
+            Diagnostic(rule, "error", message, span, hint=hint, related=related))
 
     def build(self, node: Node, path: Path) -> Any:
         self.expanded += 1

@@ -14,12 +14,14 @@ _LAZY = {
     "spec_from_engine_args": "kvreplay.api",
     "lint_config": "kvreplay.api",
     "run_spec": "kvreplay.api",
+    "Compiled": "kvreplay.api",
     "Diagnostic": "kvreplay.diagnostics",
     "Span": "kvreplay.diagnostics",
 }
 
 if TYPE_CHECKING:
     from kvreplay.api import (
+        Compiled,
         compile_config,
         lint_config,
         load_config,
@@ -28,7 +30,16 @@ if TYPE_CHECKING:
     )
     from kvreplay.diagnostics import Diagnostic, Span
 
-__all__ = sorted(_LAZY)
+__all__ = [
+    "Compiled",
+    "Diagnostic",
+    "Span",
+    "compile_config",
+    "lint_config",
+    "load_config",
+    "run_spec",
+    "spec_from_engine_args",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -83,7 +83,7 @@ def compile_config(
 def load_config(
     source: str | os.PathLike[str] | Mapping[str, Any], *, overrides: Sequence[str] = ()
 ) -> ConfigResult:
-    """Load a YAML config (path or mapping) into the frozen config model (kvreplay.compiler.model)."""
+    """Load a YAML config (path or mapping) into the frozen model of kvreplay.compiler.model."""
     from kvreplay.compiler.convert import structure_config
     from kvreplay.compiler.documents import load_text
     from kvreplay.compiler.overrides import apply_overrides

@@ -53,36 +53,3 @@ _CODES = [
 
 CODES: dict[str, CodeInfo] = {c.code: c for c in _CODES}
 
-
-_CATEGORY_TITLES = {
-    "file": "Reading files",
-    "yaml": "YAML",
-    "json": "JSON (native specs)",
-    "schema": "Schema (structure, types, names)",
-    "config": "Config lowering",
-    "native": "Native spec shape",
-    "lint": "Lint",
-}
-
-
-def render_markdown() -> str:
-    """docs/diagnostics.md: every built-in code, by category (a test keeps the file fresh)."""
-    lines = [
-        "# Diagnostic codes",
-        "",
-        "Every finding names a stable code. The support-matrix rules (G2-BACKEND, POOL-LAYOUT, ...)",
-        "are listed in [support-matrix.md](support-matrix.md); this page lists the other codes.",
-        "Codes are a public contract: they are never renamed or reused.",
-        "Generated from `kvreplay/codes.py` (`python -m kvreplay.codes > docs/diagnostics.md`).",
-        "",
-    ]
-    for category, title in _CATEGORY_TITLES.items():
-        lines += [f"## {title}", "", "| code | meaning |", "| --- | --- |"]
-        lines += [f'| <a id="{c.code.lower()}"></a>`{c.code}` | {c.summary} |'
-                  for c in _CODES if c.category == category]
-        lines.append("")
-    return "\n".join(lines)
-
-
-if __name__ == "__main__":
-    print(render_markdown(), end="")

@@ -10,6 +10,7 @@ from kvreplay.cli.output import write_stdout
 
 
 def run(args: argparse.Namespace) -> int:
-    text = resources.files("kvreplay.schema").joinpath(f"{args.which}.schema.json").read_text("utf-8")
+    schema = resources.files("kvreplay.schema").joinpath(f"{args.which}.schema.json")
+    text = schema.read_text("utf-8")
     write_stdout(text)
     return exits.OK

@@ -16,8 +16,8 @@ def print_diagnostics(results: Sequence[Compiled], args: argparse.Namespace,
     out = sys.stderr if stream == "stderr" else sys.stdout
     with_findings = [r for r in results if r.diagnostics]
     quiet = getattr(args, "quiet", False)
-    if not with_findings or quiet and not any(
-            d.severity == "error" for r in with_findings for d in r.diagnostics):
+    if not with_findings or (quiet and not any(
+            d.severity == "error" for r in with_findings for d in r.diagnostics)):
         return
     from kvreplay.formats import FileResult, render, use_color
 

@@ -6,14 +6,15 @@ import subprocess
 import sys
 from pathlib import Path
 
-from kvreplay.codes import render_markdown
+from kvreplay.catalog import render_codes_markdown
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 def test_diagnostics_doc_is_fresh() -> None:
-    """docs/diagnostics.md equals what kvreplay/codes.py renders."""
-    assert (REPO / "docs" / "diagnostics.md").read_text(encoding="utf-8") == render_markdown()
+    """docs/diagnostics.md equals what kvreplay.catalog renders."""
+    expected = render_codes_markdown()
+    assert (REPO / "docs" / "diagnostics.md").read_text(encoding="utf-8") == expected
 
 
 def test_schemas_are_fresh() -> None:

@@ -7,10 +7,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-import kvreplay
 from kvreplay.compiler.native import ROLE_LEVEL
 from kvreplay.rules import rule_ids
+
+import kvreplay
 
 CASES = Path(__file__).resolve().parents[1] / "cases" / "rules"
 YAML_CASES = sorted(CASES.glob("*/*.yaml"))
