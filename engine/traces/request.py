@@ -4,6 +4,14 @@ A prompt is a tuple of runs `(token_value, count)`: a Mooncake row with hash ids
 tokens per id and input_length 700 is ((7, 512), (9, 188)); a synthetic prompt with a shared
 896-token prefix is ((shared_id, 896), (unique_id, 128)). Equal runs at equal positions mean equal
 tokens, which is all prefix caching needs; the engine hashes its own blocks from these runs.
+Token values are arbitrary non-negative Python ints (trace hash ids are u64; values the workloads
+invent lie at or above 2**64, see `values.py`), so the engine must intern or hash them, not pack
+them into fixed-width integers.
+
+`ordinal` numbers a workload's requests from 0 in the workload's own order, independent of timing
+(trace: the row's line number - 1, so uuid ...0007 is line 7; synthetic: session-major); the
+report's uuid is ordinal + 1.
+`request_id` is the trace row's `request_id`, or "" when it has none.
 """
 
 from __future__ import annotations
@@ -57,13 +65,21 @@ class Workload(Protocol):
     The loop asks `next_release_ms()` for the earliest pending release, takes every request due
     with `release(now)` (in a deterministic order), and reports each request's end with
     `on_terminal(request, now)` so closed-loop and multi-turn workloads can release follow-ups.
+    A follow-up may be due at `now` itself, so the loop asks `next_release_ms()` again after
+    every `on_terminal`.
+
+    `on_terminal` takes the request's terminal `status` (completed | rejected | canceled | failed:
+    canceled and failed end a session, the others go on with its next turn) and `output_tokens`
+    actually produced (None = as requested); delta sessions append only produced output to the
+    next turn's prompt.
     """
 
     def next_release_ms(self) -> float | None: ...
 
     def release(self, now_ms: float) -> Sequence[TraceRequest]: ...
 
-    def on_terminal(self, request: TraceRequest, now_ms: float) -> None: ...
+    def on_terminal(self, request: TraceRequest, now_ms: float, *, status: str = "completed",
+                    output_tokens: int | None = None) -> None: ...
 
     def exhausted(self) -> bool: ...
 

@@ -1,0 +1,137 @@
+"""Latency distributions as the reference reports them.
+
+Per-request distributions (TTFT, TTST, TPOT, E2E) keep every sample: percentile p is the sorted
+sample at rank round((n - 1) * p / 100) (halves rounded up). Token-level distributions (ITL and the
+per-user token rate 1000 / ITL) arrive as (gap_ms, count) runs and go through the reference's
+DDSketch (`sketch.py`), with rank r read at quantile (r + 0.5) / (n - 1) (1.0 at the top).
+
+Means and population standard deviations are computed exactly (integer sums of the binary
+fractions) and rounded once, so they do not depend on summation order or on how runs were split;
+they can differ from the reference's running float sums in the last bits.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+import attrs
+from kvreplay.engine.sketch import Sketch
+
+PERCENTILES = (("median", 50.0), ("p75", 75.0), ("p90", 90.0), ("p95", 95.0), ("p99", 99.0))
+
+
+@attrs.frozen
+class Distribution:
+    """mean, min, max, median, p75, p90, p95, p99 and std of one metric (all 0.0 when empty)."""
+
+    count: int = 0
+    mean: float = 0.0
+    min: float = 0.0
+    max: float = 0.0
+    median: float = 0.0
+    p75: float = 0.0
+    p90: float = 0.0
+    p95: float = 0.0
+    p99: float = 0.0
+    std: float = 0.0
+
+    def summary(self, name: str, unit: str = "_ms") -> dict[str, float]:
+        """Summary keys `{stat}_{name}{unit}`, e.g. `p90_ttft_ms`."""
+        return {f"{stat}_{name}{unit}": getattr(self, stat)
+                for stat in ("mean", "min", "max", "median", "p75", "p90", "p95", "p99", "std")}
+
+
+def round_half_up(x: float) -> int:
+    """Rust's f64::round for x >= 0."""
+    whole = math.floor(x)
+    return int(whole) + (1 if x - whole >= 0.5 else 0)
+
+
+def percentile_rank(n: int, percentile: float) -> int:
+    """0-based rank of a percentile among n sorted samples."""
+    return min(round_half_up((n - 1) * percentile / 100.0), n - 1)
+
+
+class ExactMoments:
+    """Count, sum and sum of squares kept exactly: sums are integers scaled by a power of two."""
+
+    __slots__ = ("_scale", "_sum", "_sum_sq", "count")
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._scale = 0
+        self._sum = 0
+        self._sum_sq = 0
+
+    def add(self, value: float, count: int = 1) -> None:
+        numerator, denominator = value.as_integer_ratio()
+        bits = denominator.bit_length() - 1
+        if bits > self._scale:
+            shift = bits - self._scale
+            self._sum <<= shift
+            self._sum_sq <<= 2 * shift
+            self._scale = bits
+        up = self._scale - bits
+        self._sum += (count * numerator) << up
+        self._sum_sq += (count * numerator * numerator) << (2 * up)
+        self.count += count
+
+    def mean(self) -> float:
+        if self.count == 0:
+            return 0.0
+        return self._sum / (self.count << self._scale)
+
+    def std(self) -> float:
+        """Population standard deviation."""
+        if self.count == 0:
+            return 0.0
+        spread = self.count * self._sum_sq - self._sum * self._sum
+        return math.sqrt(spread / ((self.count * self.count) << (2 * self._scale)))
+
+
+def exact_distribution(values: Iterable[float]) -> Distribution:
+    """Statistics over every sample."""
+    ordered = sorted(values)
+    if not ordered:
+        return Distribution()
+    moments = ExactMoments()
+    for value in ordered:
+        moments.add(value)
+    n = len(ordered)
+    picks = {name: ordered[percentile_rank(n, p)] for name, p in PERCENTILES}
+    return Distribution(count=n, mean=moments.mean(), min=ordered[0], max=ordered[-1],
+                        std=moments.std(), **picks)
+
+
+class StreamingDistribution:
+    """Token-level samples as (value, count) runs: exact moments and extremes, sketched ranks."""
+
+    __slots__ = ("_moments", "_sketch")
+
+    def __init__(self) -> None:
+        self._sketch = Sketch()
+        self._moments = ExactMoments()
+
+    @property
+    def count(self) -> int:
+        return self._moments.count
+
+    def add(self, value: float, count: int = 1) -> None:
+        if count <= 0 or not math.isfinite(value):
+            return
+        self._sketch.add(value, count)
+        self._moments.add(value, count)
+
+    def percentile(self, percentile: float) -> float:
+        span = self.count - 1
+        rank = round_half_up(span * percentile / 100.0)
+        q = 1.0 if span <= 0 or rank >= span else (rank + 0.5) / span
+        return self._sketch.quantile(q)
+
+    def finish(self) -> Distribution:
+        if self.count == 0:
+            return Distribution()
+        picks = {name: self.percentile(p) for name, p in PERCENTILES}
+        return Distribution(count=self.count, mean=self._moments.mean(), min=self._sketch.min,
+                            max=self._sketch.max, std=self._moments.std(), **picks)

@@ -1,0 +1,384 @@
+"""The canonical report: `{"summary": {...}, "per_request": [...], "meta": {...}}`.
+
+`summary` and `per_request` are functions of the simulation only (identical runs give identical
+bytes); everything that depends on the machine or on how the engine ran (version, wall time, rates
+per wall second, engine mode switches) goes to `meta`. Summary keys and their definitions follow
+the reference engine's report; docs/traces-and-reports.md lists them.
+
+The core gives the finished `RequestRecord`s and a `RunFacts` with what only it knows.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping
+from typing import Any, Protocol
+
+import attrs
+from kvreplay.engine.metrics import Distribution, StreamingDistribution, exact_distribution
+from kvreplay.engine.records import RequestRecord
+
+REPORT_VERSION = 1
+PD_TIMES = ("prefill_admit_ms", "source_held_ms", "destination_reserved_ms",
+            "destination_activated_ms", "decode_admit_ms", "source_released_ms")
+
+
+class ReportError(ValueError):
+    """Records that cannot be reported consistently (a bug upstream, named by request uuid)."""
+
+
+@attrs.frozen
+class Sla:
+    """Goodput bounds (any subset): TTFT, average ITL (e2e - ttft) / (n - 1), end-to-end."""
+
+    ttft_ms: float | None = None
+    itl_ms: float | None = None
+    e2e_ms: float | None = None
+
+    @property
+    def is_set(self) -> bool:
+        return self.ttft_ms is not None or self.itl_ms is not None or self.e2e_ms is not None
+
+    def is_good(self, ttft_ms: float, e2e_ms: float, output_length: int) -> bool:
+        if self.e2e_ms is not None and e2e_ms > self.e2e_ms:
+            return False
+        if self.ttft_ms is not None and ttft_ms > self.ttft_ms:
+            return False
+        if self.itl_ms is not None and output_length > 1:
+            return (e2e_ms - ttft_ms) / (output_length - 1) <= self.itl_ms
+        return True
+
+    def is_good_without_tokens(self, e2e_ms: float) -> bool:
+        return (self.ttft_ms is None and self.itl_ms is None and self.e2e_ms is not None
+                and e2e_ms <= self.e2e_ms)
+
+
+@attrs.frozen
+class RunFacts:
+    """What the core knows about a run beyond its request records.
+
+    Workers: the reference reports an aggregated deployment as decode workers (prefill 0).
+    `*_worker_seconds` is provisioned worker time; None means a static pool, `workers x duration`.
+    `duration_ms` None means the reference's definition: the last terminal time of a completed
+    request. `committed_prefill_tokens` (prompt tokens actually computed, re-computation after
+    preemption included) is not derivable from records; None reports null. `summary_extra` adds
+    engine-specific summary keys (e.g. `g2_domains`); `meta` adds run switches (never compared).
+    """
+
+    decode_workers: int = 0
+    prefill_workers: int = 0
+    decode_gpus_per_worker: int = 0
+    prefill_gpus_per_worker: int = 0
+    decode_worker_seconds: float | None = None
+    prefill_worker_seconds: float | None = None
+    committed_prefill_tokens: int | None = None
+    duration_ms: float | None = None
+    sla: Sla | None = None
+    kv_eviction_policy: str = "lru"
+    wall_time_ms: float | None = None
+    summary_extra: Mapping[str, Any] = attrs.field(factory=dict)
+    meta: Mapping[str, Any] = attrs.field(factory=dict)
+
+
+def uuid_for(ordinal: int) -> str:
+    """The request's uuid: the 128-bit number ordinal + 1, like the reference's replay fixtures."""
+    digits = f"{ordinal + 1:032x}"
+    return f"{digits[:8]}-{digits[8:12]}-{digits[12:16]}-{digits[16:20]}-{digits[20:]}"
+
+
+def _completed(record: RequestRecord) -> bool:
+    return (record.first_admit_ms is not None and record.terminal_status == "completed"
+            and record.terminal_time_ms is not None)
+
+
+def _check_gaps(record: RequestRecord) -> None:
+    produced = sum(count for _, count in record.itl_gaps)
+    expected = max(record.output_length - 1, 0)
+    if produced != expected or any(count < 0 for _, count in record.itl_gaps):
+        raise ReportError(f"request {uuid_for(record.ordinal)}: itl_gaps hold {produced} gaps for "
+                          f"{record.output_length} output tokens (expected {expected})")
+
+
+def _mean_tpot(record: RequestRecord) -> float | None:
+    if record.output_length < 2 or record.first_token_ms is None or record.last_token_ms is None:
+        return None
+    return max(record.last_token_ms - record.first_token_ms, 0.0) / (record.output_length - 1)
+
+
+def _summary(records: list[RequestRecord], facts: RunFacts) -> dict[str, Any]:
+    ttfts: list[float] = []
+    ttsts: list[float] = []
+    tpots: list[float] = []
+    e2es: list[float] = []
+    itl = StreamingDistribution()
+    rate = StreamingDistribution()
+    sla = facts.sla if facts.sla is not None and facts.sla.is_set else None
+    completed = input_tokens = output_tokens = reused = first_reused = 0
+    good_requests = good_tokens = 0
+    last_terminal = 0.0
+    for r in records:
+        if not _completed(r):
+            continue
+        assert r.terminal_time_ms is not None
+        completed += 1
+        input_tokens += r.input_length
+        output_tokens += r.output_length
+        reused += r.reused_input_tokens
+        first_reused += r.admission_history[0].reused_input_tokens if r.admission_history else 0
+        last_terminal = max(last_terminal, r.terminal_time_ms)
+        _check_gaps(r)
+        for gap, count in r.itl_gaps:
+            gap = max(gap, 0.0)
+            itl.add(gap, count)
+            if gap > 0.0:
+                rate.add(1000.0 / gap, count)
+        if r.first_token_ms is None or r.last_token_ms is None:
+            if sla is not None and sla.is_good_without_tokens(
+                    max(r.terminal_time_ms - r.arrival_time_ms, 0.0)):
+                good_requests += 1
+            continue
+        ttft = max(r.first_token_ms - r.arrival_time_ms, 0.0)
+        e2e = max(r.last_token_ms - r.arrival_time_ms, 0.0)
+        ttfts.append(ttft)
+        e2es.append(e2e)
+        if sla is not None and sla.is_good(ttft, e2e, r.output_length):
+            good_requests += 1
+            good_tokens += r.output_length
+        if r.second_token_ms is not None:
+            ttsts.append(max(r.second_token_ms - r.first_token_ms, 0.0))
+        tpot = _mean_tpot(r)
+        if tpot is not None:
+            tpots.append(tpot)
+
+    duration_ms = facts.duration_ms if facts.duration_ms is not None else last_terminal
+    duration_s = max(duration_ms / 1000.0, 1e-9)
+    prefill_ws = (facts.prefill_worker_seconds if facts.prefill_worker_seconds is not None
+                  else facts.prefill_workers * duration_s)
+    decode_ws = (facts.decode_worker_seconds if facts.decode_worker_seconds is not None
+                 else facts.decode_workers * duration_s)
+    gpu_hours = (prefill_ws * facts.prefill_gpus_per_worker
+                 + decode_ws * facts.decode_gpus_per_worker) / 3600.0
+    itl_stats = itl.finish()
+    summary: dict[str, Any] = {
+        "num_requests": len(records),
+        "completed_requests": completed,
+        "total_input_tokens": input_tokens,
+        "total_output_tokens": output_tokens,
+        "processed_tokens": input_tokens + output_tokens,
+        "duration_ms": float(duration_ms),
+        "request_throughput_rps": completed / duration_s,
+        "input_throughput_tok_s": input_tokens / duration_s,
+        "output_throughput_tok_s": output_tokens / duration_s,
+        "total_throughput_tok_s": (input_tokens + output_tokens) / duration_s,
+        "prefill_worker_seconds": float(prefill_ws),
+        "decode_worker_seconds": float(decode_ws),
+        "prefill_gpus_per_worker": facts.prefill_gpus_per_worker,
+        "decode_gpus_per_worker": facts.decode_gpus_per_worker,
+        "gpu_hours": gpu_hours,
+        "prefix_cache_reused_ratio": reused / input_tokens if input_tokens else 0.0,
+        "first_admission_prefix_cache_reused_ratio":
+            first_reused / input_tokens if input_tokens else 0.0,
+        "committed_prefill_tokens": facts.committed_prefill_tokens,
+        "kv_eviction_policy": facts.kv_eviction_policy,
+        "power_w": None,
+        "power_coverage": None,
+        "max_itl_ms": itl_stats.max,
+    }
+    stats: list[tuple[str, Distribution, str]] = [
+        ("ttft", exact_distribution(ttfts), "_ms"),
+        ("ttst", exact_distribution(ttsts), "_ms"),
+        ("tpot", exact_distribution(tpots), "_ms"),
+        ("itl", itl_stats, "_ms"),
+        ("e2e_latency", exact_distribution(e2es), "_ms"),
+        ("output_token_throughput_per_user", rate.finish(), ""),
+    ]
+    for name, dist, unit in stats:
+        summary.update(dist.summary(name, unit))
+    summary["num_ttft_samples"] = len(ttfts)
+    summary["num_tpot_samples"] = len(tpots)
+    summary["num_e2e_latency_samples"] = len(e2es)
+    if sla is not None:
+        summary["goodput_completed_requests"] = good_requests
+        summary["goodput_request_throughput_rps"] = good_requests / duration_s
+        summary["goodput_output_throughput_tok_s"] = good_tokens / duration_s
+    for key, value in facts.summary_extra.items():
+        if key in summary:
+            raise ReportError(f"summary_extra key {key!r} would replace a computed summary key")
+        summary[key] = value
+    return summary
+
+
+def per_request_row(r: RequestRecord) -> dict[str, Any]:
+    """One terminal request as the report lists it."""
+    host_tier = r.first_admission_g1_reused_input_tokens is not None
+    first, second, last = r.first_token_ms, r.second_token_ms, r.last_token_ms
+    row: dict[str, Any] = {
+        "uuid": uuid_for(r.ordinal),
+        "request_id": r.request_id or None,
+        "session_id": r.session_id,
+        "turn_index": r.turn_index,
+        "arrival_time_ms": r.arrival_time_ms,
+        "dispatched_at_ms": r.dispatched_at_ms,
+        "first_admit_ms": r.first_admit_ms,
+        "first_token_ms": first,
+        "last_token_ms": last,
+        "terminal_time_ms": r.terminal_time_ms,
+        "ttft_ms": None if first is None else max(first - r.arrival_time_ms, 0.0),
+        "ttst_ms": None if first is None or second is None else max(second - first, 0.0),
+        "e2e_latency_ms": None if last is None else max(last - r.arrival_time_ms, 0.0),
+        "itl_ms": _mean_tpot(r),
+        "input_length": r.input_length,
+        "output_length": r.output_length,
+        "requested_output_length": r.requested_output_length,
+        "reused_input_tokens": r.reused_input_tokens,
+        "admission_count": len(r.admission_history),
+        "readmission_count": r.readmission_count,
+        "admission_history": [_admission(a.to_dict(), host_tier) for a in r.admission_history],
+        "routing_history": [d.to_dict() for d in r.routing_history],
+        "terminal_status": r.terminal_status,
+    }
+    for name in PD_TIMES:
+        row[name] = getattr(r, name)
+    if host_tier:
+        row["first_admission_g1_reused_input_tokens"] = r.first_admission_g1_reused_input_tokens
+        row["first_admission_host_reused_input_tokens"] = (
+            r.first_admission_host_reused_input_tokens)
+    return row
+
+
+def _admission(entry: dict[str, Any], host_tier: bool) -> dict[str, Any]:
+    if not host_tier:
+        entry.pop("g1_reused_input_tokens", None)
+        entry.pop("host_reused_input_tokens", None)
+    return entry
+
+
+def build_report(records: Iterable[RequestRecord], facts: RunFacts, *,
+                 per_request: bool = True, version: str | None = None) -> dict[str, Any]:
+    """The report of a finished run.
+
+    `records`: every request that arrived (terminal or not: `num_requests` counts them all);
+    only terminal ones are listed in `per_request` (sorted by uuid), only completed ones enter
+    the statistics. `per_request=False` leaves the list empty (spec.record_per_request false).
+    """
+    ordered = sorted(records, key=lambda r: r.ordinal)
+    seen = {r.ordinal for r in ordered}
+    if len(seen) != len(ordered):
+        raise ReportError("two records share an ordinal (uuids would collide)")
+    summary = _summary(ordered, facts)
+    rows = ([per_request_row(r) for r in ordered
+             if r.terminal_status is not None and r.terminal_time_ms is not None]
+            if per_request else [])
+    meta: dict[str, Any] = {
+        "report_version": REPORT_VERSION,
+        "generator": "kvreplay",
+        "kvreplay_version": version if version is not None else _version(),
+        "wall_time_ms": facts.wall_time_ms,
+        "processed_tokens_per_s": None,
+        "processed_output_tokens_per_s": None,
+    }
+    if facts.wall_time_ms is not None and facts.wall_time_ms > 0:
+        meta["processed_tokens_per_s"] = summary["processed_tokens"] / facts.wall_time_ms * 1000
+        meta["processed_output_tokens_per_s"] = (
+            summary["total_output_tokens"] / facts.wall_time_ms * 1000)
+    for key, value in facts.meta.items():
+        if key in meta:
+            raise ReportError(f"meta key {key!r} is reserved")
+        meta[key] = value
+    return {"summary": summary, "per_request": rows, "meta": meta}
+
+
+class CorePool(Protocol):
+    """What the adapter reads of one of the core's pools (`kvreplay.engine.result.PoolFacts`)."""
+
+    name: str
+    workers: int
+    gpus_per_worker: int
+
+
+class CoreFacts(Protocol):
+    """What the adapter reads of the core's run facts (`kvreplay.engine.result.RunFacts`)."""
+
+    pools: list[Any]
+    end_ms: float
+    committed_prefill_tokens: int
+    kv_eviction_policy: str
+
+
+class CoreResult(Protocol):
+    records: list[RequestRecord]
+    facts: Any
+
+
+# Core facts that describe how the engine ran (mode switches, counters) and go to `meta`.
+_CORE_META = ("mode", "router", "stepwise", "passes", "fast_forwarded_passes",
+              "approximations", "preemptions_total", "requests_released", "requests_terminal",
+              "max_sim_time_ms", "stopped_at_time_cap", "end_ms")
+
+
+def facts_from_core(core: CoreFacts, *, sla: Sla | None = None,
+                    wall_time_ms: float | None = None) -> RunFacts:
+    """RunFacts from the core's run facts: static pools are billed until the clock stopped
+    (`end_ms`), as the reference does; the summary's duration keeps the reference definition."""
+    workers = {"prefill": 0, "decode": 0}
+    gpus = {"prefill": 0, "decode": 0}
+    for pool in core.pools:
+        role = "prefill" if pool.name == "prefill" else "decode"
+        workers[role] += pool.workers
+        gpus[role] = max(gpus[role], pool.gpus_per_worker)
+    end_s = max(core.end_ms / 1000.0, 1e-9)
+    meta = {key: getattr(core, key) for key in _CORE_META if hasattr(core, key)}
+    return RunFacts(
+        prefill_workers=workers["prefill"], decode_workers=workers["decode"],
+        prefill_gpus_per_worker=gpus["prefill"], decode_gpus_per_worker=gpus["decode"],
+        prefill_worker_seconds=workers["prefill"] * end_s,
+        decode_worker_seconds=workers["decode"] * end_s,
+        committed_prefill_tokens=core.committed_prefill_tokens,
+        kv_eviction_policy=core.kv_eviction_policy, sla=sla, wall_time_ms=wall_time_ms,
+        meta=meta)
+
+
+def report_from_run(result: CoreResult, *, sla: Sla | None = None,
+                    wall_time_ms: float | None = None, per_request: bool = True,
+                    version: str | None = None) -> dict[str, Any]:
+    """The report of the core's `RunResult` (records + facts), for the CLI."""
+    facts = facts_from_core(result.facts, sla=sla, wall_time_ms=wall_time_ms)
+    return build_report(result.records, facts, per_request=per_request, version=version)
+
+
+def sla_from_spec(sla: Mapping[str, Any] | None) -> Sla | None:
+    """`spec.sla` of a native document ({ttft_ms, itl_ms, e2e_ms} or null)."""
+    if sla is None:
+        return None
+    return Sla(ttft_ms=sla.get("ttft_ms"), itl_ms=sla.get("itl_ms"), e2e_ms=sla.get("e2e_ms"))
+
+
+def _version() -> str:
+    from kvreplay import __version__
+
+    return __version__
+
+
+def dumps_report(report: Mapping[str, Any]) -> str:
+    """Canonical text: sorted keys, 2-space indent, one trailing newline; NaN/Infinity refused."""
+    bad = _non_finite(report, "$")
+    if bad is not None:
+        raise ReportError(f"non-finite number at {bad}: a report must hold finite numbers only")
+    return json.dumps(report, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def _non_finite(value: Any, path: str) -> str | None:
+    if isinstance(value, float):
+        return None if math.isfinite(value) else path
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            found = _non_finite(item, f"{path}.{key}")
+            if found is not None:
+                return found
+    elif isinstance(value, list | tuple):
+        for i, item in enumerate(value):
+            found = _non_finite(item, f"{path}[{i}]")
+            if found is not None:
+                return found
+    return None

@@ -1,0 +1,88 @@
+"""The reference's quantile sketch for token-level distributions (ITL, per-user token rate).
+
+A replica of `ddsketchy` as the reference configures it: relative accuracy 0.001, logarithmic
+keys `ceil(ln(v) / ln(gamma))`, a zero bucket below the smallest normal value, and stores capped
+at 32,768 bins that collapse their lowest keys. A quantile q reads the bin at rank
+floor(q * (count - 1)) and returns `gamma**key * 2 / (1 + gamma)`; a one-sample sketch returns
+that sample. Bins are kept as {key: count}, so values arrive as (value, count) runs and the result
+does not depend on how runs were split.
+"""
+
+from __future__ import annotations
+
+import math
+
+RELATIVE_ACCURACY = 0.001
+MAX_BINS = 32_768
+GAMMA = 1.0 + (2.0 * RELATIVE_ACCURACY) / (1.0 - RELATIVE_ACCURACY)
+INV_LN_GAMMA = 1.0 / math.log1p((2.0 * RELATIVE_ACCURACY) / (1.0 - RELATIVE_ACCURACY))
+_LN_GAMMA = 1.0 / INV_LN_GAMMA
+_VALUE_FACTOR = 2.0 / (1.0 + GAMMA)
+MIN_INDEXABLE = max(math.exp(-(2.0 ** 31) / INV_LN_GAMMA + 1.0), 2.2250738585072014e-308 * GAMMA)
+
+
+def key_of(value: float) -> int:
+    """The bin of a positive value."""
+    return math.ceil(math.log(value) * INV_LN_GAMMA)
+
+
+def value_of(key: int) -> float:
+    """The value a bin reports."""
+    return math.exp(key * _LN_GAMMA) * _VALUE_FACTOR
+
+
+class Sketch:
+    """Counts per bin for positive and negative values, plus zeros and the exact extremes."""
+
+    __slots__ = ("count", "max", "min", "negative", "positive", "zeros")
+
+    def __init__(self) -> None:
+        self.positive: dict[int, int] = {}
+        self.negative: dict[int, int] = {}
+        self.zeros = 0
+        self.count = 0
+        self.min = math.inf
+        self.max = -math.inf
+
+    def add(self, value: float, count: int = 1) -> None:
+        """Add `count` copies of a value (non-finite values are ignored, as in the reference)."""
+        if count <= 0 or not math.isfinite(value):
+            return
+        if value >= MIN_INDEXABLE:
+            key = key_of(value)
+            self.positive[key] = self.positive.get(key, 0) + count
+        elif value <= -MIN_INDEXABLE:
+            key = key_of(-value)
+            self.negative[key] = self.negative.get(key, 0) + count
+        else:
+            self.zeros += count
+        self.count += count
+        self.min = min(self.min, value)
+        self.max = max(self.max, value)
+
+    def quantile(self, q: float) -> float:
+        if not 0.0 <= q <= 1.0:
+            raise ValueError(f"quantile must be in [0, 1], got {q}")
+        if self.count == 0:
+            return 0.0
+        if self.count == 1:
+            return self.min
+        rank = int(q * (self.count - 1))
+        negatives = sum(self.negative.values())
+        if rank < negatives:
+            return -value_of(_key_at_rank(self.negative, negatives - 1 - rank))
+        if rank < negatives + self.zeros:
+            return 0.0
+        return value_of(_key_at_rank(self.positive, rank - negatives - self.zeros))
+
+
+def _key_at_rank(bins: dict[int, int], rank: int) -> int:
+    """The key holding the rank-th (0-based) count, lowest keys collapsed like a capped store."""
+    keys = sorted(bins)
+    floor_key = keys[-1] - MAX_BINS + 1
+    seen = 0
+    for key in keys:
+        seen += bins[key]
+        if seen > rank:
+            return max(key, floor_key)
+    return keys[-1]

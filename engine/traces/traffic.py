@@ -1,0 +1,236 @@
+"""From the native `traffic` section to a Workload, refusing (with diagnostics) anything invalid.
+
+`check_traffic` runs every check, including one full pass over trace files, and returns the
+diagnostics; `workload_from_traffic` does the same and returns the workload, or raises
+WorkloadError when any diagnostic is an error.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from kvreplay.engine.traces.errors import WorkloadError
+from kvreplay.engine.traces.mooncake_scan import scan_mooncake
+from kvreplay.engine.traces.mooncake_workload import MooncakeWorkload
+from kvreplay.engine.traces.rules import diag
+from kvreplay.engine.traces.synthetic import Arrivals, SyntheticWorkload
+
+from kvreplay.diagnostics import Diagnostic, Severity, sort_unique
+
+TRACE_FORMATS = ("mooncake", "mooncake-delta")
+DEFAULT_ARRIVAL_SEED = 42
+
+_AnyWorkload = MooncakeWorkload | SyntheticWorkload
+
+
+class _Fields:
+    """Typed reads of traffic keys; each problem becomes a WORKLOAD-* diagnostic."""
+
+    def __init__(self, traffic: Mapping[str, Any], file: str | None) -> None:
+        self.traffic = traffic
+        self.file = file
+        self.found: list[Diagnostic] = []
+
+    def error(self, rule: str, key: str, message: str, *, severity: Severity = "error",
+              hint: str | None = None) -> None:
+        self.found.append(diag(rule, message, file=self.file, path=f"$.traffic.{key}",
+                               severity=severity, hint=hint))
+
+    def integer(self, key: str, low: int, high: int | None = None, *,
+                required: str | None = None) -> int | None:
+        value = self.traffic.get(key)
+        if value is None:
+            if required is not None:
+                self.error(rule_of(key), key, f"`{key}` is required {required}")
+            return None
+        if type(value) is not int or value < low or (high is not None and value > high):
+            bound = f"{low}..{high}" if high is not None else f">= {low}"
+            self.error("WORKLOAD-VALUE", key, f"`{key}` must be an integer {bound}, found "
+                       f"{value!r}")
+            return None
+        return value
+
+    def number(self, key: str, low: float, high: float, *, positive: bool = False,
+               required: str | None = None) -> float | None:
+        value = self.traffic.get(key)
+        if value is None:
+            if required is not None:
+                self.error(rule_of(key), key, f"`{key}` is required {required}")
+            return None
+        if type(value) not in (int, float) or not math.isfinite(value) \
+                or not low <= value <= high or (positive and value <= 0):
+            bound = f"in ({low:g}, {high:g}]" if positive else f"in [{low:g}, {high:g}]"
+            self.error("WORKLOAD-VALUE", key, f"`{key}` must be a finite number {bound}, found "
+                       f"{value!r}")
+            return None
+        return float(value)
+
+    def ignored(self, key: str, why: str) -> None:
+        if self.traffic.get(key) is not None:
+            self.error("WORKLOAD-IGNORED", key, f"`{key}` is ignored {why}", severity="warning")
+
+
+def rule_of(key: str) -> str:
+    if key.startswith("stop_"):
+        return "WORKLOAD-STOP"
+    if key in ("concurrency", "request_rate", "load_type"):
+        return "WORKLOAD-LOAD"
+    return "WORKLOAD-VALUE"
+
+
+def _paths(traffic: Mapping[str, Any], base_dir: str,
+           trace_paths: Sequence[str] | None) -> list[tuple[str, str]]:
+    """(filesystem path, display path) of each trace file."""
+    if trace_paths is not None:
+        return [(p, p) for p in trace_paths]
+    given = traffic.get("trace_paths") or []
+    return [(os.path.join(base_dir, p), os.path.normpath(os.path.join(base_dir, p)))
+            if isinstance(p, str) else (str(p), str(p)) for p in given]
+
+
+def _load(traffic: Mapping[str, Any], *, base_dir: str, trace_paths: Sequence[str] | None,
+          block_size: int | None, source_file: str | None,
+          build: bool) -> tuple[_AnyWorkload | None, list[Diagnostic]]:
+    f = _Fields(traffic, source_file)
+    source = traffic.get("source_type")
+    workload: _AnyWorkload | None
+    if source == "trace":
+        workload = _trace(f, traffic, base_dir=base_dir, trace_paths=trace_paths)
+    elif source in ("synthetic", "synthetic-session"):
+        workload = _synthetic(f, traffic, session=source == "synthetic-session",
+                              block_size=block_size)
+    else:
+        f.error("WORKLOAD-SOURCE", "source_type", f"`source_type` must be trace, synthetic or "
+                f"synthetic-session, found {source!r}")
+        workload = None
+    errors = any(d.severity == "error" for d in f.found)
+    if isinstance(workload, MooncakeWorkload) and (errors or not build):
+        workload.close()
+    return (None if errors or not build else workload), sort_unique(f.found)
+
+
+def _trace(f: _Fields, traffic: Mapping[str, Any], *, base_dir: str,
+           trace_paths: Sequence[str] | None) -> MooncakeWorkload | None:
+    fmt = traffic.get("trace_format")
+    if fmt not in TRACE_FORMATS:
+        f.error("TRACE-FORMAT", "trace_format", f"trace format {fmt!r} is not read by the bundled "
+                f"workload readers (they read {', '.join(TRACE_FORMATS)})")
+        return None
+    load = traffic.get("load_type")
+    if load not in ("trace_timestamps", "concurrency"):
+        f.error("WORKLOAD-LOAD", "load_type", f"trace traffic needs load_type trace_timestamps or "
+                f"concurrency, found {load!r}")
+        return None
+    block_size = f.integer("trace_block_size", 1, 1 << 20,
+                           required="for mooncake traces (tokens per hash id)")
+    concurrency = None
+    speedup = 1.0
+    if load == "concurrency":
+        concurrency = f.integer("concurrency", 1, required="with concurrency load")
+        f.ignored("speedup", "with concurrency load (recorded gaps are kept)")
+    else:
+        speedup = f.number("speedup", 0.0, 1e9, positive=True) or 1.0
+        f.ignored("concurrency", "with trace_timestamps load")
+    stop_requests = f.integer("stop_requests", 1)
+    stop_sessions = f.integer("stop_sessions", 1)
+    paths = _paths(traffic, base_dir, trace_paths)
+    if len(paths) != 1:
+        f.error("TRACE-PATH", "trace_paths", f"{fmt} traffic needs exactly one trace path, found "
+                f"{len(paths)}")
+        return None
+    if block_size is None or any(d.severity == "error" for d in f.found):
+        return None
+    path, display = paths[0]
+    index, found = scan_mooncake(path, display, block_size=block_size,
+                                 timestamps=load == "trace_timestamps", speedup=speedup,
+                                 stop_requests=stop_requests, stop_sessions=stop_sessions)
+    f.found.extend(found)
+    if index is None:
+        return None
+    return MooncakeWorkload(index, block_size=block_size, delta=fmt == "mooncake-delta",
+                            concurrency=concurrency, speedup=speedup)
+
+
+def _synthetic(f: _Fields, traffic: Mapping[str, Any], *, session: bool,
+               block_size: int | None) -> SyntheticWorkload | None:
+    input_tokens = f.integer("input_tokens", 1, 10_000_000, required="for synthetic traffic")
+    output_tokens = f.integer("output_tokens", 0, 10_000_000, required="for synthetic traffic")
+    load = traffic.get("load_type")
+    concurrency: int | None = None
+    arrivals: Arrivals | None = None
+    if load == "concurrency":
+        concurrency = f.integer("concurrency", 1, required="with concurrency load")
+        f.ignored("request_rate", "with concurrency load")
+    elif load in ("constant_rate", "poisson"):
+        rate = f.number("request_rate", 0.0, 1e9, positive=True, required=f"with {load} load")
+        seed = DEFAULT_ARRIVAL_SEED
+        if load == "poisson":
+            given = f.integer("arrival_seed", 0, (1 << 64) - 1)
+            seed = DEFAULT_ARRIVAL_SEED if given is None else given
+        else:
+            f.ignored("arrival_seed", "without poisson load")
+        if rate is not None:
+            arrivals = Arrivals(load, rate, seed)
+    else:
+        f.error("WORKLOAD-LOAD", "load_type", f"synthetic traffic needs load_type concurrency, "
+                f"constant_rate or poisson, found {load!r}")
+    f.ignored("speedup", "with synthetic traffic")
+    if session:
+        turns = f.integer("turns_per_session", 1, 100_000,
+                          required="for synthetic-session traffic")
+        ratio = f.number("shared_prefix_ratio", 0.0, 1.0) or 0.0
+        groups = f.integer("num_prefix_groups", 0, (1 << 32) - 1) or 0
+        delay = f.number("inter_turn_delay_ms", 0.0, 1e15) or 0.0
+        count = f.integer("stop_sessions", 1, required="for synthetic-session traffic")
+        f.ignored("cached_prefix_tokens", "with synthetic-session traffic")
+        if ratio > 0.0 and groups == 0:
+            f.error("WORKLOAD-VALUE", "num_prefix_groups",
+                    "`num_prefix_groups` must be positive when shared_prefix_ratio is positive")
+        cached = 0
+    else:
+        turns, ratio, groups, delay = 1, 0.0, 0, 0.0
+        cached = f.integer("cached_prefix_tokens", 0, 10_000_000) or 0
+        count = f.integer("stop_requests", 1, required="for synthetic traffic")
+        if input_tokens is not None and cached > input_tokens:
+            f.error("WORKLOAD-VALUE", "cached_prefix_tokens",
+                    f"`cached_prefix_tokens` {cached} exceeds input_tokens {input_tokens}")
+    if any(d.severity == "error" for d in f.found):
+        return None
+    assert input_tokens is not None and output_tokens is not None and count is not None
+    assert turns is not None
+    return SyntheticWorkload(sessions=count, turns=turns, input_tokens=input_tokens,
+                             output_tokens=output_tokens, cached_prefix_tokens=cached,
+                             shared_prefix_ratio=ratio, num_prefix_groups=groups,
+                             inter_turn_delay_ms=delay, block_size=block_size or 1,
+                             concurrency=concurrency, arrivals=arrivals,
+                             session_metadata=session)
+
+
+def check_traffic(traffic: Mapping[str, Any], *, base_dir: str,
+                  trace_paths: Sequence[str] | None = None, block_size: int | None = None,
+                  source_file: str | None = None) -> list[Diagnostic]:
+    """Every diagnostic of the traffic section and its trace files (every row is checked)."""
+    _, found = _load(traffic, base_dir=base_dir, trace_paths=trace_paths,
+                     block_size=block_size, source_file=source_file, build=False)
+    return found
+
+
+def workload_from_traffic(traffic: Mapping[str, Any], *, base_dir: str,
+                          trace_paths: Sequence[str] | None = None, block_size: int | None = None,
+                          source_file: str | None = None) -> MooncakeWorkload | SyntheticWorkload:
+    """The workload of a native `traffic` section, checked first; raises WorkloadError.
+
+    `base_dir` resolves `traffic.trace_paths` (the spec's folder); `trace_paths` replaces them
+    (used as given, e.g. from `kvreplay run --trace`). `block_size` is the engine's KV block size,
+    the unit of synthetic shared prefixes (None: one token). `source_file` is the spec path shown
+    on WORKLOAD-* diagnostics. Warnings are kept on the workload as `.diagnostics`.
+    """
+    workload, found = _load(traffic, base_dir=base_dir, trace_paths=trace_paths,
+                            block_size=block_size, source_file=source_file, build=True)
+    if workload is None:
+        raise WorkloadError(found)
+    workload.diagnostics = found
+    return workload

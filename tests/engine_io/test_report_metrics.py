@@ -1,0 +1,117 @@
+"""Distribution statistics: exact percentile ranks, exact moments, and the reference's sketch."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import pytest
+from kvreplay.engine.metrics import (
+    ExactMoments,
+    StreamingDistribution,
+    exact_distribution,
+    percentile_rank,
+)
+from kvreplay.engine.sketch import MAX_BINS, Sketch, key_of, value_of
+
+
+@pytest.mark.parametrize(("n", "p", "rank"), [
+    (1, 99.0, 0),     # a single sample is every percentile
+    (4, 50.0, 2),     # 1.5 rounds up
+    (4, 75.0, 2),     # 2.25
+    (4, 90.0, 3),     # 2.7
+    (100, 50.0, 50),  # 49.5 rounds up
+    (100, 99.0, 98),  # 98.01
+    (101, 99.0, 99),
+    (2000, 95.0, 1899),  # 1899.05
+])
+def test_percentile_rank_rounds_half_up(n: int, p: float, rank: int) -> None:
+    """rank = round((n - 1) * p / 100), halves up, capped at n - 1."""
+    assert percentile_rank(n, p) == rank
+
+
+def test_exact_distribution_of_the_reference_fixture_ttfts() -> None:
+    """TTFTs 2, 2, 4, 2 (the reference's weka fixture): median 2, p90 4, mean 2.5, std sqrt(.75)."""
+    d = exact_distribution([2.0, 2.0, 4.0, 2.0])
+    assert (d.count, d.mean, d.min, d.max, d.median, d.p75, d.p90, d.p95, d.p99) == (
+        4, 2.5, 2.0, 4.0, 2.0, 2.0, 4.0, 4.0, 4.0)
+    assert d.std == math.sqrt(0.75)
+
+
+def test_exact_distribution_of_one_to_hundred() -> None:
+    """1..100: median 51 (rank 50), p75 75, p90 90, p95 95, p99 99; std sqrt((100^2 - 1) / 12)."""
+    d = exact_distribution(float(v) for v in range(100, 0, -1))
+    assert (d.median, d.p75, d.p90, d.p95, d.p99, d.mean) == (51.0, 75.0, 90.0, 95.0, 99.0, 50.5)
+    assert d.std == math.sqrt(9999 / 12)
+
+
+def test_empty_distribution_is_all_zero() -> None:
+    """No samples report 0.0 everywhere, as the reference does."""
+    d = exact_distribution([])
+    assert d.summary("ttft") == dict.fromkeys(d.summary("ttft"), 0.0)
+    assert StreamingDistribution().finish() == d
+
+
+def test_exact_moments_are_exact_and_split_invariant() -> None:
+    """Mean and std equal the exact rational values, however the runs are split."""
+    values = [0.1, 0.2, 0.3, 1e-9, 12345.678, 0.1]
+    whole, split = ExactMoments(), ExactMoments()
+    whole.add(0.1, 2)
+    for v in values[1:5]:
+        whole.add(v)
+    for v in values:
+        split.add(v)
+    exact = [Fraction(v) for v in values]
+    mean = sum(exact) / len(exact)
+    variance = sum((v - mean) ** 2 for v in exact) / len(exact)
+    for m in (whole, split):
+        assert m.mean() == float(mean)
+        assert m.std() == math.sqrt(float(variance))
+
+
+def test_sketch_values_match_the_reference_report() -> None:
+    """5 ms gaps report 4.997811098765266 and 200 tok/s 200.13682673977726 (reference fixture)."""
+    assert value_of(key_of(5.0)) == 4.997811098765266
+    assert value_of(key_of(200.0)) == 200.13682673977726
+    assert abs(value_of(key_of(7.3)) / 7.3 - 1) <= 0.001
+
+
+def test_streaming_percentiles_read_the_rounded_rank() -> None:
+    """Gaps 2, 2, 2, 2, 12 report the reference's median 1.99970... and p90 12.0011..."""
+    # median: rank round(2.0) = 2 read at q = 2.5 / 4; p90: rank round(3.6) = 4 = the top bin
+    d = StreamingDistribution()
+    d.add(2.0, 3)
+    d.add(12.0)
+    d.add(2.0)
+    stats = d.finish()
+    assert (stats.median, stats.p75, stats.p90, stats.p99) == (
+        1.9997051226201907, 1.9997051226201907, 12.001124195202625, 12.001124195202625)
+    assert (stats.min, stats.max, stats.count, stats.mean) == (2.0, 12.0, 5, 4.0)
+
+
+def test_one_sample_sketch_returns_the_sample() -> None:
+    """A single value is every percentile, unbinned."""
+    d = StreamingDistribution()
+    d.add(3.3)
+    assert d.finish().p99 == 3.3
+
+
+def test_zero_gaps_fall_in_the_zero_bucket() -> None:
+    """Zero gaps report 0.0 below the first positive bin."""
+    d = StreamingDistribution()
+    d.add(0.0, 3)
+    d.add(5.0)
+    stats = d.finish()
+    assert (stats.median, stats.p99, stats.min) == (0.0, 4.997811098765266, 0.0)
+
+
+def test_sketch_collapses_its_lowest_bins_beyond_the_cap() -> None:
+    """Values spanning more than 32,768 bins: the lowest are read from the lowest kept bin."""
+    sketch = Sketch()
+    sketch.add(1e-20)
+    sketch.add(1e20)
+    sketch.add(1e20)
+    top = key_of(1e20)
+    assert sketch.quantile(0.0) == value_of(top - MAX_BINS + 1)
+    assert sketch.quantile(1.0) == value_of(top)
+    assert sketch.min == 1e-20

@@ -1,0 +1,70 @@
+"""Reports validate against schema/report.schema.json (Draft 2020-12), which lists every key."""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from typing import Any
+
+import jsonschema
+import pytest
+from engine_io_support import record
+from kvreplay.engine.records import Admission, RoutingDecision
+from kvreplay.engine.report import RunFacts, Sla, build_report, dumps_report
+
+
+@pytest.fixture(scope="module")
+def validator() -> jsonschema.Draft202012Validator:
+    text = resources.files("kvreplay.schema").joinpath("report.schema.json").read_text("utf-8")
+    schema = json.loads(text)
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return jsonschema.Draft202012Validator(schema)
+
+
+def _reports() -> dict[str, dict[str, Any]]:
+    plain = [record(0, 0.0, [10.0, 12.0, 14.0]), record(1, 5.0, [], terminal=15.0),
+             record(2, 6.0, [], first_admit=None, terminal=6.0, status="rejected")]
+    host = record(3, 200.0, [204.0], first_admit=202.0, input_length=9, reused=8)
+    host.first_admission_g1_reused_input_tokens = 0
+    host.first_admission_host_reused_input_tokens = 8
+    host.admission_history[0] = Admission(0, "agg", 0, 202.0, 8, 0, 8, False)
+    pd = record(4, 0.0, [30.0, 31.0], session_id="s", turn_index=2)
+    pd.prefill_admit_ms, pd.source_held_ms, pd.decode_admit_ms = 0.0, 10.0, 25.0
+    pd.routing_history += [RoutingDecision("prefill", 0, 0, 0, "queued", 0.0, 3.0, 4, 1, 2),
+                           RoutingDecision("decode", 1, 0, 1)]
+    return {
+        "empty": build_report([], RunFacts()),
+        "plain": build_report(plain, RunFacts(decode_workers=1, decode_gpus_per_worker=8)),
+        "sla": build_report(plain, RunFacts(sla=Sla(ttft_ms=50.0), wall_time_ms=3.0)),
+        "host tier": build_report([host], RunFacts(summary_extra={"g2_domains": [
+            {"capacity_blocks": 8, "resident_blocks": 6, "used_blocks": 6}]})),
+        "disaggregated": build_report([pd], RunFacts(prefill_workers=1, decode_workers=1,
+                                                     meta={"engine_mode": "exact"})),
+        "no rows": build_report(plain, RunFacts(), per_request=False),
+    }
+
+
+@pytest.mark.parametrize("name", list(_reports()))
+def test_reports_validate(name: str, validator: jsonschema.Draft202012Validator) -> None:
+    """Each report variant, after a canonical round trip, satisfies the schema."""
+    report = json.loads(dumps_report(_reports()[name]))
+    errors = sorted(str(e.message) for e in validator.iter_errors(report))
+    assert errors == []
+
+
+def test_schema_lists_exactly_the_summary_keys(validator: jsonschema.Draft202012Validator) -> None:
+    """Every computed summary key is described, and every required key is computed."""
+    summary_schema = validator.schema["properties"]["summary"]
+    with_sla = _reports()["sla"]["summary"]
+    assert set(with_sla) == set(summary_schema["properties"])
+    assert set(summary_schema["required"]) == set(_reports()["plain"]["summary"])
+
+
+def test_schema_rejects_unknown_request_fields(validator: jsonschema.Draft202012Validator) -> None:
+    """A per-request row with an undeclared key, or a summary missing a key, is invalid."""
+    report = json.loads(dumps_report(_reports()["plain"]))
+    report["per_request"][0]["surprise"] = 1
+    del report["summary"]["gpu_hours"]
+    messages = sorted(e.message for e in validator.iter_errors(report))
+    assert any("surprise" in m for m in messages)
+    assert any("gpu_hours" in m for m in messages)
