@@ -43,9 +43,8 @@ def run(args: argparse.Namespace) -> int:
 
     select = _rule_patterns(args.select)
     ignore = _rule_patterns(args.ignore)
-    known = catalog()
-    for pattern in _unknown_patterns(select + ignore, known):
-        hint = hint_for(pattern, known, "rule IDs") or ""
+    for pattern in _unknown_patterns(select + ignore, catalog()) if select or ignore else ():
+        hint = hint_for(pattern, catalog(), "rule IDs") or ""
         write_stderr(f"kvreplay: unknown rule ID `{pattern}` in --select/--ignore; {hint}\n")
         return exits.USAGE
     rules = matrix_rules()
@@ -76,6 +75,7 @@ def run(args: argparse.Namespace) -> int:
     is_tty = sys.stdout.isatty()
     name = resolve_auto(is_tty, os.environ) if args.format == "auto" else args.format
     write_stdout(render(name, results, color=use_color(is_tty, args.no_color, os.environ),
-                        root=args.root or os.getcwd(), cwd=os.getcwd(), catalog=known,
+                        root=args.root or os.getcwd(), cwd=os.getcwd(),
+                        catalog=catalog() if name == "sarif" else None,
                         version=__version__, information_uri=HOMEPAGE))
     return exits.for_diagnostics(kept_all, strict=args.strict)
