@@ -1,1 +1,41 @@
-"""kvreplay.engine."""
+"""kvreplay.engine: the bundled single-threaded deterministic replay engine.
+
+Import-light: the public names below load their modules on first use.
+
+    run_native(document, *, base_dir=None, workload, stepwise=False, progress=None,
+               should_stop=None) -> RunResult          # .records, .facts
+    refusals(document) -> list[str]                     # one message per unsupported feature
+    approximations(document) -> list[str]               # what runs through a stand-in model
+    CAPABILITIES                                        # frozenset of capability names
+    EngineError, EngineConfigError, Unsupported, Interrupted, ReplayStalled
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_API = {
+    "run_native": "kvreplay.engine.api",
+    "RunResult": "kvreplay.engine.result",
+    "RunFacts": "kvreplay.engine.result",
+    "PoolFacts": "kvreplay.engine.result",
+    "refusals": "kvreplay.engine.capabilities",
+    "approximations": "kvreplay.engine.capabilities",
+    "CAPABILITIES": "kvreplay.engine.capabilities",
+    "EngineError": "kvreplay.engine.errors",
+    "EngineConfigError": "kvreplay.engine.errors",
+    "Unsupported": "kvreplay.engine.errors",
+    "Interrupted": "kvreplay.engine.errors",
+    "ReplayStalled": "kvreplay.engine.errors",
+    "prefix_hit_blocks": "kvreplay.engine.oracle",
+}
+
+__all__ = sorted(_API)
+
+
+def __getattr__(name: str) -> Any:
+    module = _API.get(name)
+    if module is None:
+        raise AttributeError(f"module 'kvreplay.engine' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)

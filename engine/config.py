@@ -1,0 +1,234 @@
+"""The part of a canonical native document the simulation core reads, as typed values.
+
+Hand-written native specs may omit rank fields; a missing field takes the native engine's own
+default (docs/native-json.md), which is what the reference normalizer fills in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kvreplay.engine.errors import EngineConfigError
+
+ROLE_NAMES = ("aggregated", "prefill", "decode")
+
+# The native rank defaults (the reference normalizer's output for a bare `{"backend": ...}`).
+BACKEND_BLOCK_SIZE = {"vllm": 64, "sglang": 1, "trtllm": 32}
+RANK_DEFAULTS: dict[str, Any] = {
+    "num_gpu_blocks": 16384,
+    "max_num_seqs": 256,
+    "max_num_batched_tokens": 8192,
+    "max_model_len": None,
+    "enable_prefix_caching": True,
+    "enable_chunked_prefill": True,
+    "prefill_schedule_interval": 1,
+    "preemption_mode": "lifo",
+    "speedup_ratio": 1.0,
+    "decode_speedup_ratio": 1.0,
+    "kv_transfer_bytes_per_token": None,
+    "kv_transfer_bandwidth": None,
+    "kv_transfer_timing_mode": "full_prompt",
+    "timing_model": {"type": "polynomial"},
+}
+
+
+@dataclass(frozen=True, slots=True)
+class TimingConfig:
+    """`{type: fixed, prefill_ms, decode_ms}` or `{type: polynomial}`."""
+
+    kind: str
+    prefill_ms: float = 0.0
+    decode_ms: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class RankConfig:
+    """One DP rank's scheduler and KV settings (every rank of a role shares them)."""
+
+    backend: str
+    worker_type: str
+    block_size: int
+    num_gpu_blocks: int
+    max_num_seqs: int | None
+    max_num_batched_tokens: int | None
+    max_model_len: int | None
+    enable_prefix_caching: bool
+    enable_chunked_prefill: bool
+    prefill_schedule_interval: int
+    preemption_mode: str
+    speedup_ratio: float
+    decode_speedup_ratio: float
+    kv_transfer_bytes_per_token: int | None
+    kv_transfer_bandwidth: float | None
+    kv_transfer_timing_mode: str
+    timing: TimingConfig
+
+
+@dataclass(frozen=True, slots=True)
+class RoleConfig:
+    """A pool of identical workers: `workers` x `dp_size` schedulers."""
+
+    name: str
+    workers: int
+    dp_size: int
+    tensor_parallel_size: int
+    pipeline_parallel_size: int
+    rank: RankConfig
+
+
+@dataclass(frozen=True, slots=True)
+class RouterConfig:
+    policy: str
+    kv_event_lag_ms: float = 0.0
+    host_cache_hit_weight: float = 0.75
+    overlap_score_credit: float = 1.0
+    prefill_load_scale: float = 1.0
+    temperature: float = 0.0
+    seed: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class EngineConfig:
+    """Topology, roles in pool order (aggregated, or prefill then decode), router, time cap."""
+
+    mode: str
+    roles: tuple[RoleConfig, ...]
+    router: RouterConfig
+    handoff_latency_ms: float
+    max_sim_time_ms: float | None
+
+
+def _mapping(value: Any, where: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise EngineConfigError(f"{where}: expected an object, got {type(value).__name__}")
+    return value
+
+
+def _int(value: Any, where: str, minimum: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise EngineConfigError(f"{where}: expected an integer >= {minimum}, got {value!r}")
+    return value
+
+
+def _opt_int(value: Any, where: str, minimum: int = 1) -> int | None:
+    return None if value is None else _int(value, where, minimum)
+
+
+def _float(value: Any, where: str, minimum: float = 0.0) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value >= minimum:
+        raise EngineConfigError(f"{where}: expected a number >= {minimum}, got {value!r}")
+    return float(value)
+
+
+def _timing(raw: Any, where: str) -> TimingConfig:
+    data = _mapping(raw, where)
+    kind = data.get("type")
+    if kind == "polynomial":
+        return TimingConfig("polynomial")
+    if kind == "fixed":
+        return TimingConfig("fixed", _float(data.get("prefill_ms"), f"{where}.prefill_ms"),
+                            _float(data.get("decode_ms"), f"{where}.decode_ms"))
+    raise EngineConfigError(f"{where}.type: expected 'fixed' or 'polynomial', got {kind!r}")
+
+
+def parse_rank(raw: Any, role_name: str, where: str) -> RankConfig:
+    data = {**RANK_DEFAULTS, **_mapping(raw, where)}
+    backend = data.get("backend", "vllm")
+    if backend not in BACKEND_BLOCK_SIZE:
+        raise EngineConfigError(f"{where}.backend: unknown backend {backend!r}")
+    worker_type = data.get("worker_type", role_name)
+    if worker_type != role_name:
+        raise EngineConfigError(
+            f"{where}.worker_type: {worker_type!r} does not match its role {role_name!r}")
+    mode = data["kv_transfer_timing_mode"]
+    if mode not in ("full_prompt", "destination_missing"):
+        raise EngineConfigError(f"{where}.kv_transfer_timing_mode: unknown mode {mode!r}")
+    preemption = data["preemption_mode"]
+    if preemption not in ("lifo", "fifo"):
+        raise EngineConfigError(f"{where}.preemption_mode: unknown mode {preemption!r}")
+    bandwidth = data["kv_transfer_bandwidth"]
+    return RankConfig(
+        backend=backend,
+        worker_type=worker_type,
+        block_size=_int(data.get("block_size", BACKEND_BLOCK_SIZE[backend]),
+                        f"{where}.block_size"),
+        num_gpu_blocks=_int(data["num_gpu_blocks"], f"{where}.num_gpu_blocks"),
+        max_num_seqs=_opt_int(data["max_num_seqs"], f"{where}.max_num_seqs"),
+        max_num_batched_tokens=_opt_int(data["max_num_batched_tokens"],
+                                        f"{where}.max_num_batched_tokens"),
+        max_model_len=_opt_int(data["max_model_len"], f"{where}.max_model_len"),
+        enable_prefix_caching=bool(data["enable_prefix_caching"]),
+        enable_chunked_prefill=bool(data["enable_chunked_prefill"]),
+        prefill_schedule_interval=_int(data["prefill_schedule_interval"],
+                                       f"{where}.prefill_schedule_interval"),
+        preemption_mode=preemption,
+        speedup_ratio=_float(data["speedup_ratio"], f"{where}.speedup_ratio"),
+        decode_speedup_ratio=_float(data["decode_speedup_ratio"],
+                                    f"{where}.decode_speedup_ratio"),
+        kv_transfer_bytes_per_token=_opt_int(data["kv_transfer_bytes_per_token"],
+                                             f"{where}.kv_transfer_bytes_per_token", 0),
+        kv_transfer_bandwidth=None if bandwidth is None else _float(
+            bandwidth, f"{where}.kv_transfer_bandwidth"),
+        kv_transfer_timing_mode=mode,
+        timing=_timing(data["timing_model"], f"{where}.timing_model"),
+    )
+
+
+def _role(name: str, raw_role: Any, raw_topology: Any, where: str) -> RoleConfig:
+    role = _mapping(raw_role, where)
+    pool = _mapping(raw_topology, f"spec.topology.{'workers' if name == 'aggregated' else name}")
+    return RoleConfig(
+        name=name,
+        workers=_int(pool.get("initial_workers"), "initial_workers"),
+        dp_size=_int(role.get("dp_size", 1), f"{where}.dp_size"),
+        tensor_parallel_size=_int(role.get("tensor_parallel_size", 1),
+                                  f"{where}.tensor_parallel_size"),
+        pipeline_parallel_size=_int(role.get("pipeline_parallel_size", 1),
+                                    f"{where}.pipeline_parallel_size"),
+        rank=parse_rank(role.get("rank", {}), name, f"{where}.rank"),
+    )
+
+
+def parse_engine_config(document: Mapping[str, Any]) -> EngineConfig:
+    """Read topology, roles, placement and the time cap; raise EngineConfigError on bad shapes."""
+    spec = _mapping(_mapping(document, "document").get("spec"), "spec")
+    topology = _mapping(spec.get("topology"), "spec.topology")
+    engine = _mapping(spec.get("engine"), "spec.engine")
+    mode = topology.get("kind")
+    if mode == "aggregated":
+        roles = [_role("aggregated", engine, topology.get("workers"), "spec.engine")]
+        handoff = 0.0
+    elif mode == "disaggregated":
+        roles = [_role(name, engine.get(name), topology.get(name), f"spec.engine.{name}")
+                 for name in ("prefill", "decode")]
+        handoff = _float(topology.get("handoff_latency_ms", 0.0),
+                         "spec.topology.handoff_latency_ms")
+    else:
+        raise EngineConfigError(f"spec.topology.kind: unknown topology {mode!r}")
+    adapters = _mapping(spec.get("adapters", {}), "spec.adapters")
+    placement = _mapping(adapters.get("placement", {"provider": "round_robin"}),
+                         "spec.adapters.placement")
+    policy = placement.get("provider", "round_robin")
+    if policy not in ("round_robin", "kv_router"):
+        raise EngineConfigError(f"spec.adapters.placement.provider: unknown policy {policy!r}")
+    knobs = _mapping(placement.get("config") or {}, "spec.adapters.placement.config")
+    seed = knobs.get("seed", 0)
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise EngineConfigError(f"spec.adapters.placement.config.seed: expected an integer, "
+                                f"got {seed!r}")
+    router = RouterConfig(
+        policy=policy,
+        kv_event_lag_ms=_float(knobs.get("kv_event_lag_ms", 0.0), "kv_event_lag_ms"),
+        host_cache_hit_weight=_float(knobs.get("host_cache_hit_weight", 0.75),
+                                     "host_cache_hit_weight"),
+        overlap_score_credit=_float(knobs.get("overlap_score_credit", 1.0),
+                                    "overlap_score_credit"),
+        prefill_load_scale=_float(knobs.get("prefill_load_scale", 1.0), "prefill_load_scale"),
+        temperature=_float(knobs.get("temperature", 0.0), "temperature"),
+        seed=seed,
+    )
+    cap = spec.get("max_sim_time_ms")
+    return EngineConfig(mode, tuple(roles), router, handoff,
+                        None if cap is None else _float(cap, "spec.max_sim_time_ms"))

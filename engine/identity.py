@@ -1,0 +1,96 @@
+"""Chained block identities: (parent identity, block content) interned to a dense int.
+
+Two blocks get the same identity exactly when their whole token prefixes are equal, which is
+what prefix caching needs; interning is exact (no hash collisions) and deterministic (first-seen
+order). This replaces the reference's XXH3 sequence hashes, which only ever get compared.
+
+Content of a block is the runs of its tokens: a block lying inside one run of value v is keyed
+by v itself, a block crossing runs by the tuple (v1, n1, v2, n2, ...). Blocks holding generated
+tokens get fresh negative identities: output tokens are request-specific, so they can only ever
+be hit by the same request after a preemption.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+ROOT = -1  # parent of block 0 (identities are >= 0; fresh output identities are < -1)
+
+
+class BlockIdentities:
+    __slots__ = ("_ids", "_next_fresh")
+
+    def __init__(self) -> None:
+        self._ids: dict[tuple[int, object], int] = {}
+        self._next_fresh = -2
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def intern(self, parent: int, content: object) -> tuple[int, bool]:
+        """The identity of `content` after `parent`, and whether it was new."""
+        key = (parent, content)
+        ident = self._ids.get(key)
+        if ident is None:
+            ident = len(self._ids)
+            self._ids[key] = ident
+            return ident, True
+        return ident, False
+
+    def fresh(self) -> int:
+        """A new identity no other block will ever share."""
+        ident = self._next_fresh
+        self._next_fresh -= 1
+        return ident
+
+    def prompt_blocks(self, prompt: Sequence[tuple[int, int]], input_length: int,
+                      block_size: int) -> list[int]:
+        """Identities of the prompt's full blocks (input_length // block_size of them)."""
+        full = input_length // block_size
+        out: list[int] = []
+        if full == 0:
+            return out
+        ids = self._ids
+        parent = ROOT
+        runs = iter(prompt)
+        value, left = 0, 0
+        for _ in range(full):
+            while left == 0:
+                try:
+                    value, left = next(runs)
+                except StopIteration:
+                    raise ValueError(
+                        f"prompt runs cover fewer than input_length={input_length} tokens"
+                    ) from None
+            content: object
+            if left >= block_size:
+                content = value
+                left -= block_size
+            else:
+                parts: list[int] = []
+                need = block_size
+                while need:
+                    while left == 0:
+                        try:
+                            value, left = next(runs)
+                        except StopIteration:
+                            raise ValueError(
+                                f"prompt runs cover fewer than input_length={input_length} tokens"
+                            ) from None
+                    take = left if left < need else need
+                    if parts and parts[-2] == value:
+                        parts[-1] += take
+                    else:
+                        parts.append(value)
+                        parts.append(take)
+                    need -= take
+                    left -= take
+                content = value if len(parts) == 2 else tuple(parts)
+            key = (parent, content)
+            ident = ids.get(key)
+            if ident is None:
+                ident = len(ids)
+                ids[key] = ident
+            out.append(ident)
+            parent = ident
+        return out

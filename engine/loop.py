@@ -1,0 +1,416 @@
+"""The event loop: one clock for every pool, router and handoff (engine.md sections 4, 5, 8).
+
+At each timestamp T, in this order (the reference's equal-time phases):
+1. pass completions (by worker identity): tokens and terminals, KV events (a lag of 0 applies
+   them with their pass), then commands held for that worker until its pass ended;
+2. router-visible KV events due at T, then P/D transfer completions (by handoff order);
+3. disaggregated only: the workers that completed at T restart;
+4. arrivals: every request the workload releases at T is routed and queued, in its order;
+5. every idle worker with work starts a pass (by worker identity).
+So events completing at T are seen by arrivals at T, and in aggregated replay arrivals at T
+join the passes starting at T, while a P/D worker restarts before them (both checked against
+the reference).
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable
+from typing import Any
+
+from kvreplay.engine.config import EngineConfig, RoleConfig
+from kvreplay.engine.errors import EngineError, Interrupted, ReplayStalled
+from kvreplay.engine.identity import BlockIdentities
+from kvreplay.engine.kv_index import KvIndex
+from kvreplay.engine.records import RequestRecord
+from kvreplay.engine.result import PoolFacts, RunFacts, RunResult
+from kvreplay.engine.router import KvRouter, RoundRobinRouter
+from kvreplay.engine.scheduler import PassOutcome, Rank, RankStats
+from kvreplay.engine.sequence import WAITING, Seq
+from kvreplay.engine.simtime import ms_to_ns, ns_to_ms
+from kvreplay.engine.traces.request import TraceRequest, Workload
+from kvreplay.engine.worker import Worker, stamp_token
+
+PASS_DONE, KV_VISIBLE, TRANSFER_DONE, WORKER_READY = 0, 1, 2, 3
+PROGRESS_EVERY = 2048
+
+Router = RoundRobinRouter | KvRouter
+
+
+class Pool:
+    """One role's workers, their schedulers (worker * dp_size + rank) and router."""
+
+    __slots__ = ("block_size", "index", "name", "ranks", "role", "router", "workers")
+
+    def __init__(self, role: RoleConfig, first_gid: int, identities: BlockIdentities,
+                 stats: RankStats, record_events: bool) -> None:
+        self.name = "agg" if role.name == "aggregated" else role.name
+        self.role = role
+        self.block_size = role.rank.block_size
+        self.ranks: list[Rank] = []
+        self.workers: list[Worker] = []
+        for w in range(role.workers):
+            ranks = [Rank(role.rank, self.name, w, r, w * role.dp_size + r, identities,
+                          record_events, stats) for r in range(role.dp_size)]
+            self.ranks.extend(ranks)
+            self.workers.append(Worker(first_gid + w, self.name, w, ranks,
+                                       role.rank.prefill_schedule_interval))
+        self.index: KvIndex | None = None
+        self.router: Router = RoundRobinRouter(self.name, self.ranks, role.workers, role.dp_size,
+                                               flattened=role.name != "aggregated")
+
+
+class Simulation:
+    def __init__(self, cfg: EngineConfig, workload: Workload, *, stepwise: bool = False,
+                 progress: Callable[[float, float | None], None] | None = None,
+                 should_stop: Callable[[], bool] | None = None,
+                 approximations: list[str] | None = None) -> None:
+        self.cfg = cfg
+        self.workload = workload
+        self.stepwise = stepwise
+        self.progress = progress
+        self.should_stop = should_stop
+        self.identities = BlockIdentities()
+        self.stats = RankStats()
+        kv = cfg.router.policy == "kv_router"
+        self.pools: list[Pool] = []
+        gid = 0
+        for role in cfg.roles:
+            # Only schedulers whose KV feeds an overlap-aware router publish events.
+            events = kv and role.name != "decode"
+            pool = Pool(role, gid, self.identities, self.stats, events)
+            gid += role.workers
+            if kv:
+                self._kv_router(pool)
+            self.pools.append(pool)
+        self.workers: list[Worker] = [w for pool in self.pools for w in pool.workers]
+        self.pool_of = {pool.name: pool for pool in self.pools}
+        self.lag_ns = ms_to_ns(cfg.router.kv_event_lag_ms) if kv else 0
+        self.heap: list[tuple[int, int, int, int, int, Any]] = []
+        self.seq_no = 0
+        self.handoffs = 0
+        self.now = 0
+        self.cap_ns = None if cfg.max_sim_time_ms is None else ms_to_ns(cfg.max_sim_time_ms)
+        self.records: list[RequestRecord] = []
+        self.live = 0  # released and not yet terminal
+        self.dirty: set[int] = set()
+        self.chains: dict[int, dict[int, list[int]]] = {}
+        self.facts = RunFacts()
+        self.facts.stepwise = stepwise
+        self.facts.mode = cfg.mode
+        self.facts.router = cfg.router.policy
+        self.facts.approximations = list(approximations or [])
+        self.facts.max_sim_time_ms = cfg.max_sim_time_ms
+        for pool in self.pools:
+            r = pool.role
+            self.facts.pools.append(PoolFacts(pool.name, r.workers, r.dp_size,
+                                              r.tensor_parallel_size, r.pipeline_parallel_size,
+                                              r.rank.backend, r.rank.block_size,
+                                              r.rank.num_gpu_blocks))
+        self._total = getattr(workload, "total_requests", None)
+
+    def _kv_router(self, pool: Pool) -> None:
+        role = pool.role
+        cfg = self.cfg.router
+        if role.name == "decode":
+            # Decode placement is load-only: no overlap credit, no prefill tracking.
+            pool.router = KvRouter(pool.name, pool.ranks, role.dp_size, pool.block_size, cfg,
+                                   None, track_prefill=False, track_blocks=True,
+                                   assume_reuse=False)
+            return
+        pool.index = KvIndex()
+        pool.router = KvRouter(pool.name, pool.ranks, role.dp_size, pool.block_size, cfg,
+                               pool.index, track_prefill=True,
+                               track_blocks=role.name == "aggregated", assume_reuse=True)
+
+    # -- the loop ----------------------------------------------------------------------------
+
+    def run(self) -> RunResult:
+        workload = self.workload
+        heap = self.heap
+        steps = 0
+        while True:
+            if self.should_stop is not None and self.should_stop():
+                raise Interrupted(self._result())
+            next_release = workload.next_release_ms()
+            release_ns = None if next_release is None else max(ms_to_ns(next_release), self.now)
+            if heap and (release_ns is None or heap[0][0] <= release_ns):
+                now = heap[0][0]
+            elif release_ns is not None:
+                now = release_ns
+            else:
+                break
+            if self.cap_ns is not None and now > self.cap_ns:
+                self.facts.stopped_at_time_cap = True
+                break
+            self.now = now
+            while heap and heap[0][0] == now:
+                _, kind, _, _, _, payload = heapq.heappop(heap)
+                if kind == PASS_DONE:
+                    self._pass_done(payload)
+                elif kind == WORKER_READY:
+                    self._start(payload)
+                elif kind == KV_VISIBLE:
+                    pool, scheduler_id, events = payload
+                    pool.index.apply(scheduler_id, events)
+                else:
+                    self._transfer_done(payload)
+            next_release = workload.next_release_ms()
+            if next_release is not None and ms_to_ns(next_release) <= now:
+                released = workload.release(max(next_release, ns_to_ms(now)))
+                if not released:
+                    raise EngineError(f"the workload announced a release at {next_release} ms "
+                                      "but released nothing")
+                for req in released:
+                    self._arrive(req)
+            if self.dirty:
+                for gid in sorted(self.dirty):
+                    self._start(self.workers[gid])
+                self.dirty.clear()
+            steps += 1
+            if self.progress is not None and steps % PROGRESS_EVERY == 0:
+                self._report_progress()
+        if self.live and not self.facts.stopped_at_time_cap:
+            stuck = [s for pool in self.pools for rank in pool.ranks
+                     for s in (*rank.running, *rank.waiting)]
+            names = ", ".join(s.req.request_id or f"#{s.req.ordinal}" for s in stuck[:5])
+            raise ReplayStalled(f"{self.live} request(s) can never finish (e.g. "
+                                f"{names or 'in transfer'}): a sequence outgrew its rank's KV "
+                                "pool")
+        if self.progress is not None:
+            self._report_progress()
+        return self._result()
+
+    def _report_progress(self) -> None:
+        assert self.progress is not None
+        fraction = None
+        if self._total:
+            fraction = min(self.facts.requests_terminal / self._total, 1.0)
+        self.progress(ns_to_ms(self.now), fraction)
+
+    def _result(self) -> RunResult:
+        facts = self.facts
+        facts.end_ms = ns_to_ms(self.now)
+        facts.committed_prefill_tokens = self.stats.committed_prompt_tokens
+        facts.preemptions_total = self.stats.preemptions
+        facts.duration_ms = max((r.terminal_time_ms for r in self.records
+                                 if r.terminal_time_ms is not None), default=0.0)
+        return RunResult(sorted(self.records, key=lambda r: r.ordinal), facts)
+
+    def _start(self, worker: Worker) -> None:
+        if not worker.busy:
+            end = worker.start_pass(self.now, self.stepwise)
+            if end is not None:
+                self._push(end, PASS_DONE, worker.gid, (worker, worker.version))
+
+    def _push(self, at: int, kind: int, key: int, payload: Any) -> None:
+        self.seq_no += 1
+        heapq.heappush(self.heap, (at, kind, key, self.seq_no, 0, payload))
+
+    # -- arrivals and placement ------------------------------------------------------------------
+
+    def _chain(self, req: TraceRequest, block_size: int) -> list[int]:
+        by_size = self.chains.setdefault(req.ordinal, {})
+        chain = by_size.get(block_size)
+        if chain is None:
+            chain = self.identities.prompt_blocks(req.prompt, req.input_length, block_size)
+            by_size[block_size] = chain
+        return chain
+
+    def _arrive(self, req: TraceRequest) -> None:
+        now = self.now
+        rec = RequestRecord(req.ordinal, req.request_id, ns_to_ms(now), req.input_length,
+                            req.output_length, req.session_id, req.turn_index)
+        self.records.append(rec)
+        self.live += 1
+        self.facts.requests_released += 1
+        pool = self.pools[0]
+        hidden = pool.name == "prefill"
+        self._place(pool, req, rec, 1 if hidden else req.output_length, hidden)
+
+    def _place(self, pool: Pool, req: TraceRequest, rec: RequestRecord, max_output: int,
+               hidden: bool) -> Seq:
+        chain = self._chain(req, pool.block_size)
+        rank, decision = pool.router.route(chain, req.input_length)
+        rec.routing_history.append(decision)
+        seq = Seq(req, rec, list(chain), max_output, hidden)
+        seq.scheduler = rank
+        pool.router.placed(seq, chain, decision.selected_overlap_blocks or 0)
+        if pool.name != "decode":
+            rank.waiting.append(seq)
+            self._poke(pool.workers[rank.worker_id])
+        return seq
+
+    def _poke(self, worker: Worker) -> None:
+        """The worker has new work at `now`: cut a stretch in flight, or start at `now`."""
+        end = worker.sync(self.now)
+        if end is not None:
+            self._push(end, PASS_DONE, worker.gid, (worker, worker.version))
+        self.dirty.add(worker.gid)
+
+    # -- pass completion -------------------------------------------------------------------------
+
+    def _pass_done(self, payload: tuple[Worker, int]) -> None:
+        worker, version = payload
+        if version != worker.version or not worker.busy:
+            return  # superseded by a cut stretch
+        now = self.now
+        if worker.stretch_k:
+            self.facts.fast_forwarded_passes += worker.stretch_k
+        else:
+            self.facts.passes += 1
+        outcome = worker.complete()
+        if self.cfg.mode == "aggregated":
+            self.dirty.add(worker.gid)  # restarts after the arrivals at `now` are queued
+        else:
+            # The disaggregated runtime restarts a worker before arrivals and transfers at `now`
+            # (checked against the reference: they wait for the next pass).
+            self._push(now, WORKER_READY, worker.gid, worker)
+        pool = self.pool_of[worker.pool_name]
+        if outcome is not None:
+            self._deliver(pool, outcome)
+        if pool.index is not None:
+            for rank in worker.ranks:
+                events = rank.pool.take_events()
+                if events:
+                    if self.lag_ns:
+                        self._push(now + self.lag_ns, KV_VISIBLE, worker.gid,
+                                   (pool, rank.scheduler_id, events))
+                    else:
+                        pool.index.apply(rank.scheduler_id, events)
+        if worker.deferred:
+            deferred, worker.deferred = worker.deferred, []
+            for action in deferred:
+                action()
+        if pool.name == "decode":
+            for rank in worker.ranks:
+                self._retry_destinations(rank)
+
+    def _deliver(self, pool: Pool, outcome: PassOutcome) -> None:
+        now = self.now
+        router = pool.router
+        for seq in outcome.tokens:
+            stamp_token(seq, now)
+            if seq.generated == 1:
+                router.first_token(seq)
+        for seq in outcome.rejected:
+            self._terminal(pool, seq, "rejected")
+        for seq in outcome.finished:
+            self._terminal(pool, seq, "completed")
+        for seq in outcome.held:
+            self._source_held(pool, seq)
+
+    def _terminal(self, pool: Pool, seq: Seq, status: str) -> None:
+        rec = seq.rec
+        rec.terminal_time_ms = ns_to_ms(self.now)
+        rec.terminal_status = status
+        pool.router.release(seq)
+        self.live -= 1
+        self.facts.requests_terminal += 1
+        self.chains.pop(seq.req.ordinal, None)
+        self.workload.on_terminal(seq.req, ns_to_ms(self.now), status=status,
+                                  output_tokens=rec.output_length)
+
+    # -- scheduler commands ------------------------------------------------------------------------
+
+    def _command(self, worker: Worker, action: Callable[[], None]) -> None:
+        """Apply a command to a worker's schedulers now, or when its pass in flight ends.
+
+        The reference applies handoff commands (reserve, activate, release) only between
+        passes: a transfer that completes mid-pass activates at the pass end.
+        """
+        if worker.busy:
+            worker.deferred.append(action)
+            end = worker.sync(self.now)
+            if end is not None:
+                self._push(end, PASS_DONE, worker.gid, (worker, worker.version))
+        else:
+            action()
+
+    # -- prefill/decode handoff (engine.md section 4) ---------------------------------------------
+
+    def _source_held(self, prefill: Pool, seq: Seq) -> None:
+        """The prefill side finished: hold its KV, place the request on the decode pool."""
+        rec = seq.rec
+        rec.source_held_ms = ns_to_ms(self.now)
+        prefill.router.release(seq)
+        decode = self.pools[1]
+        dseq = self._place(decode, seq.req, rec, seq.req.output_length, False)
+        dseq.partner = seq
+        rank: Rank = dseq.scheduler  # type: ignore[assignment]
+        self._command(decode.workers[rank.worker_id], lambda: self._request_destination(dseq))
+
+    def _request_destination(self, dseq: Seq) -> None:
+        rank: Rank = dseq.scheduler  # type: ignore[assignment]
+        rank.pending.append(dseq)
+        self._retry_destinations(rank)
+
+    def _reserve(self, rank: Rank, dseq: Seq) -> bool:
+        """Reserve destination blocks (reusing a resident prefix); start the transfer."""
+        bs = rank.block_size
+        need = -(-dseq.input_length // bs)
+        if need > rank.num_blocks:
+            # The reference aborts the whole run here; kvreplay rejects just this request.
+            self._terminal(self.pools[1], dseq, "rejected")
+            self._hand_back_source(dseq.partner)  # type: ignore[arg-type]
+            return True
+        pool = rank.pool
+        hits = pool.lookup(dseq.block_ids, len(dseq.block_ids))[0] if rank.caching else 0
+        hit_ids = dseq.block_ids[:hits]
+        fresh = need - hits
+        if not pool.can_allocate(fresh, hit_ids):
+            return False
+        pool.acquire_hits(hit_ids, dseq.blocks)
+        dseq.registered = hits
+        pool.allocate(fresh, dseq.blocks)
+        now = self.now
+        dseq.rec.destination_reserved_ms = ns_to_ms(now)
+        source = self.pools[0].role.rank
+        delay_ms = self.cfg.handoff_latency_ms
+        per_token = source.kv_transfer_bytes_per_token
+        bandwidth = source.kv_transfer_bandwidth
+        if per_token and bandwidth:
+            tokens = (dseq.input_length if source.kv_transfer_timing_mode == "full_prompt"
+                      else fresh * bs)
+            delay_ms += tokens * per_token / (bandwidth * 1e6)
+        self.handoffs += 1
+        self._push(now + ms_to_ns(delay_ms), TRANSFER_DONE, self.handoffs, dseq)
+        return True
+
+    def _retry_destinations(self, rank: Rank) -> None:
+        """Reserve for the oldest waiting destination if the rank has a free running slot.
+
+        One reservation per attempt, attempts at each request, activation and pass end of the
+        rank (checked against the reference: a second destination waits for the next one).
+        """
+        pending = rank.pending
+        if pending and len(rank.running) < rank.max_seqs and self._reserve(rank, pending[0]):
+            pending.popleft()
+
+    def _transfer_done(self, dseq: Seq) -> None:
+        rank: Rank = dseq.scheduler  # type: ignore[assignment]
+        self._command(self.pools[1].workers[rank.worker_id], lambda: self._activate(dseq))
+
+    def _activate(self, dseq: Seq) -> None:
+        """KV arrived: the destination holds the prompt; the source lets go of it."""
+        rank: Rank = dseq.scheduler  # type: ignore[assignment]
+        if rank.caching:
+            full = dseq.input_length // rank.block_size
+            if full > dseq.registered:
+                rank._register_through(dseq, full)
+        dseq.computed = dseq.input_length
+        dseq.materialized = True
+        dseq.status = WAITING
+        rank.waiting.append(dseq)
+        dseq.rec.destination_activated_ms = ns_to_ms(self.now)
+        self._poke(self.pools[1].workers[rank.worker_id])
+        self._retry_destinations(rank)
+        self._hand_back_source(dseq.partner)  # type: ignore[arg-type]
+
+    def _hand_back_source(self, seq: Seq) -> None:
+        """Release the source KV now, even mid-pass (checked against the reference)."""
+        rank: Rank = seq.scheduler  # type: ignore[assignment]
+        rank.pool.release(seq.blocks)
+        seq.blocks = []
+        seq.rec.source_released_ms = ns_to_ms(self.now)
+        self._poke(self.pools[0].workers[rank.worker_id])

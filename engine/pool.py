@@ -1,0 +1,151 @@
+"""One rank's G1 block pool: fixed capacity, prefix cache by block identity, LRU eviction.
+
+A physical block ("copy", an int handle) is private (being filled, or never full) or cached
+under an identity with a reference count. A cached copy nobody references sits in the inactive
+LRU (head = evicted first). Allocation takes free capacity first, then evicts LRU heads.
+Duplicate copies of one identity are allowed; lookups use the oldest. Releases go tail-first,
+so a sequence's suffix blocks are evicted before its prefix (checked against the reference).
+
+Router-visible events (prompt identities only; output identities never match another request):
+`Stored` when an identity gets its first cached copy on the rank, `Removed` when its last copy is
+evicted. They are buffered in `events` when a KV router consumes them.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+STORED = 1
+REMOVED = 0
+
+
+class BlockPool:
+    __slots__ = ("by_ident", "capacity", "events", "ident", "lru", "n_copies", "next_handle",
+                 "refs")
+
+    def __init__(self, capacity: int, record_events: bool) -> None:
+        self.capacity = capacity
+        self.n_copies = 0
+        self.next_handle = 0
+        self.ident: dict[int, int | None] = {}
+        self.refs: dict[int, int] = {}
+        self.by_ident: dict[int, list[int]] = {}
+        self.lru: OrderedDict[int, None] = OrderedDict()
+        self.events: list[tuple[int, int]] | None = [] if record_events else None
+
+    # -- queries -------------------------------------------------------------------------------
+
+    def num_active(self) -> int:
+        """Blocks in use: everything but free capacity and the inactive LRU."""
+        return self.n_copies - len(self.lru)
+
+    def free_capacity(self) -> int:
+        return self.capacity - self.n_copies
+
+    def lookup(self, block_ids: list[int], limit: int) -> tuple[int, int]:
+        """Longest cached prefix of block_ids[:limit]: (hit blocks, of which active)."""
+        by_ident = self.by_ident
+        refs = self.refs
+        hits = active = 0
+        for ident in block_ids[:limit]:
+            copies = by_ident.get(ident)
+            if copies is None:
+                break
+            hits += 1
+            if refs[copies[0]] > 0:
+                active += 1
+        return hits, active
+
+    def can_allocate(self, fresh: int, hit_ids: list[int]) -> bool:
+        """Whether `fresh` new blocks fit once the hit copies are pinned (no longer evictable)."""
+        short = fresh - (self.capacity - self.n_copies)
+        if short <= 0:
+            return True
+        lru = self.lru
+        by_ident = self.by_ident
+        inactive_hits = sum(1 for ident in hit_ids if by_ident[ident][0] in lru)
+        return short <= len(lru) - inactive_hits
+
+    # -- mutations -----------------------------------------------------------------------------
+
+    def acquire_hits(self, hit_ids: list[int], into: list[int]) -> None:
+        """Reference the first copy of each hit identity (in order), appending handles to `into`."""
+        by_ident = self.by_ident
+        refs = self.refs
+        lru = self.lru
+        for ident in hit_ids:
+            handle = by_ident[ident][0]
+            if refs[handle] == 0:
+                del lru[handle]
+            refs[handle] += 1
+            into.append(handle)
+
+    def allocate(self, fresh: int, into: list[int]) -> None:
+        """Append `fresh` private blocks to `into` (caller checked can_allocate)."""
+        for _ in range(fresh):
+            if self.n_copies >= self.capacity:
+                self.evict_one()
+            handle = self.next_handle
+            self.next_handle = handle + 1
+            self.ident[handle] = None
+            self.refs[handle] = 1
+            self.n_copies += 1
+            into.append(handle)
+
+    def register(self, handle: int, ident: int) -> None:
+        """A private block became full and computed: enter the prefix cache under `ident`."""
+        self.ident[handle] = ident
+        copies = self.by_ident.get(ident)
+        if copies is None:
+            self.by_ident[ident] = [handle]
+            if self.events is not None and ident >= 0:
+                self.events.append((STORED, ident))
+        else:
+            copies.append(handle)
+
+    def release(self, handles: list[int]) -> None:
+        """Drop one reference to each block, tail first: private blocks free, cached ones idle."""
+        ident = self.ident
+        refs = self.refs
+        lru = self.lru
+        for handle in reversed(handles):
+            if ident[handle] is None:
+                del ident[handle]
+                del refs[handle]
+                self.n_copies -= 1
+                continue
+            left = refs[handle] - 1
+            refs[handle] = left
+            if left == 0:
+                lru[handle] = None
+
+    def evict_one(self) -> None:
+        handle, _ = self.lru.popitem(last=False)
+        ident = self.ident.pop(handle)
+        del self.refs[handle]
+        self.n_copies -= 1
+        assert ident is not None
+        copies = self.by_ident[ident]
+        copies.remove(handle)
+        if not copies:
+            del self.by_ident[ident]
+            if self.events is not None and ident >= 0:
+                self.events.append((REMOVED, ident))
+
+    def take_events(self) -> list[tuple[int, int]]:
+        events = self.events
+        if not events:
+            return []
+        self.events = []
+        return events
+
+    def check(self) -> None:
+        """Invariants (tests): copies within capacity, LRU = cached copies nobody references."""
+        assert 0 <= self.n_copies <= self.capacity, (self.n_copies, self.capacity)
+        assert len(self.ident) == len(self.refs) == self.n_copies
+        idle = {h for h, r in self.refs.items() if r == 0}
+        assert idle == set(self.lru), "LRU must hold exactly the unreferenced cached copies"
+        for handle in idle:
+            assert self.ident[handle] is not None, "an unreferenced private block must be freed"
+        cached = sum(len(c) for c in self.by_ident.values())
+        assert cached == sum(1 for i in self.ident.values() if i is not None)

@@ -1,0 +1,195 @@
+"""Placement of requests on a pool's schedulers (engine.md section 5).
+
+Round robin rotates over workers in id order and, per worker, over its DP ranks (checked
+against the reference: with 2 workers x 2 ranks the order is (0,0) (1,0) (0,1) (1,1)).
+
+The KV router scores every scheduler (worker * dp_size + rank):
+  raw_prefill_blocks = (active_prefill_tokens + prompt tokens) / block_size
+  credit = overlap_score_credit * device_overlap_blocks
+  cost = prefill_load_scale * max(raw_prefill_blocks - credit, 0) + decode_blocks
+where device overlap is the request's full-block prefix found in the router's index (built from
+the schedulers' KV events), active prefill tokens are the uncached prompt tokens of requests
+routed there whose first token has not come yet, and decode blocks are the distinct prompt
+blocks of its active requests plus this request's blocks not among them. With temperature 0 the
+lowest cost wins; ties go to the first tied scheduler at or after a rotating cursor that moves
+past each tie winner (the reference breaks ties at random; the cursor spreads them the same way,
+deterministically). With temperature > 0 a seeded softmax draw picks.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Sequence
+
+from kvreplay.engine.config import RouterConfig
+from kvreplay.engine.kv_index import KvIndex
+from kvreplay.engine.records import RoutingDecision
+from kvreplay.engine.scheduler import Rank
+from kvreplay.engine.sequence import Seq
+
+
+class RoundRobinRouter:
+    """Aggregated: workers in turn, each worker's ranks in turn. P/D pools (`flattened`):
+    scheduler ids in turn, (0,0) (0,1) (1,0) (1,1) (both checked against the reference)."""
+
+    __slots__ = ("_next_rank", "_next_worker", "dp_size", "flattened", "pool_name", "ranks",
+                 "workers")
+
+    def __init__(self, pool_name: str, ranks: Sequence[Rank], workers: int, dp_size: int,
+                 flattened: bool = False) -> None:
+        self.pool_name = pool_name
+        self.ranks = list(ranks)
+        self.workers = workers
+        self.dp_size = dp_size
+        self.flattened = flattened
+        self._next_worker = 0
+        self._next_rank = [0] * workers
+
+    def route(self, chain: list[int], input_length: int) -> tuple[Rank, RoutingDecision]:
+        if self.flattened:
+            sid = self._next_worker
+            self._next_worker = (sid + 1) % len(self.ranks)
+            worker, rank = divmod(sid, self.dp_size)
+        else:
+            worker = self._next_worker
+            self._next_worker = (worker + 1) % self.workers
+            rank = self._next_rank[worker]
+            self._next_rank[worker] = (rank + 1) % self.dp_size
+        target = self.ranks[worker * self.dp_size + rank]
+        return target, RoutingDecision(self.pool_name, worker, rank, target.scheduler_id)
+
+    def placed(self, seq: Seq, chain: list[int], overlap_blocks: int) -> None:
+        pass
+
+    def first_token(self, seq: Seq) -> None:
+        pass
+
+    def release(self, seq: Seq) -> None:
+        pass
+
+
+class KvRouter:
+    """Cost-based placement with router-side load tracking (one instance per pool)."""
+
+    __slots__ = ("_blocks", "_cursor", "_live", "_prefill", "_rng", "assume_reuse", "block_size",
+                 "cfg", "dp_size", "index", "pool_name", "ranks", "track_blocks",
+                 "track_prefill")
+
+    def __init__(self, pool_name: str, ranks: Sequence[Rank], dp_size: int, block_size: int,
+                 cfg: RouterConfig, index: KvIndex | None, track_prefill: bool,
+                 track_blocks: bool, assume_reuse: bool) -> None:
+        self.pool_name = pool_name
+        self.ranks = list(ranks)
+        self.dp_size = dp_size
+        self.block_size = block_size
+        self.cfg = cfg
+        self.index = index  # None: overlap-blind (the P/D decode router)
+        self.track_prefill = track_prefill
+        self.track_blocks = track_blocks
+        self.assume_reuse = assume_reuse
+        n = len(self.ranks)
+        self._prefill = [0] * n
+        self._blocks: list[dict[int, int]] = [{} for _ in range(n)]
+        self._live: dict[Seq, tuple[int, int, list[int]]] = {}
+        self._cursor = 0
+        self._rng = random.Random(cfg.seed)
+
+    def costs(self, chain: list[int], input_length: int) -> tuple[list[float], list[int]]:
+        """Each scheduler's cost for this request, and its device overlap in blocks."""
+        n = len(self.ranks)
+        overlaps = self.index.overlaps(chain, n) if self.index is not None else [0] * n
+        bs = self.block_size
+        credit = self.cfg.overlap_score_credit
+        scale = self.cfg.prefill_load_scale
+        costs = []
+        for s in range(n):
+            cost = 0.0
+            if self.track_prefill:
+                raw = (self._prefill[s] + input_length) / bs
+                adjusted = raw - credit * overlaps[s]
+                if adjusted > 0:
+                    cost = scale * adjusted
+            if self.track_blocks:
+                active = self._blocks[s]
+                if self.assume_reuse:
+                    new = sum(1 for ident in chain if ident not in active)
+                else:
+                    new = len(chain)
+                cost += len(active) + new
+            costs.append(cost)
+        return costs, overlaps
+
+    def route(self, chain: list[int], input_length: int) -> tuple[Rank, RoutingDecision]:
+        costs, overlaps = self.costs(chain, input_length)
+        chosen = self._pick(costs)
+        target = self.ranks[chosen]
+        selected = overlaps[chosen]
+        decision = RoutingDecision(
+            self.pool_name, chosen // self.dp_size, chosen % self.dp_size, target.scheduler_id,
+            reported_overlap_tokens=selected * self.block_size,
+            selected_overlap_blocks=selected,
+            best_available_overlap_blocks=max(overlaps),
+        )
+        return target, decision
+
+    def _pick(self, costs: list[float]) -> int:
+        n = len(costs)
+        temperature = self.cfg.temperature
+        if temperature > 0:
+            low, high = min(costs), max(costs)
+            if low == high:
+                weights = [1.0] * n
+            else:
+                scale = 1.0 / ((high - low) * temperature)
+                weights = [math.exp(-(c - low) * scale) for c in costs]
+            draw = self._rng.random() * sum(weights)
+            acc = 0.0
+            for s, w in enumerate(weights):
+                acc += w
+                if draw <= acc:
+                    return s
+            return n - 1
+        best = min(costs)
+        start = self._cursor
+        for step in range(n):
+            s = (start + step) % n
+            if costs[s] == best:
+                self._cursor = (s + 1) % n
+                return s
+        raise AssertionError("no minimum cost")
+
+    def placed(self, seq: Seq, chain: list[int], overlap_blocks: int) -> None:
+        """Book the request's load on its scheduler."""
+        s = seq.scheduler.scheduler_id  # type: ignore[attr-defined]
+        tokens = 0
+        if self.track_prefill:
+            tokens = max(seq.input_length - overlap_blocks * self.block_size, 0)
+            self._prefill[s] += tokens
+        if self.track_blocks:
+            active = self._blocks[s]
+            for ident in chain:
+                active[ident] = active.get(ident, 0) + 1
+        self._live[seq] = (s, tokens, chain if self.track_blocks else [])
+
+    def first_token(self, seq: Seq) -> None:
+        """Prefill done: its prompt stops counting as prefill load."""
+        live = self._live.get(seq)
+        if live is not None and live[1]:
+            s, tokens, chain = live
+            self._prefill[s] -= tokens
+            self._live[seq] = (s, 0, chain)
+
+    def release(self, seq: Seq) -> None:
+        live = self._live.pop(seq, None)
+        if live is None:
+            return
+        s, tokens, chain = live
+        self._prefill[s] -= tokens
+        active = self._blocks[s]
+        for ident in chain:
+            left = active[ident] - 1
+            if left:
+                active[ident] = left
+            else:
+                del active[ident]

@@ -1,0 +1,251 @@
+"""A worker: its attention-DP ranks run passes in lockstep, and pure decode stretches run at once.
+
+Lockstep: every rank with work forms its pass at the same start; the worker's pass ends when
+its slowest rank does, and idle ranks wait at the same barrier (checked against the reference).
+
+Fast-forward: when every running request on every rank is a plain decoder whose next tokens
+need no new block and do not finish it, and no waiting request could be admitted, the next k
+passes are uniform: each emits one token per request, allocates nothing, evicts nothing, emits no
+router event. The worker then schedules one completion k passes ahead instead of k completions.
+Anything that gives the worker new work mid-stretch (`sync`) cuts the stretch at the first pass
+boundary at or after that moment, which is exactly where the step-by-step path would start the
+pass that sees the new work. Tokens of a stretch are stamped when it is cut or completes.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections.abc import Callable
+
+from kvreplay.engine.records import RequestRecord
+from kvreplay.engine.scheduler import PassOutcome, Rank
+from kvreplay.engine.sequence import Seq
+from kvreplay.engine.simtime import ns_to_ms
+
+MIN_STRETCH = 2  # a single pure pass is cheaper step by step
+
+
+def add_gap(rec: RequestRecord, gap_ns: int, count: int) -> None:
+    """Append `count` token gaps of gap_ns to the record's run-length ITL list."""
+    gap = ns_to_ms(gap_ns)
+    runs = rec.itl_gaps
+    if runs and runs[-1][0] == gap:
+        runs[-1] = (gap, runs[-1][1] + count)
+    else:
+        runs.append((gap, count))
+
+
+def stamp_token(seq: Seq, at_ns: int) -> None:
+    """Record one visible token (seq.generated already counts it) emitted at at_ns."""
+    rec = seq.rec
+    generated = seq.generated
+    at_ms = ns_to_ms(at_ns)
+    if generated == 1:
+        rec.first_token_ms = at_ms
+    else:
+        if generated == 2:
+            rec.second_token_ms = at_ms
+        add_gap(rec, at_ns - seq.last_token_ns, 1)
+    seq.last_token_ns = at_ns
+    rec.last_token_ms = at_ms
+    rec.output_length = generated
+
+
+class Worker:
+    __slots__ = (
+        "busy",
+        "deferred",
+        "dp_interval",
+        "gid",
+        "outcome",
+        "pass_index",
+        "pass_start",
+        "pool_name",
+        "ranks",
+        "stretch_d",
+        "stretch_ends",
+        "stretch_k",
+        "version",
+        "worker_id",
+    )
+
+    def __init__(self, gid: int, pool_name: str, worker_id: int, ranks: list[Rank],
+                 prefill_schedule_interval: int) -> None:
+        self.gid = gid
+        self.pool_name = pool_name
+        self.worker_id = worker_id
+        self.ranks = ranks
+        self.busy = False
+        self.deferred: list[Callable[[], None]] = []  # scheduler commands held until pass end
+        self.version = 0
+        self.pass_index = 0
+        self.pass_start = 0
+        self.outcome: PassOutcome | None = None
+        self.stretch_k = 0  # > 0 while a fast-forwarded stretch is in flight
+        self.stretch_d = 0  # uniform pass duration, or 0 when stretch_ends holds each pass end
+        self.stretch_ends: list[int] | None = None
+        # With attention DP, prefills are admitted every `interval` passes while a rank decodes.
+        self.dp_interval = prefill_schedule_interval if len(ranks) > 1 else 1
+
+    def has_work(self) -> bool:
+        return any(rank.running or rank.waiting for rank in self.ranks)
+
+    # -- starting a pass ---------------------------------------------------------------------------
+
+    def start_pass(self, now_ns: int, stepwise: bool) -> int | None:
+        """Start the next pass (or stretch) at now_ns; return its end, or None to stay idle."""
+        if not self.has_work():
+            return None
+        if not stepwise:
+            end = self._try_stretch(now_ns)
+            if end is not None:
+                return end
+        outcome = PassOutcome()
+        duration = 0
+        cadence = self.dp_interval == 1 or self.pass_index % self.dp_interval == 0
+        for rank in self.ranks:
+            if not (rank.running or rank.waiting):
+                continue
+            admit = cadence or not any(seq.generated for seq in rank.running)
+            d = rank.plan(now_ns, outcome, admit)
+            if d > duration:
+                duration = d
+        if not outcome.effective():
+            return None  # nothing can move until the worker is poked
+        self.pass_index += 1
+        self.busy = True
+        self.outcome = outcome
+        self.pass_start = now_ns
+        return now_ns + duration
+
+    def _pure_passes(self) -> int:
+        """How many upcoming passes are pure decode passes (0 when the next one is not)."""
+        k = 1 << 62
+        any_running = False
+        for rank in self.ranks:
+            running = rank.running
+            if rank.waiting and len(running) < rank.max_seqs:
+                return 0
+            if not running:
+                continue
+            if len(running) > rank.budget:
+                return 0
+            any_running = True
+            bs = rank.block_size
+            limit = rank.max_model_len
+            for seq in running:
+                known = seq.input_length + seq.generated
+                if seq.computed != known - 1 or not seq.generated:
+                    return 0
+                left = seq.max_output - seq.generated
+                if limit is not None and limit - known < left:
+                    left = limit - known
+                slack = len(seq.blocks) * bs - seq.computed
+                if slack < left:
+                    left = slack
+                else:
+                    left -= 1  # the pass emitting the last token is not pure
+                if left < k:
+                    k = left
+                    if k < MIN_STRETCH:
+                        return 0
+        return k if any_running else 0
+
+    def _try_stretch(self, now_ns: int) -> int | None:
+        k = self._pure_passes()
+        if k < MIN_STRETCH:
+            return None
+        fixed = all(rank.timer.fixed for rank in self.ranks)
+        self.busy = True
+        self.outcome = None
+        self.pass_start = now_ns
+        self.stretch_k = k
+        if fixed:
+            self.stretch_d = max(rank.timer.decode_ns(0) for rank in self.ranks if rank.running)
+            self.stretch_ends = None
+            return now_ns + k * self.stretch_d
+        self.stretch_d = 0
+        ends = []
+        t = now_ns
+        bases = [(rank, sum(s.input_length + s.generated for s in rank.running), len(rank.running))
+                 for rank in self.ranks if rank.running]
+        for j in range(k):
+            d = 0
+            for rank, base, n in bases:
+                rd = rank.timer.decode_ns(base + j * n)
+                if rd > d:
+                    d = rd
+            t += d
+            ends.append(t)
+        self.stretch_ends = ends
+        return t
+
+    # -- cutting and finishing -------------------------------------------------------------------
+
+    def sync(self, now_ns: int) -> int | None:
+        """New work at now_ns: cut a stretch after the pass in flight; return its new end."""
+        if not self.stretch_k:
+            return None
+        k = self.stretch_k
+        start = self.pass_start
+        if self.stretch_ends is None:
+            d = self.stretch_d
+            j = max(1, -(-(now_ns - start) // d))
+            if j >= k:
+                return None
+            self.stretch_k = j
+            self.version += 1
+            return start + j * d
+        j = max(1, bisect_left(self.stretch_ends, now_ns) + 1)
+        if j >= k:
+            return None
+        self.stretch_k = j
+        del self.stretch_ends[j:]
+        self.version += 1
+        return self.stretch_ends[-1]
+
+    def complete(self) -> PassOutcome | None:
+        """The pass (or stretch) in flight ends; return the outcome of a single pass to deliver."""
+        self.busy = False
+        if self.stretch_k:
+            self._materialize()
+            return None
+        outcome = self.outcome
+        self.outcome = None
+        return outcome
+
+    def _materialize(self) -> None:
+        j = self.stretch_k
+        start = self.pass_start
+        d = self.stretch_d
+        ends = self.stretch_ends
+        for rank in self.ranks:
+            bs = rank.block_size
+            for seq in rank.running:
+                g0 = seq.generated
+                seq.generated = g0 + j
+                seq.computed += j
+                rec = seq.rec
+                if ends is None:
+                    first_end = start + d
+                    add_gap(rec, first_end - seq.last_token_ns, 1)
+                    if j > 1:
+                        add_gap(rec, d, j - 1)
+                    last = start + j * d
+                else:
+                    first_end = ends[0]
+                    prev = seq.last_token_ns
+                    for end in ends:
+                        add_gap(rec, end - prev, 1)
+                        prev = end
+                    last = ends[-1]
+                if g0 == 1:
+                    rec.second_token_ms = ns_to_ms(first_end)
+                seq.last_token_ns = last
+                rec.last_token_ms = ns_to_ms(last)
+                rec.output_length = seq.generated
+                if rank.caching and seq.computed // bs > seq.registered:
+                    rank._register_through(seq, seq.computed // bs)
+        self.pass_index += j
+        self.stretch_k = 0
+        self.stretch_ends = None

@@ -1,0 +1,142 @@
+"""The public entry point: refusals, progress, interruption, the time cap, run facts."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import kvreplay.engine as engine
+import pytest
+from engine_support import ListWorkload, native, native_pd, rank, record_dict, request
+from kvreplay.engine import (
+    EngineConfigError,
+    Interrupted,
+    Unsupported,
+    approximations,
+    refusals,
+    run_native,
+)
+
+
+def small_workload() -> ListWorkload:
+    return ListWorkload([request(i, 10.0 * i, 8, 20, [1, i + 2]) for i in range(6)])
+
+
+def test_public_names_load_lazily() -> None:
+    """Every advertised name resolves; unknown names raise AttributeError."""
+    for name in engine.__all__:
+        assert getattr(engine, name) is not None
+    with pytest.raises(AttributeError):
+        engine.no_such_name  # noqa: B018
+
+
+def test_unsupported_features_are_refused_by_name() -> None:
+    """G2, G3, speculation, agentic traffic and the planner each produce a refusal naming the
+    feature; run_native raises Unsupported with all of them before simulating anything."""
+    doc = native(rank(native_host_offload={"num_host_blocks": 8, "d2h_bandwidth_gbps": 1.0,
+                                           "h2d_bandwidth_gbps": 1.0},
+                      g3_offload={"scope": "x"}, aic_nextn=1))
+    doc["spec"]["engine"]["speculation"] = {"kind": "ngram", "num_speculative_tokens": 2}
+    doc["spec"]["adapters"]["scaling"] = {"provider": "planner", "config": {}}
+    doc["traffic"]["trace_format"] = "weka"
+    found = refusals(doc)
+    for word in ("G2", "G3", "ngram", "MTP", "weka", "planner"):
+        assert sum(word in message for message in found) == 1, word
+    with pytest.raises(Unsupported) as caught:
+        run_native(doc, workload=small_workload())
+    assert caught.value.refusals == found
+
+
+def test_supported_documents_have_no_refusals() -> None:
+    """A plain aggregated or disaggregated vLLM document runs as is."""
+    assert refusals(native(rank())) == []
+    assert refusals(native_pd(rank(), rank())) == []
+
+
+def test_non_vllm_backends_run_as_a_reported_approximation() -> None:
+    """SGLang runs through the vLLM-shaped core, and the run facts say so."""
+    doc = native(rank(backend="sglang"))
+    assert approximations(doc) == ["backend sglang on role aggregated runs through the "
+                                   "vLLM-shaped scheduler (no sglang-specific scheduling)"]
+    result = run_native(doc, workload=small_workload())
+    assert result.facts.approximations == approximations(doc)
+
+
+def test_bad_documents_raise_config_errors() -> None:
+    """Unknown policies and malformed values are named in an EngineConfigError."""
+    doc = native(rank())
+    doc["spec"]["adapters"]["placement"]["provider"] = "random"
+    with pytest.raises(EngineConfigError, match="random"):
+        run_native(doc, workload=small_workload())
+    doc = native(rank(block_size=0))
+    with pytest.raises(EngineConfigError, match="block_size"):
+        run_native(doc, workload=small_workload())
+
+
+def test_missing_rank_fields_take_native_defaults() -> None:
+    """A bare rank is vLLM with block 64, 16384 blocks and polynomial timing."""
+    doc = native({"backend": "vllm"})
+    result = run_native(doc, workload=small_workload())
+    (pool,) = result.facts.pools
+    assert (pool.block_size, pool.num_gpu_blocks) == (64, 16384)
+    assert all(r.terminal_status == "completed" for r in result.records)
+
+
+def test_progress_reports_simulated_time_and_fraction() -> None:
+    """progress gets (sim_time_ms, fraction) ending at the last event with fraction 1."""
+    calls: list[tuple[float, float | None]] = []
+    result = run_native(native(rank()), workload=small_workload(),
+                        progress=lambda t, f: calls.append((t, f)))
+    assert calls[-1] == (result.facts.end_ms, 1.0)
+    assert [t for t, _ in calls] == sorted(t for t, _ in calls)
+
+
+def test_should_stop_interrupts_with_the_partial_result() -> None:
+    """should_stop turning true stops between events with Interrupted carrying records so far."""
+    polls = [0]
+
+    def stop() -> bool:
+        polls[0] += 1
+        return polls[0] > 5
+
+    with pytest.raises(Interrupted) as caught:
+        run_native(native(rank()), workload=small_workload(), should_stop=stop)
+    partial = caught.value.partial
+    assert 0 < len(partial.records) <= 6
+    assert any(r.terminal_status is None for r in partial.records)
+
+
+def test_time_cap_stops_the_run() -> None:
+    """max_sim_time_ms 27: arrivals after it never enter; unfinished requests keep status None."""
+    reqs = [request(0, 0.0, 4, 10, [2]), request(1, 5.0, 5, 3, [1, 3]),
+            request(2, 30.0, 6, 3, [4, 5])]
+    result = run_native(native(rank(num_gpu_blocks=20), max_sim_time_ms=27.0),
+                        workload=ListWorkload(reqs))
+    first, second = result.records
+    assert first.terminal_status is None
+    assert (second.terminal_status, second.terminal_time_ms) == ("completed", 26.0)
+    assert result.facts.stopped_at_time_cap
+    assert result.facts.requests_released == 2
+
+
+def test_same_inputs_same_records_and_facts() -> None:
+    """Two runs of one document and workload give identical records and facts."""
+    doc = native(rank(num_gpu_blocks=12), workers=2, router="kv_router")
+    a = run_native(copy.deepcopy(doc), workload=small_workload())
+    b = run_native(copy.deepcopy(doc), workload=small_workload())
+    assert [record_dict(r) for r in a.records] == [record_dict(r) for r in b.records]
+    assert a.facts.to_dict() == b.facts.to_dict()
+
+
+def test_run_facts_describe_pools() -> None:
+    """Facts list each pool with its workers and GPUs per worker (DP x TP x PP)."""
+    doc = native_pd(rank(), rank())
+    doc["spec"]["engine"]["prefill"]["dp_size"] = 2
+    doc["spec"]["engine"]["decode"]["tensor_parallel_size"] = 4
+    doc["spec"]["topology"]["decode"]["initial_workers"] = 3
+    facts = run_native(doc, workload=small_workload()).facts
+    pools: dict[str, Any] = {p.name: p for p in facts.pools}
+    assert (pools["prefill"].workers, pools["prefill"].gpus_per_worker) == (1, 2)
+    assert (pools["decode"].workers, pools["decode"].gpus_per_worker) == (3, 4)
+    assert facts.mode == "disaggregated"
+    assert facts.committed_prefill_tokens > 0
