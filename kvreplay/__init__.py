@@ -14,6 +14,7 @@ _LAZY = {
     "spec_from_engine_args": "kvreplay.api",
     "lint_config": "kvreplay.api",
     "run_spec": "kvreplay.api",
+    "RunOutcome": "kvreplay.replay",
     "Compiled": "kvreplay.api",
     "Diagnostic": "kvreplay.diagnostics",
     "Span": "kvreplay.diagnostics",
@@ -29,10 +30,12 @@ if TYPE_CHECKING:
         spec_from_engine_args,
     )
     from kvreplay.diagnostics import Diagnostic, Span
+    from kvreplay.replay import RunOutcome
 
 __all__ = [
     "Compiled",
     "Diagnostic",
+    "RunOutcome",
     "Span",
     "compile_config",
     "lint_config",

@@ -18,6 +18,7 @@ import attrs
 
 from kvreplay.compiler.pipeline import Compiled, RuleRunner
 from kvreplay.diagnostics import Diagnostic, Span
+from kvreplay.replay import RunOutcome
 
 __all__ = [
     "Compiled",
@@ -25,6 +26,7 @@ __all__ = [
     "compile_config",
     "lint_config",
     "load_config",
+    "run_spec",
     "spec_from_engine_args",
 ]
 
@@ -195,3 +197,29 @@ def spec_from_engine_args(
     loaded = Loaded(data, source, dumps(data))
     return compile_native_loaded(loaded, matrix_rules() if matrix else None, kind="python")
 
+
+
+def run_spec(
+    source: str | os.PathLike[str] | Compiled,
+    *,
+    overrides: Sequence[str] = (),
+    trace_paths: Sequence[str] | None = None,
+    base_dir: str | os.PathLike[str] | None = None,
+    stepwise: bool = False,
+) -> RunOutcome:
+    """Replay a config or native spec (path, or a `Compiled` result) with the bundled engine.
+
+    Returns a RunOutcome: `.report` is the canonical report dict (None when the run could not
+    happen), `.diagnostics` the findings, `.refusals` what the engine does not execute. Trace
+    paths resolve against `base_dir` (default: the config's folder, or the working directory).
+    """
+    from kvreplay.replay import replay
+
+    if isinstance(source, Compiled):
+        compiled = source
+        folder = os.fspath(base_dir) if base_dir is not None else os.getcwd()
+    else:
+        compiled = compile_config(source, overrides=overrides)
+        folder = os.fspath(base_dir) if base_dir is not None else \
+            os.path.dirname(os.path.abspath(os.fspath(source)))
+    return replay(compiled, base_dir=folder, trace_paths=trace_paths, stepwise=stepwise)

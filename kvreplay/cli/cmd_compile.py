@@ -39,7 +39,7 @@ def _compile_one(args: argparse.Namespace, config: str, check: str | None) -> in
     except OverrideError as exc:
         write_stderr(f"kvreplay: {exc}\n")
         return exits.USAGE
-    print_diagnostics([result], args, stream="stderr")
+    print_diagnostics([(result.file, result.text, result.diagnostics)], args)
     code = exits.for_diagnostics(result.diagnostics)
     if code != exits.OK or result.spec is None:
         return code or exits.FINDINGS

@@ -1,4 +1,4 @@
-"""Printing diagnostics of compile/run to stderr (lint has its own formats)."""
+"""Printing the findings of compile and run to stderr (lint has its own formats on stdout)."""
 
 from __future__ import annotations
 
@@ -7,22 +7,22 @@ import os
 import sys
 from collections.abc import Sequence
 
-from kvreplay.cli.output import write_stderr, write_stdout
-from kvreplay.compiler.pipeline import Compiled
+from kvreplay.cli.output import write_stderr
+from kvreplay.diagnostics import Diagnostic
+
+Findings = tuple[str | None, str | None, Sequence[Diagnostic]]  # file, source text, diagnostics
 
 
-def print_diagnostics(results: Sequence[Compiled], args: argparse.Namespace,
-                      stream: str = "stderr") -> None:
-    out = sys.stderr if stream == "stderr" else sys.stdout
-    with_findings = [r for r in results if r.diagnostics]
+def print_diagnostics(items: Sequence[Findings], args: argparse.Namespace) -> None:
+    """Text with code frames on a terminal, concise lines otherwise; --quiet keeps errors only."""
     quiet = getattr(args, "quiet", False)
-    if not with_findings or (quiet and not any(
-            d.severity == "error" for r in with_findings for d in r.diagnostics)):
+    kept = [(f, t, [d for d in ds if not quiet or d.severity == "error"]) for f, t, ds in items]
+    kept = [(f, t, ds) for f, t, ds in kept if ds]
+    if not kept:
         return
     from kvreplay.formats import FileResult, render, use_color
 
-    files = [FileResult(r.file or "<input>", r.text, tuple(r.diagnostics)) for r in with_findings]
-    is_tty = out.isatty()
+    files = [FileResult(f or "<input>", t, tuple(ds)) for f, t, ds in kept]
+    is_tty = sys.stderr.isatty()
     color = use_color(is_tty, args.no_color, os.environ)
-    text = render("text" if is_tty else "concise", files, color=color)
-    (write_stderr if stream == "stderr" else write_stdout)(text)
+    write_stderr(render("text" if is_tty else "concise", files, color=color))

@@ -1,0 +1,126 @@
+"""`kvreplay run CONFIG_OR_SPEC`: compile if needed, replay with the bundled engine, report."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import FrameType
+from typing import Any
+
+from kvreplay.cli import exits
+from kvreplay.cli.diagnostics_out import print_diagnostics
+from kvreplay.cli.output import atomic_write, write_stderr, write_stdout
+from kvreplay.cli.progress import ProgressDisplay
+
+# Findings about trace files that cannot be read are input errors (exit 2), like FILE-*.
+_TRACE_IO = frozenset({"TRACE-PATH", "TRACE-ENCODING"})
+
+
+@contextmanager
+def _interruptible() -> Iterator[list[bool]]:
+    """The first Ctrl-C asks the engine to stop at the next event; a second one is immediate."""
+    flag = [False]
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        flag[0] = True
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    try:
+        previous = signal.signal(signal.SIGINT, handler)
+    except ValueError:  # not the main thread: no handler, KeyboardInterrupt still works
+        yield flag
+        return
+    try:
+        yield flag
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def run(args: argparse.Namespace) -> int:
+    from kvreplay.api import matrix_rules
+    from kvreplay.compiler.documents import compile_path
+    from kvreplay.compiler.overrides import OverrideError
+    from kvreplay.engine import Interrupted
+    from kvreplay.replay import replay
+
+    try:
+        compiled = compile_path(args.config, overrides=args.overrides, rules=matrix_rules())
+    except OverrideError as exc:
+        write_stderr(f"kvreplay: {exc}\n")
+        return exits.USAGE
+    base_dir = os.path.dirname(os.path.abspath(args.config))
+    show = ProgressDisplay(enabled=sys.stderr.isatty() and not args.no_progress
+                           and not args.quiet)
+    try:
+        with _interruptible() as stop:
+            outcome = replay(compiled, base_dir=base_dir, trace_paths=args.trace or None,
+                             stepwise=args.stepwise, progress=show,
+                             should_stop=lambda: stop[0])
+    except Interrupted as exc:
+        show.close()
+        write_stderr(f"kvreplay: {exc}; no report written\n")
+        return exits.INTERRUPTED
+    show.close()
+    print_diagnostics([(compiled.file, compiled.text, outcome.diagnostics)], args)
+    if outcome.refusals:
+        write_stderr("kvreplay: the bundled engine cannot run this spec (it never approximates "
+                     "silently):\n" + "".join(f"  - {r}\n" for r in outcome.refusals))
+        return exits.FINDINGS
+    if outcome.error is not None:
+        write_stderr(f"kvreplay: replay failed: {outcome.error}\n")
+        return exits.FINDINGS
+    if outcome.report is None:
+        if any(d.rule in _TRACE_IO for d in outcome.diagnostics):
+            return exits.USAGE
+        return exits.for_diagnostics(outcome.diagnostics) or exits.FINDINGS
+    if args.output:
+        from kvreplay.engine.report import dumps_report
+
+        try:
+            atomic_write(args.output, dumps_report(outcome.report))
+        except OSError as exc:
+            write_stderr(f"kvreplay: cannot write {args.output}: {exc.strerror or exc}\n")
+            return exits.USAGE
+    if args.format == "json":
+        write_stdout(json.dumps(outcome.report["summary"], sort_keys=True, indent=2) + "\n")
+    elif not args.quiet:
+        write_stdout(summary_table(outcome.report, args.output))
+    return exits.OK
+
+
+def _ms(value: Any) -> str:
+    return "-" if value is None else f"{value:,.2f}"
+
+
+def summary_table(report: dict[str, Any], output: str | None) -> str:
+    """A terminal summary of the report (the canonical numbers are in the JSON)."""
+    s = report["summary"]
+    meta = report["meta"]
+    rows = [
+        ("requests", f"{s['completed_requests']:,} completed of {s['num_requests']:,}"),
+        ("simulated duration", f"{_ms(s['duration_ms'])} ms"),
+        ("request throughput", f"{s['request_throughput_rps']:,.3f} req/s"),
+        ("output throughput", f"{s['output_throughput_tok_s']:,.1f} tok/s"),
+        ("prefix cache reuse", f"{s['prefix_cache_reused_ratio']:.4f} of input tokens"),
+        ("committed prefill", f"{s['committed_prefill_tokens']:,} tokens"),
+    ]
+    lines = [f"{name:<22}{value}" for name, value in rows]
+    lines.append("")
+    lines.append(f"{'latency (ms)':<22}{'mean':>10}{'p50':>10}{'p90':>10}{'p99':>10}{'max':>10}")
+    for label, key in (("time to first token", "ttft"), ("time per output token", "tpot"),
+                       ("inter-token latency", "itl"), ("end to end", "e2e_latency")):
+        values = [s.get(f"{p}_{key}_ms") for p in ("mean", "median", "p90", "p99", "max")]
+        lines.append(f"{label:<22}" + "".join(f"{_ms(v):>10}" for v in values))
+    wall = meta.get("wall_time_ms")
+    footer = f"\nreplayed in {wall / 1000:.2f} s of wall time" if wall is not None else ""
+    if meta.get("approximations"):
+        footer += "\nnote: " + "; ".join(meta["approximations"])
+    if output:
+        footer += f"\nreport written to {output}"
+    return "\n".join(lines) + footer + "\n"
+

@@ -1,0 +1,81 @@
+"""Running a compiled spec with the bundled engine: capabilities, workload, replay, report.
+
+Shared by `kvreplay run` and `kvreplay.run_spec`. The engine only sees native JSON.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import attrs
+
+from kvreplay.compiler.pipeline import Compiled
+from kvreplay.diagnostics import Diagnostic, has_errors, sort_unique
+
+
+@attrs.frozen
+class RunOutcome:
+    """A report (None when the run could not happen), the findings, and refusals by capability."""
+
+    report: dict[str, Any] | None
+    diagnostics: tuple[Diagnostic, ...] = ()
+    refusals: tuple[str, ...] = ()
+    error: str | None = None  # an engine failure (stall, unreadable document), one line
+
+    @property
+    def ok(self) -> bool:
+        return self.report is not None
+
+
+def _engine_block_size(native: dict[str, Any]) -> int | None:
+    engine = native["spec"]["engine"]
+    roles = [engine] if "rank" in engine else list(engine.values())
+    sizes = [r["rank"].get("block_size") for r in roles if r["rank"].get("block_size")]
+    return min(sizes) if sizes else None
+
+
+def replay(
+    compiled: Compiled,
+    *,
+    base_dir: str,
+    trace_paths: Sequence[str] | None = None,
+    stepwise: bool = False,
+    progress: Callable[[float, float | None], None] | None = None,
+    should_stop: Callable[[], bool] | None = None,
+) -> RunOutcome:
+    """Replay a compiled spec; raises kvreplay.engine.Interrupted when should_stop() fires."""
+    from kvreplay import __version__
+    from kvreplay.engine import EngineError, Interrupted, refusals, run_native
+    from kvreplay.engine.report import report_from_run, sla_from_spec
+    from kvreplay.engine.traces import WorkloadError, workload_from_traffic
+
+    found = list(compiled.diagnostics)
+    if compiled.spec is None or has_errors(found):
+        return RunOutcome(None, tuple(found))
+    native = compiled.native()
+    refused = refusals(native)
+    if refused:
+        return RunOutcome(None, tuple(found), tuple(refused))
+    try:
+        workload = workload_from_traffic(
+            native["traffic"], base_dir=base_dir, trace_paths=trace_paths,
+            block_size=_engine_block_size(native), source_file=compiled.file)
+    except WorkloadError as exc:
+        return RunOutcome(None, tuple(sort_unique([*found, *exc.diagnostics])))
+    found.extend(getattr(workload, "diagnostics", ()))
+    started = time.perf_counter()
+    try:
+        result = run_native(native, workload=workload, stepwise=stepwise, progress=progress,
+                            should_stop=should_stop)
+    except Interrupted:
+        raise
+    except EngineError as exc:
+        return RunOutcome(None, tuple(sort_unique(found)), error=str(exc))
+    wall_ms = (time.perf_counter() - started) * 1000.0
+    report = report_from_run(result, sla=sla_from_spec(native["spec"].get("sla")),
+                             wall_time_ms=wall_ms, version=__version__,
+                             per_request=bool(native["spec"].get("record_per_request", True)))
+    report["meta"].setdefault("stepwise", stepwise)
+    return RunOutcome(report, tuple(sort_unique(found)))

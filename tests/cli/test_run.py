@@ -1,0 +1,115 @@
+"""`kvreplay run`: the README's main job, the canonical report, refusals, Ctrl-C, bad traces."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+
+REPO = Path(__file__).resolve().parents[2]
+MAIN_EXAMPLE = REPO / "examples" / "kv-router-mooncake.yaml"
+
+
+def test_readme_main_command_runs(cli_process: Callable[..., Any]) -> None:
+    """`kvreplay run examples/kv-router-mooncake.yaml` replays 200 requests and prints a table."""
+    ran = cli_process("run", str(MAIN_EXAMPLE))
+    assert ran.code == 0, ran.err
+    assert "200 completed of 200" in ran.out
+    assert "time to first token" in ran.out
+
+
+def test_report_file_is_canonical_and_valid(cli: Callable[..., Any], tmp_path: Path) -> None:
+    """-o writes the canonical report, which validates against `kvreplay schema report`."""
+    out = tmp_path / "report.json"
+    ran = cli("run", str(MAIN_EXAMPLE), "-o", str(out), "--format", "json")
+    assert ran.code == 0
+    report = json.loads(out.read_text())
+    assert set(report) == {"summary", "per_request", "meta"}
+    assert json.loads(ran.out) == report["summary"]
+    schema = json.loads((REPO / "schema" / "report.schema.json").read_text())
+    jsonschema.Draft202012Validator(schema).validate(report)
+    text = out.read_text()
+    assert text == json.dumps(report, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+    assert len(report["per_request"]) == 200
+    assert report["summary"]["completed_requests"] == 200
+
+
+def _run_report(seed: str, tmp_path: Path) -> dict[str, Any]:
+    out = tmp_path / f"report-{seed}.json"
+    subprocess.run([sys.executable, "-m", "kvreplay", "run", str(MAIN_EXAMPLE), "-o", str(out),
+                    "--quiet"], check=True, env={**os.environ, "PYTHONHASHSEED": seed},
+                   timeout=300)
+    report: dict[str, Any] = json.loads(out.read_text())
+    return report
+
+
+def test_reports_identical_across_hash_seeds(tmp_path: Path) -> None:
+    """Two runs under different PYTHONHASHSEED give identical summary and per-request bytes."""
+    first, second = _run_report("0", tmp_path), _run_report("123", tmp_path)
+    for part in ("summary", "per_request"):
+        assert json.dumps(first[part], sort_keys=True) == json.dumps(second[part], sort_keys=True)
+    assert first["meta"]["kvreplay_version"] == second["meta"]["kvreplay_version"]
+
+
+def test_engine_refuses_g2_naming_the_capability(cli: Callable[..., Any],
+                                                 tmp_path: Path) -> None:
+    """A valid G2 spec the engine cannot execute yet: exit 1, the capability named, no report."""
+    out = tmp_path / "report.json"
+    ran = cli("run", str(REPO / "examples" / "agentx-g2-local.yaml"), "-o", str(out))
+    assert ran.code == 1
+    assert "native_host_offload" in ran.err and "weka" in ran.err
+    assert not out.exists()
+
+
+def test_ctrl_c_stops_cleanly_without_a_partial_file(tmp_path: Path) -> None:
+    """SIGINT during a long replay: exit 130, a one-line message, and no report file."""
+    config = tmp_path / "long.yaml"
+    config.write_text(
+        "engine:\n  model: m\n  workers:\n    aggregated:\n"
+        "      kv_cache: {block_size: 16, capacity: {type: fixed, blocks: 4096}}\n"
+        "      timing: {type: fixed, prefill_ms: 1, decode_ms: 1}\n"
+        "traffic:\n  source: {type: synthetic, input_tokens: 64, output_tokens: 64}\n"
+        "  load: {type: concurrency, concurrency: 32}\n  stop: {requests: 10000000}\n")
+    out = tmp_path / "report.json"
+    proc = subprocess.Popen([sys.executable, "-m", "kvreplay", "run", str(config), "-o", str(out),
+                             "--stepwise"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    time.sleep(2.5)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "interrupted" in err and "Traceback" not in err
+    assert not out.exists()
+    assert not list(tmp_path.glob(".kvreplay-*"))
+
+
+def test_missing_trace_override_is_an_input_error(cli: Callable[..., Any],
+                                                  tmp_path: Path) -> None:
+    """--trace pointing nowhere: exit 2 with a TRACE-PATH diagnostic."""
+    ran = cli("run", str(MAIN_EXAMPLE), "--trace", str(tmp_path / "nope.jsonl"))
+    assert ran.code == 2
+    assert "TRACE-PATH" in ran.err
+
+
+def test_malformed_trace_rows_are_reported_with_lines(cli: Callable[..., Any],
+                                                      tmp_path: Path) -> None:
+    """Bad rows: every one reported with file:line and the field, before anything runs."""
+    trace = tmp_path / "bad.jsonl"
+    trace.write_text(
+        '{"timestamp": 0, "input_length": 10, "output_length": 2, "hash_ids": [1]}\n'
+        '{"timestamp": 1, "input_length": "ten", "output_length": 2, "hash_ids": [1]}\n'
+        'not json\n'
+        '{"timestamp": 2, "input_length": 10, "hash_ids": [1]}\n')
+    ran = cli("run", str(MAIN_EXAMPLE), "--trace", str(trace))
+    assert ran.code == 1
+    for line in (2, 3, 4):
+        assert f"bad.jsonl:{line}:" in ran.err
+    assert "input_length" in ran.err and "output_length" in ran.err
