@@ -40,7 +40,7 @@ def apply_overrides(loaded: Loaded, assignments: Sequence[str]) -> Loaded:
     for argument in assignments:
         path, value_text = parse_assignment(argument)
         label = f"--set {argument}"
-        offset = len(argument) - len(value_text)
+        offset = len(label) - len(value_text)  # columns index into the label as printed
         parsed = load_yaml_value(" " * offset + value_text, label)
         diagnostics.extend(
             attrs.evolve(d, span=attrs.evolve(d.span, path=format_path(
