@@ -20,6 +20,13 @@ from kvreplay.compiler.suggest import hint_for
 
 from kvreplay.diagnostics import Diagnostic
 
+# Hints for values users carry over from the AISimulate predictor: (field, value) -> hint.
+_KNOWN_VALUES: dict[tuple[str, str], str] = {
+    ("type", "default"): "kvreplay has no performance database: use `polynomial` (the default) "
+    "or `fixed` with prefill_ms and decode_ms",
+    ("scope", "worker_local"): "`worker_local` is a G3 scope; use `dp_rank_local`",
+}
+
 # Hints for unknown keys that users carry over from neighbouring tools.
 _KNOWN_ELSEWHERE: dict[str, str] = {
     "planner": "kvreplay writes the planner hook as `scaling: {policy: planner, config: {...}}`",
@@ -258,6 +265,8 @@ class _Mapper:
         value = _instance(err)
         hint = hint_for(value, choices, "values") if isinstance(value, str) else \
             "valid values: " + ", ".join(f"`{c}`" for c in choices)
+        if isinstance(value, str):
+            hint = _KNOWN_VALUES.get((_field(path), value), hint)
         self.emit("SCHEMA-ENUM",
                   f"`{_field(path)}` must be one of {', '.join(f'`{c}`' for c in choices)}, "
                   f"found {_show(value)}", path, hint=hint)
