@@ -24,7 +24,6 @@ from kvreplay.diagnostics import Diagnostic
 _KNOWN_VALUES: dict[tuple[str, str], str] = {
     ("type", "default"): "kvreplay has no performance database: use `polynomial` (the default) "
     "or `fixed` with prefill_ms and decode_ms",
-    ("scope", "worker_local"): "`worker_local` is a G3 scope; use `dp_rank_local`",
 }
 
 # Hints for unknown keys that users carry over from neighbouring tools.

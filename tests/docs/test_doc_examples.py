@@ -35,3 +35,15 @@ def test_timing_default_gets_a_pointed_hint() -> None:
         "timing": {"type": "default"}}}}})
     (finding,) = result.diagnostics
     assert finding.rule == "SCHEMA-ENUM" and "no performance database" in (finding.hint or "")
+
+
+def test_readme_python_snippets_run(monkeypatch: pytest.MonkeyPatch,
+                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """The README's Python examples run as written, from the repository root."""
+    monkeypatch.chdir(REPO)
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```python\n(.*?)```", text, re.S)
+    assert blocks
+    for block in blocks:
+        exec(compile(block, "README.md", "exec"), {})
+    assert float(capsys.readouterr().out.strip().splitlines()[-1]) > 0
