@@ -15,11 +15,11 @@ from typing import Any
 
 import attrs
 from kvreplay.compiler.layout import derive_layout_id
-from kvreplay.compiler.lower import DEFAULT_BLOCK_SIZE
 from kvreplay.compiler.native import ROLE_LEVEL
 from kvreplay.compiler.source import Path, SourceMap, format_path
 
 from kvreplay.diagnostics import Span
+from kvreplay.native_defaults import block_size_default
 
 ARG_NAMES = {"aggregated": "engine_args", "prefill": "prefill_engine_args",
              "decode": "decode_engine_args"}
@@ -62,7 +62,7 @@ def _derive_layout(rank: dict[str, Any], role: Mapping[str, Any]) -> None:
     g2 = dict(g2)
     g2["kv_layout_id"] = derive_layout_id(
         backend,
-        rank.get("block_size", DEFAULT_BLOCK_SIZE.get(backend, 64)),
+        rank.get("block_size", block_size_default(backend)),
         rank.get("kv_cache_bytes_per_token"),
         role.get("tensor_parallel_size", 1),
         role.get("prefill_context_parallel_size"),

@@ -11,9 +11,11 @@ from kvreplay.compiler.layout import derive_layout_id
 from kvreplay.compiler.origin import Origin
 
 from kvreplay.diagnostics import Diagnostic, Span
+from kvreplay.native_defaults import BACKEND_BLOCK_SIZE, NUM_GPU_BLOCKS
 
-DEFAULT_BLOCK_SIZE = {"vllm": 64, "sglang": 1, "trtllm": 32}
-DEFAULT_NUM_GPU_BLOCKS = 16384
+# config.md's backend block sizes and `capacity: default` are the native engine's own defaults.
+DEFAULT_BLOCK_SIZE = BACKEND_BLOCK_SIZE
+DEFAULT_NUM_GPU_BLOCKS = NUM_GPU_BLOCKS
 DEFAULT_TRACE_BLOCK_SIZE = 512
 MAX_SEQS_DEFAULT = {"prefill": 1}
 

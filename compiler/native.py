@@ -11,11 +11,12 @@ from typing import Any
 
 from kvreplay.compiler import spec as s
 from kvreplay.compiler.emit import TOPOLOGY_KEY
-from kvreplay.compiler.lower import DEFAULT_BLOCK_SIZE, canonical_json
+from kvreplay.compiler.lower import canonical_json
 from kvreplay.compiler.origin import Origin, SpecPath
 from kvreplay.compiler.source import Path, SourceMap
 
 from kvreplay.diagnostics import Diagnostic
+from kvreplay.native_defaults import RANK_DEFAULTS, block_size_default
 
 ROLE_LEVEL = (
     "dp_size",
@@ -28,23 +29,6 @@ ROLE_LEVEL = (
     "speculation",
 )
 
-NATIVE_RANK_DEFAULTS: dict[str, Any] = {
-    "backend": "vllm",
-    "num_gpu_blocks": 16384,
-    "max_num_seqs": 256,
-    "max_num_batched_tokens": 8192,
-    "max_model_len": None,
-    "enable_prefix_caching": True,
-    "enable_chunked_prefill": True,
-    "prefill_schedule_interval": 1,
-    "preemption_mode": "lifo",
-    "speedup_ratio": 1.0,
-    "decode_speedup_ratio": 1.0,
-    "kv_cache_bytes_per_token": None,
-    "kv_transfer_bytes_per_token": None,
-    "kv_transfer_bandwidth": None,
-    "kv_transfer_timing_mode": "full_prompt",
-}
 
 
 def _f(value: Any) -> float | None:
@@ -104,7 +88,7 @@ def role_from_native(name: str, role: Mapping[str, Any], workers: int) -> s.Role
     rank: Mapping[str, Any] = role.get("rank") or {}
 
     def r(key: str) -> Any:
-        return rank.get(key, NATIVE_RANK_DEFAULTS[key])
+        return rank.get(key, RANK_DEFAULTS[key])
 
     backend = r("backend")
     return s.Role(
@@ -119,7 +103,7 @@ def role_from_native(name: str, role: Mapping[str, Any], workers: int) -> s.Role
         startup_seconds=float(role.get("startup_seconds", 0.0)),
         speculation=_speculation(role, rank),
         backend=backend,
-        block_size=rank.get("block_size", DEFAULT_BLOCK_SIZE.get(backend, 64)),
+        block_size=rank.get("block_size", block_size_default(backend)),
         num_gpu_blocks=r("num_gpu_blocks"),
         max_num_seqs=r("max_num_seqs"),
         max_num_batched_tokens=r("max_num_batched_tokens"),

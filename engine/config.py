@@ -12,26 +12,9 @@ from typing import Any
 
 from kvreplay.engine.errors import EngineConfigError
 
-ROLE_NAMES = ("aggregated", "prefill", "decode")
+from kvreplay.native_defaults import BACKEND_BLOCK_SIZE, RANK_DEFAULTS
 
-# The native rank defaults (the reference normalizer's output for a bare `{"backend": ...}`).
-BACKEND_BLOCK_SIZE = {"vllm": 64, "sglang": 1, "trtllm": 32}
-RANK_DEFAULTS: dict[str, Any] = {
-    "num_gpu_blocks": 16384,
-    "max_num_seqs": 256,
-    "max_num_batched_tokens": 8192,
-    "max_model_len": None,
-    "enable_prefix_caching": True,
-    "enable_chunked_prefill": True,
-    "prefill_schedule_interval": 1,
-    "preemption_mode": "lifo",
-    "speedup_ratio": 1.0,
-    "decode_speedup_ratio": 1.0,
-    "kv_transfer_bytes_per_token": None,
-    "kv_transfer_bandwidth": None,
-    "kv_transfer_timing_mode": "full_prompt",
-    "timing_model": {"type": "polynomial"},
-}
+ROLE_NAMES = ("aggregated", "prefill", "decode")
 
 
 @dataclass(frozen=True, slots=True)
