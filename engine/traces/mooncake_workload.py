@@ -20,13 +20,13 @@ its predecessor ends. Pending state is bounded by the sessions in flight, whatev
 from __future__ import annotations
 
 import heapq
-from collections.abc import Sequence
 from typing import BinaryIO
 
 from kvreplay.engine.traces.errors import WorkloadError
 from kvreplay.engine.traces.jsonl import LineError, decode_object
 from kvreplay.engine.traces.mooncake_rows import MooncakeRow, check_row
 from kvreplay.engine.traces.mooncake_scan import TraceIndex
+from kvreplay.engine.traces.releases import HeapReleases
 from kvreplay.engine.traces.request import TraceRequest, runs_from_hash_ids
 from kvreplay.engine.traces.rules import diag
 from kvreplay.engine.traces.values import Runs, output_runs
@@ -52,7 +52,7 @@ class _Session:
 _Entry = tuple[float, int, int, TraceRequest, _Session]
 
 
-class MooncakeWorkload:
+class MooncakeWorkload(HeapReleases):
     """A Workload over one checked trace file (see the module docstring for the semantics)."""
 
     def __init__(self, index: TraceIndex, *, block_size: int, delta: bool,
@@ -82,21 +82,6 @@ class MooncakeWorkload:
         return self._index.rows
 
     # --- Workload protocol ---------------------------------------------------------------
-
-    def next_release_ms(self) -> float | None:
-        self._fill()
-        return self._heap[0][0] if self._heap else None
-
-    def release(self, now_ms: float) -> Sequence[TraceRequest]:
-        out: list[TraceRequest] = []
-        self._fill()
-        while self._heap and self._heap[0][0] <= now_ms:
-            _, _, _, request, session = heapq.heappop(self._heap)
-            self._open[request.ordinal] = session
-            out.append(request)
-            self._fill()
-        self.peak_open = max(self.peak_open, len(self._open))
-        return out
 
     def on_terminal(self, request: TraceRequest, now_ms: float, *, status: str = "completed",
                     output_tokens: int | None = None) -> None:

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Sequence
 
+from kvreplay.engine.traces.releases import HeapReleases
 from kvreplay.engine.traces.request import TraceRequest
 from kvreplay.engine.traces.rng import StdRng
 from kvreplay.engine.traces.values import (
@@ -79,7 +79,7 @@ class _Session:
 _Entry = tuple[float, int, int, TraceRequest, _Session]
 
 
-class SyntheticWorkload:
+class SyntheticWorkload(HeapReleases):
     """A Workload of `sessions` synthetic sessions (one-turn sessions for `synthetic`)."""
 
     def __init__(self, *, sessions: int, turns: int, input_tokens: int, output_tokens: int,
@@ -120,20 +120,6 @@ class SyntheticWorkload:
         return self._sessions * self._turns
 
     # --- Workload protocol ---------------------------------------------------------------
-
-    def next_release_ms(self) -> float | None:
-        self._fill()
-        return self._heap[0][0] if self._heap else None
-
-    def release(self, now_ms: float) -> Sequence[TraceRequest]:
-        out: list[TraceRequest] = []
-        self._fill()
-        while self._heap and self._heap[0][0] <= now_ms:
-            _, _, _, request, session = heapq.heappop(self._heap)
-            self._open[request.ordinal] = session
-            out.append(request)
-            self._fill()
-        return out
 
     def on_terminal(self, request: TraceRequest, now_ms: float, *, status: str = "completed",
                     output_tokens: int | None = None) -> None:
