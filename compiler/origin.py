@@ -31,9 +31,6 @@ class Origin:
             return Span(file=self.file, path=format_path(path))
         return self.source.span(path)
 
-    def source_path(self, spec_path: SpecPath) -> Path:
-        return self.to_source(spec_path)
-
 
 # --- YAML configs -------------------------------------------------------------------------
 

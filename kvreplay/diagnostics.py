@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import Literal
 
 import attrs
@@ -111,10 +111,6 @@ def sort_unique(diagnostics: Iterable[Diagnostic]) -> list[Diagnostic]:
             seen.add(d)
             unique.append(d)
     return sorted(unique, key=Diagnostic.sort_key)
-
-
-def count(diagnostics: Sequence[Diagnostic], severity: Severity) -> int:
-    return sum(1 for d in diagnostics if d.severity == severity)
 
 
 def has_errors(diagnostics: Iterable[Diagnostic]) -> bool:
