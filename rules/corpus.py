@@ -1,14 +1,14 @@
-"""The rule case corpus: tests/cases/rules/<RULE-ID>/{fail,pass}-*.{yaml,json} in a source tree.
+"""The rule case corpus: rules/cases/<RULE-ID>/{fail,pass}-*.{yaml,json}.
 
-`explain` shows one failing and one passing case per rule; the tests run all of them. An
-installed wheel has no tests/ folder: then there are no cases to show.
+`explain` shows one failing and one passing case per rule; the tests run all of them. The cases
+ship as package data, so an installed wheel can show them too.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-CASES_DIR = Path(__file__).resolve().parent.parent / "tests" / "cases" / "rules"
+CASES_DIR = Path(__file__).resolve().parent / "cases"
 SUFFIXES = (".yaml", ".yml", ".json")
 
 

@@ -37,9 +37,8 @@ def _findings(path: Path) -> list[str]:
 
 def _example(label: str, path: Path | None, rule_id: str) -> list[str]:
     if path is None:
-        return [f"{label}: none in this installation (see tests/cases/rules/{rule_id}/ in the "
-                "source tree)"]
-    shown = path.relative_to(CASES_DIR.parent.parent.parent).as_posix()
+        return [f"{label}: none (rules/cases/{rule_id}/ has no such case)"]
+    shown = "rules/cases/" + path.relative_to(CASES_DIR).as_posix()
     lines = [f"{label} ({shown}):", ""]
     lines.extend("    " + line for line in path.read_text(encoding="utf-8").rstrip().splitlines())
     lines.append("")

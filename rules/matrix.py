@@ -68,7 +68,7 @@ def _markdown(ruleset: s.RuleSet) -> str:
         out.append("## Accepted on purpose")
         out.append("")
         out.append("These configurations pass every rule; the cases named pin it "
-                   "(`tests/cases/rules/`).")
+                   "(`rules/cases/`).")
         out.append("")
         for a in accepted:
             cases = ", ".join(_code(c) for c in a.cases)

@@ -58,6 +58,8 @@ def mutated_configs(draw: st.DrawFn) -> str:
     data = _load(draw(st.sampled_from(EXAMPLES)))
     for _ in range(draw(st.integers(1, 4))):
         paths = [p for p in _paths(data) if p]
+        if not paths:
+            break  # every key was deleted: an empty mapping is a fine input too
         path = draw(st.sampled_from(paths))
         parent = data
         for part in path[:-1]:

@@ -9,7 +9,8 @@ from kvreplay.compiler import yaml_loader
 
 REPO = Path(__file__).resolve().parents[2]
 FILES = sorted((REPO / "examples").glob("*.yaml")) + sorted(
-    p for p in (REPO / "tests" / "cases").rglob("*.yaml"))
+    p for folder in (REPO / "tests" / "cases", REPO / "rules" / "cases")
+    for p in folder.rglob("*.yaml"))
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(REPO)))

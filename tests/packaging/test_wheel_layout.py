@@ -48,6 +48,7 @@ def test_package_data_ships(wheel_files: list[str]) -> None:
     assert "kvreplay/schema/native.schema.json" in wheel_files
     assert "kvreplay/py.typed" in wheel_files
     assert any(n.startswith("kvreplay/rules/") and n.endswith(".rules") for n in wheel_files)
+    assert "kvreplay/rules/cases/G2-BACKEND/fail-sglang.yaml" in wheel_files  # for explain
 
 
 def test_console_script_is_declared(wheel: Path, wheel_files: list[str]) -> None:

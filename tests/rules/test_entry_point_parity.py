@@ -12,7 +12,7 @@ from kvreplay.rules import rule_ids
 
 import kvreplay
 
-CASES = Path(__file__).resolve().parents[1] / "cases" / "rules"
+CASES = Path(__file__).resolve().parents[2] / "rules" / "cases"
 YAML_CASES = sorted(CASES.glob("*/*.yaml"))
 NATIVE_CASES = sorted(CASES.glob("*/*.json"))
 MATRIX = frozenset(rule_ids())

@@ -89,8 +89,8 @@ def test_explain_shows_rule_rationale_and_examples() -> None:
     assert text.startswith(f"G2-SCOPE (error): {info.title}\n")
     assert 'when r.host_offload.scope == "worker_local"' in text
     fail, passing = cases("G2-SCOPE", "fail")[0], cases("G2-SCOPE", "pass")[0]
-    assert f"Failing example (tests/cases/rules/G2-SCOPE/{fail.name})" in text
-    assert f"Passing example (tests/cases/rules/G2-SCOPE/{passing.name})" in text
+    assert f"Failing example (rules/cases/G2-SCOPE/{fail.name})" in text
+    assert f"Passing example (rules/cases/G2-SCOPE/{passing.name})" in text
     assert "error G2-SCOPE role `aggregated`: host_offload.scope `worker_local`" in text
     assert "reports nothing." in text
 

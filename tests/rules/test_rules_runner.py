@@ -62,7 +62,7 @@ def test_runner_reports_only_enabled_rules() -> None:
 
 def test_findings_are_sorted_and_unique() -> None:
     """Identical findings (same span, message, related) are reported once, sorted by position."""
-    text = (Path(__file__).resolve().parents[1] / "cases" / "rules" / "AGX-G2-BACKEND"
+    text = (Path(__file__).resolve().parents[2] / "rules" / "cases" / "AGX-G2-BACKEND"
             / "fail-sglang.yaml").read_text(encoding="utf-8")
     compiled = compile_text(text, "x.yaml")
     assert compiled.spec is not None and compiled.origin is not None
