@@ -17,9 +17,6 @@ from kvreplay.cli.diagnostics_out import print_diagnostics
 from kvreplay.cli.output import atomic_write, write_stderr, write_stdout
 from kvreplay.cli.progress import ProgressDisplay
 
-# Findings about trace files that cannot be read are input errors (exit 2), like FILE-*.
-_TRACE_IO = frozenset({"TRACE-PATH", "TRACE-ENCODING"})
-
 
 @contextmanager
 def _interruptible() -> Iterator[list[bool]]:
@@ -75,8 +72,6 @@ def run(args: argparse.Namespace) -> int:
         write_stderr(f"kvreplay: replay failed: {outcome.error}\n")
         return exits.FINDINGS
     if outcome.report is None:
-        if any(d.rule in _TRACE_IO for d in outcome.diagnostics):
-            return exits.USAGE
         return exits.for_diagnostics(outcome.diagnostics) or exits.FINDINGS
     if args.output:
         from kvreplay.engine.report import dumps_report

@@ -13,7 +13,7 @@ INTERRUPTED = 130
 
 # Findings that mean "the input could not be read or the command was misused": exit 2.
 IO_RULES = frozenset({"FILE-UNREADABLE", "FILE-TOO-LARGE", "FILE-BINARY", "FILE-ENCODING",
-                      "CONFIG-OVERRIDE"})
+                      "CONFIG-OVERRIDE", "TRACE-PATH", "TRACE-ENCODING"})
 
 
 def for_diagnostics(diagnostics: Iterable[Diagnostic], *, strict: bool = False) -> int:
