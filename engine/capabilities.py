@@ -30,6 +30,11 @@ CAPABILITIES: frozenset[str] = frozenset({
     "handoff:full_prompt",
     "handoff:destination_missing",
     "max_sim_time",
+    "g2:dp_rank_local",
+    "g2:cluster_shared",
+    "g2:write_through_stores",
+    "g2:restore_at_admission",
+    "placement:host_pinned_credit",
 })
 
 AGENTIC_FORMATS = ("weka", "agentic_mooncake")
@@ -58,12 +63,6 @@ def _roles(document: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any]
 def _rank(role: Mapping[str, Any]) -> Mapping[str, Any]:
     rank = role.get("rank")
     return rank if isinstance(rank, Mapping) else {}
-
-
-def _g2(document: Mapping[str, Any]) -> list[str]:
-    return [f"G2 host offload (native_host_offload) on role {name}: not executed by the bundled "
-            "engine yet"
-            for name, role in _roles(document) if _rank(role).get("native_host_offload")]
 
 
 def _g3(document: Mapping[str, Any]) -> list[str]:
@@ -121,7 +120,6 @@ def _scaling(document: Mapping[str, Any]) -> list[str]:
 
 # Checked in this order; each returns one message per occurrence.
 REFUSAL_CHECKS: tuple[tuple[str, Callable[[Mapping[str, Any]], list[str]]], ...] = (
-    ("g2", _g2),
     ("g3", _g3),
     ("speculation", _speculation),
     ("timing", _timing),

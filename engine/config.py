@@ -6,13 +6,14 @@ default (docs/native-json.md), which is what the reference normalizer fills in.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from kvreplay.engine.errors import EngineConfigError
 
-from kvreplay.native_defaults import BACKEND_BLOCK_SIZE, RANK_DEFAULTS
+from kvreplay.native_defaults import BACKEND_BLOCK_SIZE, HOST_OFFLOAD_DEFAULTS, RANK_DEFAULTS
 
 ROLE_NAMES = ("aggregated", "prefill", "decode")
 
@@ -24,6 +25,21 @@ class TimingConfig:
     kind: str
     prefill_ms: float = 0.0
     decode_ms: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class HostOffloadConfig:
+    """`native_host_offload` (G2): one pool per DP rank, or one deployment pool (shared)."""
+
+    scope: str
+    num_host_blocks: int
+    block_bytes: int
+    d2h_bandwidth_gbps: float
+    h2d_bandwidth_gbps: float
+    shared_d2h_bandwidth_gbps: float
+    shared_h2d_bandwidth_gbps: float
+    latency_to_first_byte_ms: float
+    kv_layout_id: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +63,7 @@ class RankConfig:
     kv_transfer_bandwidth: float | None
     kv_transfer_timing_mode: str
     timing: TimingConfig
+    host: HostOffloadConfig | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +133,52 @@ def _timing(raw: Any, where: str) -> TimingConfig:
     raise EngineConfigError(f"{where}.type: expected 'fixed' or 'polynomial', got {kind!r}")
 
 
+def _host(raw: Any, block_size: int, bytes_per_token: Any, caching: bool, backend: str,
+          where: str) -> HostOffloadConfig | None:
+    if raw is None:
+        return None
+    data = {**HOST_OFFLOAD_DEFAULTS, **_mapping(raw, where)}
+    if backend != "vllm":
+        raise EngineConfigError(f"{where}: native_host_offload is supported only for backend=vllm")
+    if not caching:
+        raise EngineConfigError(f"{where}: native_host_offload requires enable_prefix_caching=true")
+    if isinstance(bytes_per_token, bool) or not isinstance(bytes_per_token, int) \
+            or bytes_per_token <= 0:
+        raise EngineConfigError(f"{where}: native_host_offload requires kv_cache_bytes_per_token "
+                                "to derive the physical host block size")
+    scope = data["scope"]
+    if scope not in ("dp_rank_local", "cluster_shared"):
+        raise EngineConfigError(f"{where}.scope: unknown host_offload.scope {scope!r}; expected "
+                                "'dp_rank_local' or 'cluster_shared'")
+    layout = data["kv_layout_id"]
+    if layout is not None and not isinstance(layout, str):
+        raise EngineConfigError(f"{where}.kv_layout_id: expected a string, got {layout!r}")
+    if scope == "cluster_shared" and not layout:
+        raise EngineConfigError(f"{where}: cluster_shared native_host_offload requires a "
+                                "nonempty kv_layout_id")
+    return HostOffloadConfig(
+        scope=scope,
+        num_host_blocks=_int(data.get("num_host_blocks"), f"{where}.num_host_blocks"),
+        block_bytes=block_size * bytes_per_token,
+        d2h_bandwidth_gbps=_finite(data["d2h_bandwidth_gbps"], f"{where}.d2h_bandwidth_gbps"),
+        h2d_bandwidth_gbps=_finite(data["h2d_bandwidth_gbps"], f"{where}.h2d_bandwidth_gbps"),
+        shared_d2h_bandwidth_gbps=_finite(data["shared_d2h_bandwidth_gbps"],
+                                          f"{where}.shared_d2h_bandwidth_gbps"),
+        shared_h2d_bandwidth_gbps=_finite(data["shared_h2d_bandwidth_gbps"],
+                                          f"{where}.shared_h2d_bandwidth_gbps"),
+        latency_to_first_byte_ms=_finite(data["latency_to_first_byte_ms"],
+                                         f"{where}.latency_to_first_byte_ms"),
+        kv_layout_id=layout,
+    )
+
+
+def _finite(value: Any, where: str) -> float:
+    out = _float(value, where)
+    if not math.isfinite(out):
+        raise EngineConfigError(f"{where}: expected a finite number >= 0, got {value!r}")
+    return out
+
+
 def parse_rank(raw: Any, role_name: str, where: str) -> RankConfig:
     data = {**RANK_DEFAULTS, **_mapping(raw, where)}
     backend = data.get("backend", "vllm")
@@ -132,11 +195,11 @@ def parse_rank(raw: Any, role_name: str, where: str) -> RankConfig:
     if preemption not in ("lifo", "fifo"):
         raise EngineConfigError(f"{where}.preemption_mode: unknown mode {preemption!r}")
     bandwidth = data["kv_transfer_bandwidth"]
+    block_size = _int(data.get("block_size", BACKEND_BLOCK_SIZE[backend]), f"{where}.block_size")
     return RankConfig(
         backend=backend,
         worker_type=worker_type,
-        block_size=_int(data.get("block_size", BACKEND_BLOCK_SIZE[backend]),
-                        f"{where}.block_size"),
+        block_size=block_size,
         num_gpu_blocks=_int(data["num_gpu_blocks"], f"{where}.num_gpu_blocks"),
         max_num_seqs=_opt_int(data["max_num_seqs"], f"{where}.max_num_seqs"),
         max_num_batched_tokens=_opt_int(data["max_num_batched_tokens"],
@@ -156,6 +219,9 @@ def parse_rank(raw: Any, role_name: str, where: str) -> RankConfig:
             bandwidth, f"{where}.kv_transfer_bandwidth"),
         kv_transfer_timing_mode=mode,
         timing=_timing(data["timing_model"], f"{where}.timing_model"),
+        host=_host(data.get("native_host_offload"), block_size,
+                   data.get("kv_cache_bytes_per_token"), bool(data["enable_prefix_caching"]),
+                   backend, f"{where}.native_host_offload"),
     )
 
 

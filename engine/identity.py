@@ -18,11 +18,14 @@ ROOT = -1  # parent of block 0 (identities are >= 0; fresh output identities are
 
 
 class BlockIdentities:
-    __slots__ = ("_ids", "_next_fresh")
+    __slots__ = ("_ids", "_next_fresh", "keys")
 
-    def __init__(self) -> None:
+    def __init__(self, keep_keys: bool = False) -> None:
         self._ids: dict[tuple[int, object], int] = {}
         self._next_fresh = -2
+        # identity -> (parent, content), kept only when something must read a block's tokens back
+        # (the G2 tier orders its LRU ties by the reference's block hashes).
+        self.keys: list[tuple[int, object]] | None = [] if keep_keys else None
 
     def __len__(self) -> int:
         return len(self._ids)
@@ -34,6 +37,8 @@ class BlockIdentities:
         if ident is None:
             ident = len(self._ids)
             self._ids[key] = ident
+            if self.keys is not None:
+                self.keys.append(key)
             return ident, True
         return ident, False
 
@@ -91,6 +96,8 @@ class BlockIdentities:
             if ident is None:
                 ident = len(ids)
                 ids[key] = ident
+                if self.keys is not None:
+                    self.keys.append(key)
             out.append(ident)
             parent = ident
         return out

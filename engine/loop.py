@@ -20,6 +20,7 @@ from typing import Any
 
 from kvreplay.engine.config import EngineConfig, RoleConfig
 from kvreplay.engine.errors import EngineError, Interrupted, ReplayStalled
+from kvreplay.engine.host_runtime import HostRuntime
 from kvreplay.engine.identity import BlockIdentities
 from kvreplay.engine.kv_index import KvIndex
 from kvreplay.engine.records import RequestRecord
@@ -31,7 +32,8 @@ from kvreplay.engine.simtime import ms_to_ns, ns_to_ms
 from kvreplay.engine.traces.request import TraceRequest, Workload
 from kvreplay.engine.worker import Worker, stamp_token
 
-PASS_DONE, KV_VISIBLE, TRANSFER_DONE, WORKER_READY = 0, 1, 2, 3
+# Event kinds, in their order at one instant (G2 copies complete before pass completions).
+HOST_DONE, PASS_DONE, KV_VISIBLE, TRANSFER_DONE, WORKER_READY = 0, 1, 2, 3, 4
 PROGRESS_EVERY = 2048
 
 Router = RoundRobinRouter | KvRouter
@@ -70,7 +72,8 @@ class Simulation:
         self.stepwise = stepwise
         self.progress = progress
         self.should_stop = should_stop
-        self.identities = BlockIdentities()
+        has_host = any(role.rank.host is not None for role in cfg.roles)
+        self.identities = BlockIdentities(keep_keys=has_host)
         self.stats = RankStats()
         kv = cfg.router.policy == "kv_router"
         self.pools: list[Pool] = []
@@ -85,6 +88,7 @@ class Simulation:
             self.pools.append(pool)
         self.workers: list[Worker] = [w for pool in self.pools for w in pool.workers]
         self.pool_of = {pool.name: pool for pool in self.pools}
+        self.host = HostRuntime(self) if has_host else None
         self.lag_ns = ms_to_ns(cfg.router.kv_event_lag_ms) if kv else 0
         self.heap: list[tuple[int, int, int, int, int, Any]] = []
         self.seq_no = 0
@@ -148,11 +152,14 @@ class Simulation:
                 _, kind, _, _, _, payload = heapq.heappop(heap)
                 if kind == PASS_DONE:
                     self._pass_done(payload)
+                elif kind == HOST_DONE:
+                    assert self.host is not None
+                    self.host.on_event(payload)
                 elif kind == WORKER_READY:
                     self._start(payload)
                 elif kind == KV_VISIBLE:
-                    pool, scheduler_id, events = payload
-                    pool.index.apply(scheduler_id, events)
+                    pool, scheduler_id, events, tier = payload
+                    pool.index.apply(scheduler_id, events, tier)
                 else:
                     self._transfer_done(payload)
             next_release = workload.next_release_ms()
@@ -195,6 +202,10 @@ class Simulation:
         facts.preemptions_total = self.stats.preemptions
         facts.duration_ms = max((r.terminal_time_ms for r in self.records
                                  if r.terminal_time_ms is not None), default=0.0)
+        if self.host is not None:
+            facts.has_host_tier = True
+            facts.g2_domains = self.host.g2_domains()
+            facts.host_transfers = self.host.totals()
         return RunResult(sorted(self.records, key=lambda r: r.ordinal), facts)
 
     def _start(self, worker: Worker) -> None:
@@ -202,6 +213,31 @@ class Simulation:
             end = worker.start_pass(self.now, self.stepwise)
             if end is not None:
                 self._push(end, PASS_DONE, worker.gid, (worker, worker.version))
+                if self.host is not None:
+                    self.host.after_start(worker)
+
+    def _wake(self, worker: Worker) -> None:
+        """An idle worker got work outside a pass (a G2 completion): start when its pool would."""
+        if self.cfg.mode == "aggregated":
+            self.dirty.add(worker.gid)
+        else:
+            self._push(self.now, WORKER_READY, worker.gid, worker)
+
+    def _publish(self, rank: Rank, events: list[tuple[int, int]], visible_ns: int,
+                 tier: int) -> None:
+        """Router-visible KV events of a rank, published at `visible_ns` (+ the event lag)."""
+        pool = self.pool_of[rank.pool_name]
+        if pool.index is None:
+            return
+        at = visible_ns + self.lag_ns
+        if at <= self.now:
+            pool.index.apply(rank.scheduler_id, events, tier)
+        else:
+            self._push(at, KV_VISIBLE, self.workers_of_rank(rank), (pool, rank.scheduler_id,
+                                                                     events, tier))
+
+    def workers_of_rank(self, rank: Rank) -> int:
+        return self.pool_of[rank.pool_name].workers[rank.worker_id].gid
 
     def _push(self, at: int, kind: int, key: int, payload: Any) -> None:
         self.seq_no += 1
@@ -219,6 +255,8 @@ class Simulation:
 
     def _arrive(self, req: TraceRequest) -> None:
         now = self.now
+        if self.host is not None:
+            self.host.observe_prompt(req.prompt)
         rec = RequestRecord(req.ordinal, req.request_id, ns_to_ms(now), req.input_length,
                             req.output_length, req.session_id, req.turn_index)
         self.records.append(rec)
@@ -275,9 +313,11 @@ class Simulation:
                 if events:
                     if self.lag_ns:
                         self._push(now + self.lag_ns, KV_VISIBLE, worker.gid,
-                                   (pool, rank.scheduler_id, events))
+                                   (pool, rank.scheduler_id, events, 0))
                     else:
-                        pool.index.apply(rank.scheduler_id, events)
+                        pool.index.apply(rank.scheduler_id, events, 0)
+        if self.host is not None:
+            self.host.at_boundary(worker)
         if worker.deferred:
             deferred, worker.deferred = worker.deferred, []
             for action in deferred:
@@ -361,8 +401,15 @@ class Simulation:
         if not pool.can_allocate(fresh, hit_ids):
             return False
         pool.acquire_hits(hit_ids, dseq.blocks)
+        if pool.pending is not None and pool.allocate_tracked(fresh, dseq.blocks):
+            # Handoff KV is never received into capacity a D2H copy still reads: cancel, and
+            # retry once the rank sees the copy complete (checked against the reference).
+            pool.release(dseq.blocks)
+            dseq.blocks = []
+            return False
+        if pool.pending is None:
+            pool.allocate(fresh, dseq.blocks)
         dseq.registered = hits
-        pool.allocate(fresh, dseq.blocks)
         now = self.now
         dseq.rec.destination_reserved_ms = ns_to_ms(now)
         source = self.pools[0].role.rank

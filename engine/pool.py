@@ -20,8 +20,8 @@ REMOVED = 0
 
 
 class BlockPool:
-    __slots__ = ("by_ident", "capacity", "events", "ident", "lru", "n_copies", "next_handle",
-                 "refs")
+    __slots__ = ("by_ident", "capacity", "dep", "events", "free_slots", "ident", "lru",
+                 "n_copies", "next_handle", "pending", "refs")
 
     def __init__(self, capacity: int, record_events: bool) -> None:
         self.capacity = capacity
@@ -32,6 +32,19 @@ class BlockPool:
         self.by_ident: dict[int, list[int]] = {}
         self.lru: OrderedDict[int, None] = OrderedDict()
         self.events: list[tuple[int, int]] | None = [] if record_events else None
+        # Private G2 only (track_copies): a physical block whose contents a D2H copy still reads
+        # carries that store's transfer id; reusing its capacity before the copy completes must
+        # wait for it. Free capacity is then a stack of slots, each with the copy it waits on
+        # (as the reference's pool: released capacity is pushed, reservations take the top).
+        self.pending: dict[int, int] | None = None  # store id -> completion time (ns)
+        self.dep: dict[int, int] = {}
+        self.free_slots: list[int | None] = []
+
+    def track_copies(self, pending: dict[int, int]) -> None:
+        """Track D2H copies reading G1 blocks (`pending`: store id -> deadline, owned by the
+        rank's G2 client, entries removed when the copy's completion is delivered)."""
+        self.pending = pending
+        self.free_slots = [None] * (self.capacity - self.n_copies)
 
     # -- queries -------------------------------------------------------------------------------
 
@@ -82,6 +95,9 @@ class BlockPool:
 
     def allocate(self, fresh: int, into: list[int]) -> None:
         """Append `fresh` private blocks to `into` (caller checked can_allocate)."""
+        if self.pending is not None:
+            self.allocate_tracked(fresh, into)
+            return
         for _ in range(fresh):
             if self.n_copies >= self.capacity:
                 self.evict_one()
@@ -91,6 +107,60 @@ class BlockPool:
             self.refs[handle] = 1
             self.n_copies += 1
             into.append(handle)
+
+    def allocate_tracked(self, fresh: int, into: list[int]) -> list[int]:
+        """allocate(), returning the store ids still copying out of the reused capacity.
+
+        As the reference reserves capacity: the top of the free stack, then evicted LRU heads,
+        handed out last-reserved first (so evicted capacity is written before free capacity).
+        """
+        pending = self.pending
+        assert pending is not None
+        waits: list[int] = []
+        dep = self.dep
+        free = self.free_slots
+        take = fresh if fresh <= len(free) else len(free)
+        reserved = free[len(free) - take:]
+        del free[len(free) - take:]
+        for _ in range(fresh - take):
+            reserved.append(self.evict_one())
+        for slot in reversed(reserved):
+            handle = self.next_handle
+            self.next_handle = handle + 1
+            self.ident[handle] = None
+            self.refs[handle] = 1
+            self.n_copies += 1
+            if slot is not None and slot in pending:
+                dep[handle] = slot
+                waits.append(slot)
+            into.append(handle)
+        return waits
+
+    def mark_copying(self, handle: int, store_id: int) -> None:
+        self.dep[handle] = store_id
+
+    def copy_pending(self, handle: int) -> bool:
+        """Whether a D2H copy still reads this block or the capacity it was allocated over."""
+        store_id = self.dep.get(handle)
+        if store_id is None:
+            return False
+        assert self.pending is not None
+        if store_id in self.pending:
+            return True
+        del self.dep[handle]
+        return False
+
+    def _slot_dep(self, handle: int) -> int | None:
+        store_id = self.dep.pop(handle, None)
+        if store_id is not None and self.pending is not None and store_id in self.pending:
+            return store_id
+        return None
+
+    def hold(self, handles: list[int]) -> None:
+        """A shared-pool store keeps the blocks it copies in use until the copy completes."""
+        refs = self.refs
+        for handle in handles:
+            refs[handle] += 1
 
     def register(self, handle: int, ident: int) -> None:
         """A private block became full and computed: enter the prefix cache under `ident`."""
@@ -110,16 +180,23 @@ class BlockPool:
         lru = self.lru
         for handle in reversed(handles):
             if ident[handle] is None:
+                left = refs[handle] - 1
+                if left:
+                    refs[handle] = left
+                    continue
                 del ident[handle]
                 del refs[handle]
                 self.n_copies -= 1
+                if self.pending is not None:
+                    self.free_slots.append(self._slot_dep(handle))
                 continue
             left = refs[handle] - 1
             refs[handle] = left
             if left == 0:
                 lru[handle] = None
 
-    def evict_one(self) -> None:
+    def evict_one(self) -> int | None:
+        """Evict the LRU head; return the store id still copying out of it (private G2)."""
         handle, _ = self.lru.popitem(last=False)
         ident = self.ident.pop(handle)
         del self.refs[handle]
@@ -131,6 +208,7 @@ class BlockPool:
             del self.by_ident[ident]
             if self.events is not None and ident >= 0:
                 self.events.append((REMOVED, ident))
+        return self._slot_dep(handle) if self.dep else None
 
     def take_events(self) -> list[tuple[int, int]]:
         events = self.events
@@ -142,6 +220,8 @@ class BlockPool:
     def check(self) -> None:
         """Invariants (tests): copies within capacity, LRU = cached copies nobody references."""
         assert 0 <= self.n_copies <= self.capacity, (self.n_copies, self.capacity)
+        if self.pending is not None:
+            assert len(self.free_slots) == self.capacity - self.n_copies
         assert len(self.ident) == len(self.refs) == self.n_copies
         idle = {h for h, r in self.refs.items() if r == 0}
         assert idle == set(self.lru), "LRU must hold exactly the unreferenced cached copies"

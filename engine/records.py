@@ -75,8 +75,8 @@ class Admission:
         pool_admission_ordinal: int,
         at_ms: float,
         reused_input_tokens: int,
-        g1_reused_input_tokens: int,
-        host_reused_input_tokens: int,
+        g1_reused_input_tokens: int | None,
+        host_reused_input_tokens: int | None,
         is_readmission: bool,
     ) -> None:
         self.admission_ordinal = admission_ordinal

@@ -234,7 +234,7 @@ def per_request_row(r: RequestRecord) -> dict[str, Any]:
         "reused_input_tokens": r.reused_input_tokens,
         "admission_count": len(r.admission_history),
         "readmission_count": r.readmission_count,
-        "admission_history": [_admission(a.to_dict(), host_tier) for a in r.admission_history],
+        "admission_history": [_admission(a.to_dict()) for a in r.admission_history],
         "routing_history": [d.to_dict() for d in r.routing_history],
         "terminal_status": r.terminal_status,
     }
@@ -247,8 +247,9 @@ def per_request_row(r: RequestRecord) -> dict[str, Any]:
     return row
 
 
-def _admission(entry: dict[str, Any], host_tier: bool) -> dict[str, Any]:
-    if not host_tier:
+def _admission(entry: dict[str, Any]) -> dict[str, Any]:
+    """The g1/host split exists only for a first admission into a pool with G2."""
+    if entry.get("g1_reused_input_tokens") is None:
         entry.pop("g1_reused_input_tokens", None)
         entry.pop("host_reused_input_tokens", None)
     return entry
@@ -329,6 +330,13 @@ def facts_from_core(core: CoreFacts, *, sla: Sla | None = None,
         gpus[role] = max(gpus[role], pool.gpus_per_worker)
     end_s = max(core.end_ms / 1000.0, 1e-9)
     meta = {key: getattr(core, key) for key in _CORE_META if hasattr(core, key)}
+    extra: dict[str, Any] = {}
+    domains = getattr(core, "g2_domains", None)
+    if domains is not None:  # the reference reports the shared pool only
+        extra["g2_domains"] = domains
+    transfers = getattr(core, "host_transfers", None)
+    if transfers is not None:
+        extra["g2_transfers"] = transfers
     return RunFacts(
         prefill_workers=workers["prefill"], decode_workers=workers["decode"],
         prefill_gpus_per_worker=gpus["prefill"], decode_gpus_per_worker=gpus["decode"],
@@ -336,7 +344,7 @@ def facts_from_core(core: CoreFacts, *, sla: Sla | None = None,
         decode_worker_seconds=workers["decode"] * end_s,
         committed_prefill_tokens=core.committed_prefill_tokens,
         kv_eviction_policy=core.kv_eviction_policy, sla=sla, wall_time_ms=wall_time_ms,
-        meta=meta)
+        summary_extra=extra, meta=meta)
 
 
 def report_from_run(result: CoreResult, *, sla: Sla | None = None,

@@ -39,7 +39,9 @@ class RunFacts:
         "duration_ms",
         "end_ms",
         "fast_forwarded_passes",
+        "g2_domains",
         "has_host_tier",
+        "host_transfers",
         "kv_eviction_policy",
         "max_sim_time_ms",
         "mode",
@@ -68,6 +70,8 @@ class RunFacts:
         self.stepwise = False
         self.kv_eviction_policy = "lru"
         self.has_host_tier = False  # first_admission_{g1,host}_* stay None without G2
+        self.g2_domains: list[dict[str, int]] | None = None  # the shared pool, when there is one
+        self.host_transfers: dict[str, Any] | None = None  # G2 copy totals (host_runtime.py)
         self.approximations: list[str] = []
         self.max_sim_time_ms: float | None = None
         self.stopped_at_time_cap = False  # requests not terminal at the cap have status None

@@ -72,8 +72,8 @@ class RoundRobinRouter:
 class KvRouter:
     """Cost-based placement with router-side load tracking (one instance per pool)."""
 
-    __slots__ = ("_blocks", "_cursor", "_live", "_prefill", "_rng", "assume_reuse", "block_size",
-                 "cfg", "dp_size", "index", "pool_name", "ranks", "track_blocks",
+    __slots__ = ("_blocks", "_cursor", "_effective", "_live", "_prefill", "_rng", "assume_reuse",
+                 "block_size", "cfg", "dp_size", "index", "pool_name", "ranks", "track_blocks",
                  "track_prefill")
 
     def __init__(self, pool_name: str, ranks: Sequence[Rank], dp_size: int, block_size: int,
@@ -94,11 +94,19 @@ class KvRouter:
         self._live: dict[Seq, tuple[int, int, list[int]]] = {}
         self._cursor = 0
         self._rng = random.Random(cfg.seed)
+        self._effective = 0.0  # the placed request's device + weighted host overlap, in blocks
 
-    def costs(self, chain: list[int], input_length: int) -> tuple[list[float], list[int]]:
-        """Each scheduler's cost for this request, and its device overlap in blocks."""
+    def costs(self, chain: list[int], input_length: int) -> tuple[list[float], list[float]]:
+        """Each scheduler's cost for this request, and its effective overlap in blocks: device
+        prefix + host_cache_hit_weight x host-pinned blocks contiguous beyond it."""
         n = len(self.ranks)
-        overlaps = self.index.overlaps(chain, n) if self.index is not None else [0] * n
+        if self.index is not None:
+            device = self.index.overlaps(chain, n)
+            host = self.index.host_extensions(chain, device)
+        else:
+            device = host = [0] * n
+        weight = self.cfg.host_cache_hit_weight
+        overlaps = [d + weight * h if h else float(d) for d, h in zip(device, host, strict=True)]
         bs = self.block_size
         credit = self.cfg.overlap_score_credit
         scale = self.cfg.prefill_load_scale
@@ -107,7 +115,8 @@ class KvRouter:
             cost = 0.0
             if self.track_prefill:
                 raw = (self._prefill[s] + input_length) / bs
-                adjusted = raw - credit * overlaps[s]
+                # The reference turns cache credit off altogether when overlap_score_credit is 0.
+                adjusted = raw - (credit * device[s] + weight * host[s] if credit else 0.0)
                 if adjusted > 0:
                     cost = scale * adjusted
             if self.track_blocks:
@@ -124,12 +133,13 @@ class KvRouter:
         costs, overlaps = self.costs(chain, input_length)
         chosen = self._pick(costs)
         target = self.ranks[chosen]
-        selected = overlaps[chosen]
+        self._effective = overlaps[chosen]
+        selected = _round_half_up(overlaps[chosen])
         decision = RoutingDecision(
             self.pool_name, chosen // self.dp_size, chosen % self.dp_size, target.scheduler_id,
             reported_overlap_tokens=selected * self.block_size,
             selected_overlap_blocks=selected,
-            best_available_overlap_blocks=max(overlaps),
+            best_available_overlap_blocks=max(_round_half_up(o) for o in overlaps),
         )
         return target, decision
 
@@ -164,7 +174,10 @@ class KvRouter:
         s = seq.scheduler.scheduler_id  # type: ignore[attr-defined]
         tokens = 0
         if self.track_prefill:
-            tokens = max(seq.input_length - overlap_blocks * self.block_size, 0)
+            # The booked estimate rounds the weighted overlap in tokens (checked against the
+            # reference: 33 tokens, 1 device + 7 host blocks of 4 at weight 0.75 book 8).
+            cached = _round_half_up(self._effective * self.block_size)
+            tokens = max(seq.input_length - cached, 0)
             self._prefill[s] += tokens
         if self.track_blocks:
             active = self._blocks[s]
@@ -193,3 +206,8 @@ class KvRouter:
                 active[ident] = left
             else:
                 del active[ident]
+
+
+def _round_half_up(value: float) -> int:
+    """Round half away from zero (the reference's f64::round): 1.5 -> 2, 0.5 -> 1."""
+    return math.floor(value + 0.5)

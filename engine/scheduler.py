@@ -18,14 +18,19 @@ last token, so a later request in the same pass already hits them (checked again
 from __future__ import annotations
 
 from collections import deque
+from typing import TYPE_CHECKING
 
 from kvreplay.engine.config import RankConfig
+from kvreplay.engine.host_client import DEFER, DEFERRED, MISS, QUEUED, RETRY
 from kvreplay.engine.identity import BlockIdentities
 from kvreplay.engine.pool import BlockPool
 from kvreplay.engine.records import Admission
 from kvreplay.engine.sequence import PREEMPTED, RUNNING, WAITING, Seq
 from kvreplay.engine.simtime import ns_to_ms
 from kvreplay.engine.timing import PassTimer
+
+if TYPE_CHECKING:
+    from kvreplay.engine.host_client import HostClient
 
 UNLIMITED = 1 << 62
 
@@ -62,6 +67,7 @@ class Rank:
 
     __slots__ = (
         "_budget",
+        "_cnb",
         "_cursor",
         "_last_used",
         "_preempted",
@@ -69,12 +75,15 @@ class Rank:
         "_prefill_prefix",
         "_prefill_tokens",
         "_prefills",
+        "_retry_skipped",
         "_scheduled",
         "block_size",
         "budget",
         "caching",
         "chunked",
+        "connector",
         "dp_rank",
+        "host",
         "identities",
         "is_decode",
         "is_prefill",
@@ -118,9 +127,21 @@ class Rank:
         self.running: list[Seq] = []
         self.waiting: deque[Seq] = deque()
         self.pending: deque[Seq] = deque()  # P/D decode: destinations waiting for blocks
+        # G2 (set up by the loop when the role has native_host_offload): the rank's pool
+        # membership, the connector-waiting queue (vLLM's skipped_waiting: requests whose
+        # restore is queued, deferred or done, tried before ordinary waiting ones), and the
+        # earliest time this rank may compute (private D2H copies still reading its capacity).
+        self.host: HostClient | None = None
+        self.connector: list[Seq] = []
+        self._cnb = 0
+        self._retry_skipped: list[Seq] = []
 
     def has_work(self) -> bool:
-        return bool(self.running or self.waiting)
+        return bool(self.running or self.waiting) or self.connector_ready()
+
+    def connector_ready(self) -> bool:
+        """A connector waiter that is not sleeping on transfer progress."""
+        return any(not seq.sleeping for seq in self.connector)
 
     def remaining_generation(self, seq: Seq) -> int:
         left = seq.max_output - seq.generated
@@ -164,7 +185,12 @@ class Rank:
             elif result == BLOCKED:
                 break
             # CURRENT_PREEMPTED: the list shifted onto the next request
-        if admit and not self._preempted:
+        host = self.host
+        if host is not None:
+            if admit and not self._preempted:
+                self._admit_waiting_host(now_ns, outcome, host)
+            host.observe_stores(self._scheduled)
+        elif admit and not self._preempted:
             self._admit_waiting(now_ns, outcome)
         prefill_ns = 0
         n = self._prefills
@@ -173,7 +199,10 @@ class Rank:
             mean_new = self._prefill_isl // n - self._prefill_prefix // n
             prefill_ns = self.timer.prefill_ns(n * mean_new)
         self.stats.committed_prompt_tokens += self._prefill_tokens
-        return prefill_ns + self._emit(outcome)
+        compute_ns = prefill_ns + self._emit(outcome)
+        if self._cnb > now_ns:  # the whole pass waits for the D2H copies its capacity needs
+            return self._cnb - now_ns + compute_ns
+        return compute_ns
 
     def _admit_waiting(self, now_ns: int, outcome: PassOutcome) -> None:
         running = self.running
@@ -208,13 +237,138 @@ class Rank:
                     cached = hits * bs
                 if known_blocks - active_hits > self.num_blocks - pool.num_active():
                     break  # wait for capacity
-            result = self._schedule(seq, cached, outcome)
-            if result != SCHEDULED:
+            if not self._admit(seq, cached, now_ns, outcome):
                 break
-            self._record_admission(seq, now_ns, cached)
-            outcome.changes += 1
-            if self._last_used == 0 and self._budget == 0:
+
+    def _admit(self, seq: Seq, cached: int, now_ns: int, outcome: PassOutcome) -> bool:
+        """Schedule an accepted waiting request's first chunk; False stops admitting."""
+        if self._schedule(seq, cached, outcome) != SCHEDULED:
+            return False
+        self._record_admission(seq, now_ns, cached)
+        outcome.changes += 1
+        return not (self._last_used == 0 and self._budget == 0)
+
+    def _admit_waiting_host(self, now_ns: int, outcome: PassOutcome, host: HostClient) -> None:
+        """_admit_waiting with a G2 pool (engine.md section 3; vLLM's connector-waiting flow).
+
+        Connector waiters that are not sleeping go first. A fresh request looks the pool up
+        after its raw G1 hit; a host hit that passes the admission check starts a restore and
+        waits; an activated request (its restore completed) is admitted with the restored
+        prefix. Lookups change LRU recency, so none happens without budget left.
+        """
+        running = self.running
+        bs = self.block_size
+        pool = self.pool
+        self._retry_skipped = []
+        while not self._preempted and len(running) < self.max_seqs and self._budget > 0:
+            # A decode rank with G2 serves handoffs whose KV already arrived before other
+            # waiting requests (vLLM's skipped_waiting first), so a restore waiting for
+            # capacity cannot starve them (checked against the reference).
+            prefer_materialized = bool(self.pending) or (self.is_decode and any(
+                s.materialized for s in self.waiting))
+            seq = None
+            for candidate in self.connector:
+                if not candidate.sleeping:
+                    seq = candidate
+                    break
+            if seq is None:
+                if not self.waiting:
+                    break
+                seq = self._next_waiting(prefer_materialized)
+                if seq is None:
+                    break
+            known = seq.input_length + seq.generated
+            known_blocks = -(-known // bs)
+            if (self.max_model_len is not None and seq.input_length >= self.max_model_len) or (
+                    not seq.materialized and seq.pool_admissions == 0
+                    and known_blocks > self.num_blocks):
+                self._reject(seq, outcome)  # rejected before any G2 lookup
+                continue
+            hit_base = hit_blocks = raw = 0
+            reserved = 0
+            active_hits = 0
+            cached = 0
+            if seq.materialized:
+                pass
+            elif seq.activated:
+                # The restored prefix is frozen: further G1 hits count as new tokens.
+                cached = seq.loaded_prefix * bs
+                reserved = seq.loaded_prefix
+                active_hits = seq.loaded_prefix
+            else:
+                hits, active_hits = pool.lookup(seq.block_ids, known // bs)
+                raw = hits * bs
+                found, hit_base, hit_blocks = host.lookup(seq, raw)
+                if found == DEFER:
+                    host.pool.stats.restores_deferred += 1
+                    self._skip(seq, until_progress=True)
+                    continue
+                if found == MISS:
+                    hit_blocks = 0
+                cached = raw
+            if not seq.materialized:
+                if seq.generated < seq.max_output:  # needs logits: recompute the last token
+                    cap = (known - 1) // bs * bs
+                    if cached > cap:
+                        cached = cap
+                    if active_hits * bs > cached:
+                        active_hits = cached // bs
+                available = self.num_blocks - pool.num_active()
+                if hit_blocks:
+                    available -= self._inflight_prefill_blocks()
+                needed = known_blocks - (active_hits if active_hits > reserved else reserved)
+                if needed > available:
+                    break  # wait for capacity
+            if hit_blocks:
+                started = host.start_load(seq, hit_base, hit_blocks, raw, now_ns)
+                if started == QUEUED:
+                    outcome.changes += 1
+                    self._skip(seq, until_progress=True)
+                    continue
+                if started == DEFERRED:
+                    self._skip(seq, until_progress=True)
+                    continue
+                if started == RETRY:  # ready again once this pass ends
+                    self._skip(seq, until_progress=False)
+                    continue
+                break  # CAPACITY_BLOCKED: stop admitting this pass
+            if not self._admit(seq, cached, now_ns, outcome):
                 break
+        if self._retry_skipped:
+            connector = self.connector
+            for seq in reversed(self._retry_skipped):
+                connector.remove(seq)
+                connector.insert(0, seq)
+                seq.sleeping = False
+            self._retry_skipped = []
+
+    def _skip(self, seq: Seq, until_progress: bool) -> None:
+        """Park a request in the connector queue, asleep for the rest of this pass (and, when
+        `until_progress`, until a transfer of the rank's pool completes)."""
+        if not seq.in_connector:
+            self.waiting.remove(seq)
+            self.connector.append(seq)
+            seq.in_connector = True
+        seq.sleeping = True
+        if not until_progress:
+            self._retry_skipped.append(seq)
+
+    def _inflight_prefill_blocks(self) -> int:
+        """Blocks running prefills and restores will still need (vLLM's
+        _inflight_prefill_reserved_blocks): a host hit must leave room for them."""
+        bs = self.block_size
+        total = 0
+        for seq in self.running:
+            if seq.computed < seq.input_length:
+                left = -(-(seq.input_length + seq.generated) // bs) - len(seq.blocks)
+                if left > 0:
+                    total += left
+        for seq in self.connector:
+            if seq.load is not None or seq.activated:
+                left = -(-(seq.input_length + seq.generated) // bs) - seq.loaded_prefix
+                if left > 0:
+                    total += left
+        return total
 
     def _next_waiting(self, prefer_materialized: bool) -> Seq | None:
         waiting = self.waiting
@@ -230,14 +384,31 @@ class Rank:
         at_ms = ns_to_ms(now_ns)
         pool_ordinal = seq.pool_admissions
         seq.pool_admissions += 1
+        g1: int | None = None
+        host: int | None = None
+        if self.host is not None:
+            # Attribution (first admission in a pool with G2 only, as the reference reports
+            # it): G1 = min(the raw G1 hit before the restore, reused), host = the rest.
+            if seq.activated:
+                g1 = seq.orig_g1_tokens if seq.orig_g1_tokens < cached else cached
+                seq.store_cursor = cached // self.block_size
+                seq.activated = False
+            else:
+                g1 = cached
+            host = cached - g1
+            if pool_ordinal > 0:
+                g1 = host = None
+            elif not rec.admission_history:
+                rec.first_admission_g1_reused_input_tokens = g1
+                rec.first_admission_host_reused_input_tokens = host
         rec.admission_history.append(Admission(
             admission_ordinal=len(rec.admission_history),
             pool=self.pool_name,
             pool_admission_ordinal=pool_ordinal,
             at_ms=at_ms,
             reused_input_tokens=cached,
-            g1_reused_input_tokens=cached,
-            host_reused_input_tokens=0,
+            g1_reused_input_tokens=g1,
+            host_reused_input_tokens=host,
             is_readmission=pool_ordinal > 0,
         ))
         if rec.first_admit_ms is None:
@@ -296,7 +467,12 @@ class Rank:
                 self._prefill_isl += prompt_after
                 self._prefill_prefix += prompt_before
         if from_waiting:
-            self.waiting.remove(seq)
+            if seq.in_connector:
+                self.connector.remove(seq)
+                seq.in_connector = False
+                seq.sleeping = False
+            else:
+                self.waiting.remove(seq)
             seq.status = RUNNING
             self.running.append(seq)
         self._budget -= used
@@ -314,12 +490,20 @@ class Rank:
                 return False
             pool.acquire_hits(hit_ids, seq.blocks)
             seq.registered = len(hit_ids)
+        else:
+            fresh = need - len(seq.blocks)
+            if not pool.can_allocate(fresh, []):
+                return False
+        if pool.pending is None:
             pool.allocate(fresh, seq.blocks)
             return True
-        fresh = need - len(seq.blocks)
-        if not pool.can_allocate(fresh, []):
-            return False
-        pool.allocate(fresh, seq.blocks)
+        # Private G2: capacity whose old contents a D2H copy still reads is written only after
+        # that copy completes; the whole pass waits (checked against the reference).
+        pending = pool.pending
+        for store_id in pool.allocate_tracked(fresh, seq.blocks):
+            deadline = pending[store_id]
+            if deadline > self._cnb:
+                self._cnb = deadline
         return True
 
     def _register_through(self, seq: Seq, full: int) -> None:
@@ -337,6 +521,11 @@ class Rank:
         return self.running[-1] if self.lifo else self.running[0]
 
     def _preempt(self, victim: Seq, outcome: PassOutcome) -> None:
+        latest = victim.latest_store
+        # A private store still copying the victim's blocks fences this pass's compute.
+        if (latest is not None and not latest.done and latest.deadline is not None
+                and latest.deadline > self._cnb):
+            self._cnb = latest.deadline
         index = self.running.index(victim)
         del self.running[index]
         if index < self._cursor:
@@ -363,7 +552,12 @@ class Rank:
         outcome.changes += 1
 
     def _reject(self, seq: Seq, outcome: PassOutcome) -> None:
-        self.waiting.remove(seq)
+        if seq.in_connector:
+            self.connector.remove(seq)
+            seq.in_connector = False
+            seq.sleeping = False
+        else:
+            self.waiting.remove(seq)
         if seq.blocks:  # a P/D destination already holding its transferred prompt
             self.pool.release(seq.blocks)
             seq.blocks = []

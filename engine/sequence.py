@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from kvreplay.engine.records import RequestRecord
 from kvreplay.engine.traces.request import TraceRequest
+
+if TYPE_CHECKING:
+    from kvreplay.engine.host_pool import Transfer
 
 WAITING = 0
 RUNNING = 1
@@ -21,22 +26,30 @@ class Seq:
     """
 
     __slots__ = (
+        "activated",
         "block_ids",
         "blocks",
         "computed",
         "generated",
         "hidden",
+        "in_connector",
         "input_length",
         "last_token_ns",
+        "latest_store",
+        "load",
+        "loaded_prefix",
         "materialized",
         "max_output",
+        "orig_g1_tokens",
         "partner",
         "pool_admissions",
         "rec",
         "registered",
         "req",
         "scheduler",
+        "sleeping",
         "status",
+        "store_cursor",
     )
 
     def __init__(self, req: TraceRequest, rec: RequestRecord, block_ids: list[int],
@@ -57,6 +70,17 @@ class Seq:
         self.last_token_ns = 0
         self.partner: Seq | None = None  # P/D: the prefill-side Seq holding the source KV
         self.scheduler: object = None  # the Rank it was placed on
+        # G2 (host_client.py): write-through cursor in prompt blocks, the latest store cohort,
+        # a restore in flight or completed (activated) and what it brought, and the
+        # connector-queue state (sleeping = waits for transfer progress).
+        self.store_cursor = 0
+        self.latest_store: Transfer | None = None
+        self.load: Transfer | None = None
+        self.activated = False
+        self.orig_g1_tokens = 0
+        self.loaded_prefix = 0
+        self.in_connector = False
+        self.sleeping = False
 
     def __repr__(self) -> str:
         return (f"Seq({self.req.request_id!r}, computed={self.computed}, "

@@ -58,6 +58,7 @@ class Worker:
         "dp_interval",
         "gid",
         "outcome",
+        "pass_end",
         "pass_index",
         "pass_start",
         "pool_name",
@@ -80,6 +81,7 @@ class Worker:
         self.version = 0
         self.pass_index = 0
         self.pass_start = 0
+        self.pass_end = 0
         self.outcome: PassOutcome | None = None
         self.stretch_k = 0  # > 0 while a fast-forwarded stretch is in flight
         self.stretch_d = 0  # uniform pass duration, or 0 when stretch_ends holds each pass end
@@ -88,7 +90,7 @@ class Worker:
         self.dp_interval = prefill_schedule_interval if len(ranks) > 1 else 1
 
     def has_work(self) -> bool:
-        return any(rank.running or rank.waiting for rank in self.ranks)
+        return any(rank.has_work() for rank in self.ranks)
 
     # -- starting a pass ---------------------------------------------------------------------------
 
@@ -104,7 +106,7 @@ class Worker:
         duration = 0
         cadence = self.dp_interval == 1 or self.pass_index % self.dp_interval == 0
         for rank in self.ranks:
-            if not (rank.running or rank.waiting):
+            if not rank.has_work():
                 continue
             admit = cadence or not any(seq.generated for seq in rank.running)
             d = rank.plan(now_ns, outcome, admit)
@@ -116,7 +118,8 @@ class Worker:
         self.busy = True
         self.outcome = outcome
         self.pass_start = now_ns
-        return now_ns + duration
+        self.pass_end = now_ns + duration
+        return self.pass_end
 
     def _pure_passes(self) -> int:
         """How many upcoming passes are pure decode passes (0 when the next one is not)."""
@@ -124,7 +127,10 @@ class Worker:
         any_running = False
         for rank in self.ranks:
             running = rank.running
-            if rank.waiting and len(running) < rank.max_seqs:
+            if (rank.waiting or rank.connector_ready()) and len(running) < rank.max_seqs:
+                return 0
+            host = rank.host
+            if host is not None and not host.quiet(running):
                 return 0
             if not running:
                 continue
@@ -155,6 +161,9 @@ class Worker:
         k = self._pure_passes()
         if k < MIN_STRETCH:
             return None
+        for rank in self.ranks:
+            if rank._cnb > now_ns:  # a G2 fence delays the next pass
+                return None
         fixed = all(rank.timer.fixed for rank in self.ranks)
         self.busy = True
         self.outcome = None
@@ -179,6 +188,18 @@ class Worker:
             ends.append(t)
         self.stretch_ends = ends
         return t
+
+    def next_boundary(self, now_ns: int) -> int:
+        """The first pass end at or after now_ns of the pass or stretch in flight (busy only)."""
+        if not self.stretch_k:
+            return self.pass_end
+        start = self.pass_start
+        if self.stretch_ends is None:
+            d = self.stretch_d
+            j = max(1, -(-(now_ns - start) // d))
+            return start + min(j, self.stretch_k) * d
+        j = max(1, bisect_left(self.stretch_ends, now_ns) + 1)
+        return self.stretch_ends[min(j, self.stretch_k) - 1]
 
     # -- cutting and finishing -------------------------------------------------------------------
 

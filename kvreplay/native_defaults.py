@@ -33,3 +33,14 @@ RANK_DEFAULTS: dict[str, Any] = {
 
 def block_size_default(backend: str) -> int:
     return BACKEND_BLOCK_SIZE.get(backend, 64)
+
+# `native_host_offload` (G2) fields a native spec may leave out (reference 1.6.1).
+HOST_OFFLOAD_DEFAULTS: dict[str, Any] = {
+    "scope": "dp_rank_local",
+    "d2h_bandwidth_gbps": 32.0,
+    "h2d_bandwidth_gbps": 32.0,
+    "shared_d2h_bandwidth_gbps": 80.0,
+    "shared_h2d_bandwidth_gbps": 80.0,
+    "latency_to_first_byte_ms": 0.0,
+    "kv_layout_id": None,
+}

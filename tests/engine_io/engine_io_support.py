@@ -123,7 +123,7 @@ def record(ordinal: int, arrival: float, tokens: list[float], *, first_admit: fl
     r.reused_input_tokens = reused
     r.admission_history.append(Admission(0, "agg", 0, r.first_admit_ms,
                                          reused if first_reused is None else first_reused,
-                                         0, 0, False))
+                                         None, None, False))
     runs: list[tuple[float, int]] = []
     for before, after in itertools.pairwise(tokens):
         gap = after - before

@@ -42,8 +42,8 @@ def _records(per_request: list[dict[str, Any]],
         r.admission_history = [Admission(a["admission_ordinal"], a["pool"],
                                          a["pool_admission_ordinal"], a["at_ms"],
                                          a["reused_input_tokens"],
-                                         a.get("g1_reused_input_tokens", 0),
-                                         a.get("host_reused_input_tokens", 0),
+                                         a.get("g1_reused_input_tokens"),
+                                         a.get("host_reused_input_tokens"),
                                          a["is_readmission"]) for a in p["admission_history"]]
         if gaps is not None and ordinal in gaps:
             r.itl_gaps = gaps[ordinal]

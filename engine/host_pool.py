@@ -1,0 +1,248 @@
+"""A G2 (host-pinned) pool: entries, LRU, copies in flight, router events (engine.md section 3).
+
+Keys are block identities of full prompt blocks. An entry is *pending* (a store reserved it; its
+D2H copy has not completed) or *resident*. Resident entries may be pinned by loads in flight;
+only resident, unpinned entries sit in the LRU and can be evicted. Capacity counts every entry
+(`used`), pending ones included.
+
+LRU order is (epoch, block hash): every touch takes a new epoch, and blocks that become resident
+or unpinned together (one completed store, one finished or cancelled load) share one epoch, tied
+by the smaller reference block hash (block_hash.py). Because epochs only grow, appending to an
+ordered dict keeps that order.
+
+A store cohort is atomic: the missing keys are reserved at once, evicting the oldest unpinned
+resident entries outside the cohort, or nothing happens and the caller retries later. One
+transfer-id counter per pool numbers stores and loads alike.
+
+Router events (tier host_pinned): `Removed` when a reservation evicts (one event, LRU order),
+`Stored` when a store's copy completes. A private pool publishes to its owner, a shared one to
+every subscribed rank.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+from kvreplay.engine.pool import REMOVED, STORED
+
+if TYPE_CHECKING:
+    from kvreplay.engine.host_client import HostClient
+
+RESIDENT = -1
+STORE, LOAD = 0, 1
+ALREADY_PRESENT = -1
+RETRY_CAPACITY = -2
+
+
+class Transfer:
+    """One copy between a rank's G1 and the pool."""
+
+    __slots__ = ("cancelled", "deadline", "done", "handles", "id", "keys", "kind", "owner", "seq")
+
+    def __init__(self, ident: int, kind: int, keys: list[int], owner: HostClient) -> None:
+        self.id = ident
+        self.kind = kind
+        self.keys = keys
+        self.owner = owner
+        self.seq: object = None  # the request a load restores into
+        self.handles: list[int] = []  # G1 blocks a shared store holds until it completes
+        self.deadline: int | None = None  # private pools: fixed at submit
+        self.done = False  # physically complete
+        self.cancelled = False
+
+
+class HostStats:
+    """Counters of one pool (summed into the report)."""
+
+    __slots__ = (
+        "cohorts_retried",
+        "evicted_blocks",
+        "loaded_blocks",
+        "loads",
+        "restores_deferred",
+        "stored_blocks",
+        "stores",
+    )
+
+    def __init__(self) -> None:
+        self.stores = 0
+        self.stored_blocks = 0
+        self.loads = 0
+        self.loaded_blocks = 0
+        self.cohorts_retried = 0
+        self.restores_deferred = 0
+        self.evicted_blocks = 0
+
+
+class HostPool:
+    __slots__ = ("block_bytes", "capacity", "clients", "entries", "hash_of", "index", "lru",
+                 "next_id", "pins", "shared", "stats", "transfers")
+
+    def __init__(self, index: int, capacity: int, block_bytes: int, shared: bool,
+                 hash_of: Callable[[int], int]) -> None:
+        self.index = index  # position among the run's pools (orders same-time completions)
+        self.capacity = capacity
+        self.block_bytes = block_bytes
+        self.shared = shared
+        self.hash_of = hash_of
+        self.entries: dict[int, int] = {}  # key -> RESIDENT or the pending store's transfer id
+        self.pins: dict[int, int] = {}
+        self.lru: OrderedDict[int, None] = OrderedDict()
+        self.next_id = 0
+        self.clients: list[HostClient] = []
+        self.transfers: dict[int, Transfer] = {}  # not yet physically complete
+        self.stats = HostStats()
+
+    # -- queries ---------------------------------------------------------------------------------
+
+    def used(self) -> int:
+        return len(self.entries)
+
+    def resident(self) -> int:
+        return len(self.entries) - sum(1 for s in self.entries.values() if s != RESIDENT)
+
+    def in_flight(self, transfer_id: int) -> bool:
+        return transfer_id in self.transfers
+
+    # -- recency ---------------------------------------------------------------------------------
+
+    def touch(self, key: int) -> None:
+        """A new epoch for one resident, unpinned entry (others ignore touches)."""
+        lru = self.lru
+        if key in lru:
+            lru.move_to_end(key)
+
+    def touch_reversed(self, keys: Sequence[int]) -> None:
+        lru = self.lru
+        for key in reversed(keys):
+            if key in lru:
+                lru.move_to_end(key)
+
+    def _touch_cohort(self, keys: Sequence[int]) -> None:
+        """One new epoch for entries entering (or already in) the LRU, tied by block hash."""
+        lru = self.lru
+        hash_of = self.hash_of
+        for key in sorted(keys, key=hash_of):
+            lru[key] = None
+            lru.move_to_end(key)
+
+    # -- stores ----------------------------------------------------------------------------------
+
+    def reserve_store(self, owner: HostClient, protected: Sequence[int],
+                      missing: list[int]) -> Transfer | int:
+        """Reserve `missing` (keys of `protected` absent from the pool) atomically.
+
+        Returns the new store Transfer, or RETRY_CAPACITY (nothing changed). Evicts the oldest
+        unpinned resident entries outside `protected` as needed.
+        """
+        needed = len(missing) - (self.capacity - len(self.entries))
+        victims: list[int] = []
+        if needed > 0:
+            keep = set(protected)
+            for key in self.lru:
+                if key not in keep:
+                    victims.append(key)
+                    if len(victims) == needed:
+                        break
+            if len(victims) < needed:
+                return RETRY_CAPACITY
+            entries = self.entries
+            lru = self.lru
+            for key in victims:
+                del entries[key]
+                del lru[key]
+            self.stats.evicted_blocks += len(victims)
+            self._publish(REMOVED, victims)
+        transfer = Transfer(self.next_id, STORE, missing, owner)
+        self.next_id += 1
+        for key in missing:
+            self.entries[key] = transfer.id
+        self.transfers[transfer.id] = transfer
+        self.stats.stores += 1
+        self.stats.stored_blocks += len(missing)
+        return transfer
+
+    # -- loads -----------------------------------------------------------------------------------
+
+    def schedule_load(self, owner: HostClient, keys: list[int]) -> Transfer | None:
+        """Pin resident `keys` for a copy into G1; None when one is no longer resident."""
+        entries = self.entries
+        if not keys or len(keys) > self.capacity:
+            return None
+        for key in keys:
+            if entries.get(key) != RESIDENT:
+                return None
+        pins = self.pins
+        lru = self.lru
+        for key in keys:
+            n = pins.get(key, 0)
+            if n == 0:
+                lru.pop(key, None)
+            pins[key] = n + 1
+        transfer = Transfer(self.next_id, LOAD, keys, owner)
+        self.next_id += 1
+        self.transfers[transfer.id] = transfer
+        self.stats.loads += 1
+        self.stats.loaded_blocks += len(keys)
+        return transfer
+
+    def _unpin(self, keys: list[int]) -> None:
+        pins = self.pins
+        freed = []
+        for key in keys:
+            n = pins[key] - 1
+            if n:
+                pins[key] = n
+            else:
+                del pins[key]
+                if self.entries.get(key) == RESIDENT:
+                    freed.append(key)
+        if freed:
+            self._touch_cohort(freed)
+
+    def cancel_load(self, transfer: Transfer) -> None:
+        """Withdraw a load: its pins go (one epoch), delivery is withdrawn."""
+        transfer.cancelled = True
+        if not transfer.done:
+            self.transfers.pop(transfer.id, None)
+            self._unpin(transfer.keys)
+
+    # -- physical completion --------------------------------------------------------------------
+
+    def complete(self, transfer: Transfer) -> None:
+        """The copy finished: apply its effect on the pool (whoever advanced the clock)."""
+        transfer.done = True
+        del self.transfers[transfer.id]
+        if transfer.kind == STORE:
+            entries = self.entries
+            for key in transfer.keys:
+                entries[key] = RESIDENT
+            self._touch_cohort(transfer.keys)
+            self._publish(STORED, transfer.keys)
+        else:
+            self._unpin(transfer.keys)
+        for client in self.clients:
+            client.progress = True
+
+    def _publish(self, kind: int, keys: list[int]) -> None:
+        for client in self.clients:
+            events = client.events
+            if events is not None:
+                for key in keys:
+                    events.append((kind, key))
+
+    # -- invariants (tests) ----------------------------------------------------------------------
+
+    def check(self) -> None:
+        assert len(self.entries) <= self.capacity, (len(self.entries), self.capacity)
+        for key in self.lru:
+            assert self.entries.get(key) == RESIDENT and key not in self.pins, key
+        for key, n in self.pins.items():
+            assert n > 0 and self.entries.get(key) == RESIDENT, key
+        for key, state in self.entries.items():
+            if state == RESIDENT:
+                assert (key in self.lru) != (key in self.pins), key
+            else:
+                assert state in self.transfers, key

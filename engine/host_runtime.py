@@ -1,0 +1,266 @@
+"""G2 in the event loop: building the pools, moving copies, delivering completions, publishing.
+
+Pools: a `dp_rank_local` role gets one private pool per DP rank; every `cluster_shared` role
+(aggregated, prefill and decode alike) joins one deployment pool, whose participants must agree
+on its contract (layout id, TP, block size and bytes, capacity, pool bandwidths). Every replay
+starts cold.
+
+Copies are submitted at engine boundaries: loads at the pass start that queued them, stores at
+the end of the pass that reserved them. A copy's physical completion is an event of its own
+(before pass completions at the same instant; stores before loads, then transfer id): it applies
+the pool effect at once (residency, pins, router events) whoever owns it, and the owner rank
+sees it at its next engine boundary: its pass end, or at once when its worker is idle (it then
+wakes and may start a pass). A completion that the owner must act on also cuts a fast-forwarded
+decode stretch at its next pass boundary, exactly where the step-by-step path would see it.
+
+Router: a rank's host_pinned events are published at its next engine boundary (an idle rank at
+once), then delayed by `kv_event_lag_ms` like device events.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from kvreplay.engine.block_hash import SequenceHasher, TokenInterner
+from kvreplay.engine.config import HostOffloadConfig
+from kvreplay.engine.errors import EngineConfigError
+from kvreplay.engine.host_client import HostClient, direction_of
+from kvreplay.engine.host_pool import STORE, HostPool, Transfer
+from kvreplay.engine.host_transfer import FairShare
+from kvreplay.engine.simtime import ms_to_ns
+
+if TYPE_CHECKING:
+    from kvreplay.engine.loop import Pool, Simulation
+    from kvreplay.engine.scheduler import Rank
+    from kvreplay.engine.worker import Worker
+
+HOST_TIER = 1
+
+
+class HostRuntime:
+    __slots__ = ("fair", "fair_version", "interner", "pools", "shared", "sim", "worker_of")
+
+    def __init__(self, sim: Simulation) -> None:
+        self.sim = sim
+        self.interner = TokenInterner()
+        self.pools: list[HostPool] = []
+        self.shared: HostPool | None = None
+        self.fair: FairShare | None = None
+        self.fair_version = 0
+        self.worker_of: dict[int, Worker] = {}
+        contract: tuple[Any, ...] | None = None
+        for pool in sim.pools:
+            cfg = pool.role.rank.host
+            if cfg is None:
+                continue
+            hasher = SequenceHasher(sim.identities, self.interner, pool.block_size)
+            terms = (cfg.kv_layout_id, pool.role.tensor_parallel_size, pool.block_size,
+                     cfg.block_bytes, cfg.num_host_blocks, cfg.shared_d2h_bandwidth_gbps,
+                     cfg.shared_h2d_bandwidth_gbps)
+            for worker in pool.workers:
+                for rank in worker.ranks:
+                    self.worker_of[id(rank)] = worker
+                    if cfg.scope == "cluster_shared":
+                        if self.shared is None:
+                            contract = terms
+                            self.shared = HostPool(len(self.pools), cfg.num_host_blocks,
+                                                   cfg.block_bytes, True, hasher)
+                            self.pools.append(self.shared)
+                            self.fair = FairShare(cfg.shared_d2h_bandwidth_gbps,
+                                                  cfg.shared_h2d_bandwidth_gbps)
+                        elif terms != contract:
+                            raise EngineConfigError(
+                                f"cluster_shared host_offload participants are incompatible: "
+                                f"role {pool.role.name} has {_contract(terms)}, the pool "
+                                f"{_contract(contract)}")
+                        host_pool = self.shared
+                    else:
+                        host_pool = HostPool(len(self.pools), cfg.num_host_blocks,
+                                             cfg.block_bytes, False, hasher)
+                        self.pools.append(host_pool)
+                    self._join(rank, host_pool, cfg, pool)
+
+    def _join(self, rank: Rank, host_pool: HostPool, cfg: HostOffloadConfig, pool: Pool) -> None:
+        client = HostClient(host_pool, rank, cfg.d2h_bandwidth_gbps, cfg.h2d_bandwidth_gbps,
+                            ms_to_ns(cfg.latency_to_first_byte_ms),
+                            subscribe=pool.index is not None)
+        rank.host = client
+        if not host_pool.shared:
+            rank.pool.track_copies(client.pending)
+
+    # -- hooks called by the loop ------------------------------------------------------------
+
+    def observe_prompt(self, prompt: tuple[tuple[int, int], ...]) -> None:
+        self.interner.observe(prompt)
+
+    def after_start(self, worker: Worker) -> None:
+        """A pass started: submit the loads it queued, publish what its reservations evicted."""
+        for rank in worker.ranks:
+            client = rank.host
+            if client is not None and client.outbox:
+                self._flush(client)
+        self._publish_all()
+
+    def at_boundary(self, worker: Worker) -> None:
+        """The worker's pass ended: every rank ticks, submits its stores, ticks again."""
+        sim = self.sim
+        now = sim.now
+        for rank in worker.ranks:
+            client = rank.host
+            if client is None:
+                continue
+            self._tick(rank, client)
+            client.submit_prepared(now)
+            if client.outbox:
+                self._flush(client)
+                if client.delivered:
+                    self._tick(rank, client)
+        self._publish_all()
+
+    def on_event(self, payload: Transfer | int) -> None:
+        """A HOST_DONE event: a private copy's completion, or the shared pool's next step."""
+        if isinstance(payload, Transfer):
+            if not payload.cancelled:
+                self._complete(payload)
+            return
+        if payload == self.fair_version:
+            self._advance_fair()
+
+    # -- internals ---------------------------------------------------------------------------
+
+    def _tick(self, rank: Rank, client: HostClient, idle: bool = False) -> None:
+        delivered = bool(client.delivered)
+        client.tick()
+        if idle and delivered and rank.is_decode and rank.pending:
+            # A destination waiting for a copy to leave its capacity retries when the idle rank
+            # sees the copy complete (its pass end retries anyway).
+            self.sim._retry_destinations(rank)
+
+    def _flush(self, client: HostClient) -> None:
+        sim = self.sim
+        now = sim.now
+        outbox, client.outbox = client.outbox, []
+        pool = client.pool
+        for transfer, not_before in outbox:
+            nbytes = len(transfer.keys) * pool.block_bytes
+            direction = direction_of(transfer)
+            if client.fifo is not None:
+                deadline = client.fifo.submit(direction, nbytes, not_before)
+                transfer.deadline = deadline
+                if transfer.kind == STORE:
+                    client.pending[transfer.id] = deadline
+                if deadline <= now:
+                    self._complete(transfer)
+                else:
+                    sim._push(deadline, 0, _order(transfer, pool), transfer)
+            else:
+                fair = self.fair
+                assert fair is not None
+                self._advance_fair(reschedule=False)
+                fair.submit(transfer.id, direction, id(client),
+                            client.d2h_gbps if direction == 0 else client.h2d_gbps, nbytes,
+                            not_before, client.ttfb_ns)
+        if client.fifo is None:
+            self._advance_fair()
+
+    def _advance_fair(self, reschedule: bool = True) -> None:
+        fair = self.fair
+        shared = self.shared
+        assert fair is not None and shared is not None
+        for transfer_id in fair.advance(self.sim.now):
+            transfer = shared.transfers.get(transfer_id)
+            if transfer is not None:
+                self._complete(transfer)
+        if reschedule:
+            self.fair_version += 1
+            at = fair.next_event()
+            if at is not None:
+                if at <= self.sim.now:
+                    self._advance_fair()
+                else:
+                    self.sim._push(at, 0, 1 << 62, self.fair_version)
+
+    def _complete(self, transfer: Transfer) -> None:
+        """Physical completion: the pool changes now; the owner sees it at its next boundary."""
+        pool = transfer.owner.pool
+        pool.complete(transfer)
+        owner = transfer.owner
+        owner.deliver(transfer)
+        for client in pool.clients:
+            if client is owner or client.has_deliveries():
+                self._poke(client.rank)
+        self._publish_all()
+
+    def _poke(self, rank: Rank) -> None:
+        sim = self.sim
+        worker = self.worker_of[id(rank)]
+        if worker.busy:
+            end = worker.sync(sim.now)  # cut a stretch at its next boundary
+            if end is not None:
+                sim._push(end, 1, worker.gid, (worker, worker.version))
+            return
+        for other in worker.ranks:
+            client = other.host
+            if client is not None:
+                self._tick(other, client, idle=True)
+        sim._wake(worker)
+
+    def _publish_all(self) -> None:
+        sim = self.sim
+        now = sim.now
+        for pool in self.pools:
+            for client in pool.clients:
+                events = client.events
+                if events:
+                    client.events = []
+                    worker = self.worker_of[id(client.rank)]
+                    visible = worker.next_boundary(now) if worker.busy else now
+                    sim._publish(client.rank, events, visible, HOST_TIER)
+
+    # -- report ------------------------------------------------------------------------------
+
+    def g2_domains(self) -> list[dict[str, int]] | None:
+        if self.shared is None:
+            return None
+        pool = self.shared
+        return [{"capacity_blocks": pool.capacity, "resident_blocks": pool.resident(),
+                 "used_blocks": pool.used()}]
+
+    def totals(self) -> dict[str, Any]:
+        """Host-transfer totals over every pool (kvreplay's own figures; the reference has
+        none of them)."""
+        out: dict[str, Any] = {
+            "d2h_transfers": 0, "d2h_blocks": 0, "d2h_bytes": 0, "h2d_transfers": 0,
+            "h2d_blocks": 0, "h2d_bytes": 0, "store_cohorts_retried": 0,
+            "restores_deferred": 0, "host_evicted_blocks": 0}
+        for pool in self.pools:
+            st = pool.stats
+            out["d2h_transfers"] += st.stores
+            out["d2h_blocks"] += st.stored_blocks
+            out["d2h_bytes"] += st.stored_blocks * pool.block_bytes
+            out["h2d_transfers"] += st.loads
+            out["h2d_blocks"] += st.loaded_blocks
+            out["h2d_bytes"] += st.loaded_blocks * pool.block_bytes
+            out["store_cohorts_retried"] += st.cohorts_retried
+            out["restores_deferred"] += st.restores_deferred
+            out["host_evicted_blocks"] += st.evicted_blocks
+        out["pools"] = len(self.pools)
+        out["scopes"] = sorted({"cluster_shared" if p.shared else "dp_rank_local"
+                                for p in self.pools})
+        return out
+
+    def check(self) -> None:
+        for pool in self.pools:
+            pool.check()
+
+
+def _order(transfer: Transfer, pool: HostPool) -> int:
+    """Same-instant completions: stores before loads, then pool, then transfer id."""
+    return (transfer.kind << 60) | (pool.index << 40) | transfer.id
+
+
+def _contract(terms: tuple[Any, ...] | None) -> str:
+    assert terms is not None
+    names = ("kv_layout_id", "tensor_parallel_size", "block_size", "block_bytes",
+             "num_host_blocks", "shared_d2h_bandwidth_gbps", "shared_h2d_bandwidth_gbps")
+    return "{" + ", ".join(f"{n}={v!r}" for n, v in zip(names, terms, strict=True)) + "}"
