@@ -1,6 +1,10 @@
 """`--set path.to.key=YAML_VALUE`: change a loaded document before validation.
 
 The value is parsed as YAML and its diagnostics point at the `--set` argument, not the file.
+A null value removes the key, as in a JSON Merge Patch (RFC 7386): `--set
+engine.workers.aggregated.kv_cache.host_offload=null` replays the same config without G2. (The
+one config key whose value may be null, `kv_transfer.bandwidth_gb_per_second`, defaults to null,
+so removing it and setting it to null mean the same.)
 """
 
 from __future__ import annotations
@@ -57,6 +61,9 @@ def apply_overrides(loaded: Loaded, assignments: Sequence[str]) -> Loaded:
                 raise OverrideError(f"--set {argument!r}: `{where}` is not a mapping, so "
                                     f"`{'.'.join(map(str, path))}` cannot be set")
             node = child
+        if parsed.data is None and not parsed.diagnostics:
+            node.pop(path[-1], None)
+            continue
         node[path[-1]] = parsed.data
         source.overlays.append((path, parsed.source))
     return Loaded(data, source, loaded.text, tuple(diagnostics))

@@ -114,7 +114,7 @@ def _summary(records: list[RequestRecord], facts: RunFacts) -> dict[str, Any]:
     itl = StreamingDistribution()
     rate = StreamingDistribution()
     sla = facts.sla if facts.sla is not None and facts.sla.is_set else None
-    completed = input_tokens = output_tokens = reused = first_reused = 0
+    completed = input_tokens = output_tokens = reused = first_reused = host_reused = 0
     good_requests = good_tokens = 0
     last_terminal = 0.0
     for r in records:
@@ -126,6 +126,7 @@ def _summary(records: list[RequestRecord], facts: RunFacts) -> dict[str, Any]:
         output_tokens += r.output_length
         reused += r.reused_input_tokens
         first_reused += r.admission_history[0].reused_input_tokens if r.admission_history else 0
+        host_reused += r.first_admission_host_reused_input_tokens or 0
         last_terminal = max(last_terminal, r.terminal_time_ms)
         _check_gaps(r)
         for gap, count in r.itl_gaps:
@@ -202,6 +203,9 @@ def _summary(records: list[RequestRecord], facts: RunFacts) -> dict[str, Any]:
         summary["goodput_completed_requests"] = good_requests
         summary["goodput_request_throughput_rps"] = good_requests / duration_s
         summary["goodput_output_throughput_tok_s"] = good_tokens / duration_s
+    if "g2_transfers" in facts.summary_extra:  # kvreplay's own figure: restored share of input
+        summary["first_admission_host_reused_ratio"] = (
+            host_reused / input_tokens if input_tokens else 0.0)
     for key, value in facts.summary_extra.items():
         if key in summary:
             raise ReportError(f"summary_extra key {key!r} would replace a computed summary key")

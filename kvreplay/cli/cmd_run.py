@@ -92,6 +92,31 @@ def _ms(value: Any) -> str:
     return "-" if value is None else f"{value:,.2f}"
 
 
+def _bytes(n: int) -> str:
+    for unit, size in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= size:
+            return f"{n / size:,.1f} {unit}"
+    return f"{n} B"
+
+
+def _g2_rows(s: dict[str, Any]) -> list[tuple[str, str]]:
+    """The host tier's lines, when the deployment has one."""
+    g2 = s.get("g2_transfers")
+    if not g2:
+        return []
+    scopes = " + ".join(g2["scopes"])
+    restored = f"{s['first_admission_host_reused_ratio']:.4f} of input tokens restored"
+    rows = [("host tier (G2)", f"{scopes}, {g2['pools']:,} pool(s): {restored}")]
+    rows.append(("host copies", f"{g2['d2h_blocks']:,} blocks stored ({_bytes(g2['d2h_bytes'])}"
+                 f"), {g2['h2d_blocks']:,} restored ({_bytes(g2['h2d_bytes'])}); "
+                 f"{g2['restores_deferred']:,} restores deferred, "
+                 f"{g2['store_cohorts_retried']:,} stores retried"))
+    for domain in s.get("g2_domains") or []:
+        rows.append(("shared pool", f"{domain['used_blocks']:,} of {domain['capacity_blocks']:,}"
+                     f" blocks used ({domain['resident_blocks']:,} resident)"))
+    return rows
+
+
 def summary_table(report: dict[str, Any], output: str | None) -> str:
     """A terminal summary of the report (the canonical numbers are in the JSON)."""
     s = report["summary"]
@@ -104,6 +129,7 @@ def summary_table(report: dict[str, Any], output: str | None) -> str:
         ("prefix cache reuse", f"{s['prefix_cache_reused_ratio']:.4f} of input tokens"),
         ("committed prefill", f"{s['committed_prefill_tokens']:,} tokens"),
     ]
+    rows.extend(_g2_rows(s))
     lines = [f"{name:<22}{value}" for name, value in rows]
     lines.append("")
     lines.append(f"{'latency (ms)':<22}{'mean':>10}{'p50':>10}{'p90':>10}{'p99':>10}{'max':>10}")

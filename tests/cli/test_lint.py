@@ -174,6 +174,18 @@ def test_set_override_is_linted_at_the_argument(cli: Callable[..., Any]) -> None
     assert [r["file"] for r in g2["related"]] == ["--set engine.backend=sglang"]
 
 
+def test_set_null_removes_the_key(cli: Callable[..., Any]) -> None:
+    """`--set KEY=null` removes KEY (JSON Merge Patch): the G2 example compiles without a host
+    tier, and removing a key that is not there changes nothing."""
+    off = cli("compile", "--set", "engine.workers.aggregated.kv_cache.host_offload=null",
+              str(EXAMPLES / "g2-restore-mooncake.yaml"))
+    assert off.code == 0 and "native_host_offload" not in off.out
+    absent = cli("compile", "--set", "engine.workers.aggregated.kv_cache.g3_offload=null",
+                 str(EXAMPLES / "g2-restore-mooncake.yaml"))
+    plain = cli("compile", str(EXAMPLES / "g2-restore-mooncake.yaml"))
+    assert absent.code == 0 and absent.out == plain.out
+
+
 def test_compile_refuses_matrix_errors_and_prints_warnings(cli: Callable[..., Any],
                                                            tmp_path: Path) -> None:
     """compile exits 1 on a matrix error (nothing on stdout) and 0 with warnings on stderr."""

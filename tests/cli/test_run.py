@@ -114,3 +114,36 @@ def test_malformed_trace_rows_are_reported_with_lines(cli: Callable[..., Any],
     for line in (2, 3, 4):
         assert f"bad.jsonl:{line}:" in ran.err
     assert "input_length" in ran.err and "output_length" in ran.err
+
+
+def test_g2_run_prints_the_host_tier_and_writes_a_valid_report(cli: Callable[..., Any],
+                                                                tmp_path: Path) -> None:
+    """A shared-G2 P/D example: the table has the host-tier lines; the report validates."""
+    out = tmp_path / "report.json"
+    ran = cli("run", str(REPO / "examples" / "g2-shared-pd-mooncake.yaml"), "-o", str(out))
+    assert ran.code == 0, ran.err
+    assert "host tier (G2)        cluster_shared, 1 pool(s): 0.2222 of input tokens" in ran.out
+    assert "6 blocks stored (6.0 MB), 2 restored (2.0 MB)" in ran.out
+    assert "shared pool           6 of 8 blocks used (6 resident)" in ran.out
+    report = json.loads(out.read_text())
+    schema = json.loads((REPO / "schema" / "report.schema.json").read_text())
+    jsonschema.Draft202012Validator(schema).validate(report)
+
+
+def test_native_spec_with_a_mismatched_shared_pool_gets_the_compile_diagnostic(
+        cli: Callable[..., Any], tmp_path: Path) -> None:
+    """A hand-written native spec whose shared-pool roles disagree on capacity: `run` reports
+    POOL-CAPACITY at the file's line (as `compile` does), exit 1, no traceback, no report."""
+    compiled = cli("compile", str(REPO / "examples" / "g2-shared-pd-mooncake.yaml"))
+    document = json.loads(compiled.out)
+    document["spec"]["engine"]["decode"]["rank"]["native_host_offload"]["num_host_blocks"] = 16
+    document["traffic"]["trace_paths"] = [
+        str(REPO / "examples" / "traces" / "g2-restore-mooncake.jsonl")]
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps(document, indent=2))
+    out = tmp_path / "report.json"
+    ran = cli("run", str(spec), "-o", str(out))
+    assert ran.code == 1
+    assert "POOL-CAPACITY" in ran.err and "8 vs 16" in ran.err and "Traceback" not in ran.err
+    assert f"{spec}:" in ran.err
+    assert not out.exists()

@@ -5,23 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
 import kvreplay
 
 EXAMPLES = sorted((Path(__file__).resolve().parents[2] / "examples").glob("*.yaml"))
-
-
-class JsonSnapshot(SingleFileSnapshotExtension):
-    """Snapshots stored as the exact .json bytes the compiler writes."""
-
-    _write_mode = WriteMode.TEXT
-    file_extension = "json"
-
-
-@pytest.fixture
-def json_snapshot(snapshot):  # type: ignore[no-untyped-def]
-    return snapshot.use_extension(JsonSnapshot)
 
 
 def test_there_are_examples() -> None:

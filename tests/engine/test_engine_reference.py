@@ -7,12 +7,11 @@ kvreplay (deterministic) must land inside the spread of five reference runs, wid
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
-from engine_support import mooncake_rows, mooncake_workload, native, record_dict, summary
+from engine_support import mooncake_workload, native, record_dict, summary
 from kvreplay.engine import run_native
 
 pytestmark = pytest.mark.reference
@@ -26,15 +25,13 @@ KV_TTFT_SPREAD = (64.5, 65.1)
 
 
 @pytest.fixture(scope="module")
-def rows(conversation_trace: Path) -> list[dict[str, Any]]:
-    return mooncake_rows(conversation_trace, ROWS)
+def rows(conversation_2000: tuple[list[dict[str, Any]], Path]) -> list[dict[str, Any]]:
+    return conversation_2000[0]
 
 
 @pytest.fixture(scope="module")
-def trace_file(rows: list[dict[str, Any]], tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("trace") / "conversation_2000.jsonl"
-    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
-    return path
+def trace_file(conversation_2000: tuple[list[dict[str, Any]], Path]) -> Path:
+    return conversation_2000[1]
 
 
 def reference(trace_file: Path, router: str) -> dict[str, Any]:

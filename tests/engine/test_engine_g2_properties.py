@@ -1,0 +1,132 @@
+"""G2 invariants over random small workloads and deployments (hypothesis)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from engine_support import record_dict
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+from kvreplay.engine import ReplayStalled
+from kvreplay.engine.report import report_from_run
+from kvreplay.engine.traces.request import TraceRequest
+from kvreplay.engine.worker import Worker
+from test_engine_properties import deployments, simulate, workloads
+
+
+@st.composite
+def g2_deployments(draw: st.DrawFn) -> dict[str, Any]:
+    """A deployment of test_engine_properties with G2 on every role that caches prefixes: one
+    scope for all roles, small pools, slow to instant copies."""
+    doc = draw(deployments())
+    engine = doc["spec"]["engine"]
+    roles = [engine] if "rank" in engine else [engine["prefill"], engine["decode"]]
+    scope = draw(st.sampled_from(["dp_rank_local", "cluster_shared"]))
+    host = {
+        "scope": scope,
+        "num_host_blocks": draw(st.sampled_from([1, 2, 4, 8, 32])),
+        "d2h_bandwidth_gbps": draw(st.sampled_from([0.0, 0.05, 0.5, 2.0])),
+        "h2d_bandwidth_gbps": draw(st.sampled_from([0.0, 0.05, 0.5, 2.0])),
+        "latency_to_first_byte_ms": draw(st.sampled_from([0.0, 0.0, 1.5])),
+        "shared_d2h_bandwidth_gbps": draw(st.sampled_from([0.0, 1.0])),
+        "shared_h2d_bandwidth_gbps": draw(st.sampled_from([0.0, 1.0])),
+        "kv_layout_id": "L",
+    }
+    for role in roles:
+        rank = role["rank"]
+        rank["kv_cache_bytes_per_token"] = 250000
+        if rank["enable_prefix_caching"]:
+            rank["native_host_offload"] = dict(host)
+    assume(any("native_host_offload" in role["rank"] for role in roles))
+    return doc
+
+
+@contextmanager
+def checking_host_pools() -> Iterator[None]:
+    """After every pass start: each rank's G1 pool and each G2 pool keep their invariants
+    (occupancy within capacity, the LRU exactly the resident unpinned entries)."""
+    original = Worker.start_pass
+
+    def start_pass(self: Worker, now_ns: int, stepwise: bool) -> int | None:
+        end = original(self, now_ns, stepwise)
+        for rank in self.ranks:
+            rank.pool.check()
+            if rank.host is not None:
+                rank.host.pool.check()
+        return end
+
+    Worker.start_pass = start_pass  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        Worker.start_pass = original  # type: ignore[method-assign]
+
+
+SETTINGS = settings(max_examples=120, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow])
+
+
+@SETTINGS
+@given(workloads(), g2_deployments())
+def test_g2_runs_keep_their_invariants(reqs: list[TraceRequest], doc: dict[str, Any]) -> None:
+    """Pools stay consistent after every pass; at the end every copy completed and was
+    delivered, nothing is pinned or held, and every request ended exactly once."""
+    with checking_host_pools():
+        try:
+            result, sim, workload = simulate(doc, reqs, stepwise=False)
+        except ReplayStalled:
+            assume(False)
+    assert sorted(o for o, _ in workload.terminals) == sorted(q.ordinal for q in reqs)
+    host = sim.host
+    assert host is not None
+    for pool in host.pools:
+        pool.check()
+        assert not pool.transfers, "a copy never completed"
+        assert not pool.pins, "a load's pins outlived it"
+        assert pool.used() <= pool.capacity
+        for client in pool.clients:
+            assert not (client.prepared or client.outbox or client.delivered)
+            assert not client.load_by_key
+    for role in sim.pools:
+        for rank in role.ranks:
+            rank.pool.check()
+            assert rank.pool.num_active() == 0, "a held or reserved block was never released"
+            assert not rank.connector
+    for r in result.records:
+        if r.first_admission_host_reused_input_tokens is not None:
+            assert r.first_admission_g1_reused_input_tokens is not None
+            split = (r.first_admission_g1_reused_input_tokens
+                     + r.first_admission_host_reused_input_tokens)
+            assert split == r.admission_history[0].reused_input_tokens
+
+
+@SETTINGS
+@given(workloads(), g2_deployments())
+def test_g2_compressed_run_equals_step_by_step(reqs: list[TraceRequest],
+                                               doc: dict[str, Any]) -> None:
+    """Fast-forwarded decode stretches give the same records with G2 copies in flight."""
+    try:
+        fast = simulate(doc, reqs, stepwise=False)[0]
+    except ReplayStalled:
+        assume(False)
+    slow = simulate(doc, reqs, stepwise=True)[0]
+    assert [record_dict(r) for r in fast.records] == [record_dict(r) for r in slow.records]
+    assert fast.facts.committed_prefill_tokens == slow.facts.committed_prefill_tokens
+    assert fast.facts.g2_domains == slow.facts.g2_domains
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(workloads(), g2_deployments())
+def test_g2_reruns_are_byte_identical(reqs: list[TraceRequest], doc: dict[str, Any]) -> None:
+    """Two runs of the same spec give the same report bytes (wall-clock fields aside)."""
+    try:
+        first = report_from_run(simulate(doc, reqs, stepwise=False)[0])
+    except ReplayStalled:
+        assume(False)
+    second = report_from_run(simulate(doc, reqs, stepwise=False)[0])
+    for report in (first, second):
+        report.pop("meta")
+    assert json.dumps(first, sort_keys=True) == json.dumps(second, sort_keys=True)
