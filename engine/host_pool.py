@@ -78,7 +78,7 @@ class HostStats:
 
 class HostPool:
     __slots__ = ("block_bytes", "capacity", "clients", "entries", "hash_of", "index", "lru",
-                 "next_id", "pins", "shared", "stats", "transfers")
+                 "next_id", "pins", "published", "shared", "stats", "transfers")
 
     def __init__(self, index: int, capacity: int, block_bytes: int, shared: bool,
                  hash_of: Callable[[int], int]) -> None:
@@ -94,6 +94,7 @@ class HostPool:
         self.clients: list[HostClient] = []
         self.transfers: dict[int, Transfer] = {}  # not yet physically complete
         self.stats = HostStats()
+        self.published = False  # router events queued on a client since the runtime looked
 
     # -- queries ---------------------------------------------------------------------------------
 
@@ -123,8 +124,7 @@ class HostPool:
     def _touch_cohort(self, keys: Sequence[int]) -> None:
         """One new epoch for entries entering (or already in) the LRU, tied by block hash."""
         lru = self.lru
-        hash_of = self.hash_of
-        for key in sorted(keys, key=hash_of):
+        for key in sorted(keys, key=self.hash_of) if len(keys) > 1 else keys:
             lru[key] = None
             lru.move_to_end(key)
 
@@ -227,6 +227,7 @@ class HostPool:
             client.progress = True
 
     def _publish(self, kind: int, keys: list[int]) -> None:
+        self.published = True
         for client in self.clients:
             events = client.events
             if events is not None:

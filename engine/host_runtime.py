@@ -209,6 +209,9 @@ class HostRuntime:
         sim = self.sim
         now = sim.now
         for pool in self.pools:
+            if not pool.published:
+                continue
+            pool.published = False
             for client in pool.clients:
                 events = client.events
                 if events:

@@ -52,7 +52,8 @@ class FifoLanes:
 
 
 class _Job:
-    __slots__ = ("client", "direction", "id", "link", "ready", "remaining", "serial")
+    __slots__ = ("client", "direction", "event", "id", "link", "rate", "ready", "remaining",
+                 "serial")
 
     def __init__(self, serial: int, ident: int, direction: int, client: int, link: float,
                  nbytes: float, ready: int) -> None:
@@ -63,6 +64,8 @@ class _Job:
         self.link = link
         self.remaining = nbytes
         self.ready = ready
+        self.rate = 0.0  # bytes per ns at the current step (0 before the first byte)
+        self.event = 0  # when this copy next completes or starts moving bytes
 
 
 class FairShare:
@@ -78,7 +81,7 @@ class FairShare:
 
     def submit(self, ident: int, direction: int, client: int, link_gbps: float, nbytes: int,
                not_before_ns: int, ttfb_ns: int) -> None:
-        """Add a copy (advance to the current time first)."""
+        """Add a copy (the caller advanced to the current time first)."""
         self._serial += 1
         ready = max(not_before_ns + ttfb_ns, self.now)
         self.jobs[ident] = _Job(self._serial, ident, direction, client, rate_of(link_gbps),
@@ -87,72 +90,73 @@ class FairShare:
     def cancel(self, ident: int) -> None:
         self.jobs.pop(ident, None)
 
-    def _rates(self) -> dict[int, float]:
+    def _plan(self) -> int:
+        """Set every copy's rate and next event at `now`; return the earliest event."""
         now = self.now
         all_ready = [0, 0]
         per_client: dict[tuple[int, int], int] = {}
-        for job in self.jobs.values():
+        jobs = self.jobs.values()
+        for job in jobs:
             if job.ready <= now:
                 all_ready[job.direction] += 1
                 key = (job.direction, job.client)
                 per_client[key] = per_client.get(key, 0) + 1
-        rates = {}
-        for job in self.jobs.values():
-            if job.ready <= now:
-                link = job.link / per_client[(job.direction, job.client)]
-                pool = self.pool_rates[job.direction] / all_ready[job.direction]
-                rates[job.id] = link if link < pool else pool
-        return rates
-
-    def _event_times(self, rates: dict[int, float]) -> dict[int, int]:
-        now = self.now
-        out = {}
-        for job in self.jobs.values():
+        pool_rates = self.pool_rates
+        first = -1
+        for job in jobs:
             if job.ready > now:
-                out[job.id] = job.ready
+                job.rate = 0.0
+                event = job.ready
             else:
-                rate = rates[job.id]
-                out[job.id] = now if rate == INF else max(
-                    now, math.floor(now + job.remaining / rate + 0.5))
-        return out
+                link = job.link / per_client[(job.direction, job.client)]
+                pool = pool_rates[job.direction] / all_ready[job.direction]
+                rate = link if link < pool else pool
+                job.rate = rate
+                if rate == INF:
+                    event = now
+                else:
+                    event = math.floor(now + job.remaining / rate + 0.5)
+                    if event < now:
+                        event = now
+            job.event = event
+            if first < 0 or event < first:
+                first = event
+        return first
 
     def next_event(self) -> int | None:
         """When the next copy completes or starts moving bytes (None: nothing in flight)."""
         if not self.jobs:
             return None
-        return min(self._event_times(self._rates()).values())
+        return self._plan()
 
     def advance(self, target: int) -> list[int]:
         """Progress every copy to `target`; return the ids that completed, in completion order
         (by time, then submission order)."""
         done: list[int] = []
         while self.jobs:
-            rates = self._rates()
-            events = self._event_times(rates)
-            first = min(events.values())
+            first = self._plan()
             if first > target:
                 break
             elapsed = first - self.now
             finished = []
             for job in self.jobs.values():
-                if job.ready <= self.now:
-                    if events[job.id] <= first:
+                if job.rate:
+                    if job.event <= first:
                         job.remaining = 0.0
+                        finished.append(job)
                     elif elapsed:
-                        job.remaining -= elapsed * rates[job.id]
+                        job.remaining -= elapsed * job.rate
             self.now = first
-            for job in self.jobs.values():
-                if job.ready <= first and job.remaining == 0.0 and events[job.id] <= first:
-                    finished.append(job)
-            finished.sort(key=lambda j: j.serial)
+            if len(finished) > 1:
+                finished.sort(key=lambda j: j.serial)
             for job in finished:
                 del self.jobs[job.id]
                 done.append(job.id)
         if target > self.now:
-            elapsed = target - self.now
-            rates = self._rates()
-            for job in self.jobs.values():
-                if job.ready <= self.now:
-                    job.remaining -= elapsed * rates[job.id]
+            if self.jobs:
+                elapsed = target - self.now
+                for job in self.jobs.values():
+                    if job.rate:
+                        job.remaining -= elapsed * job.rate
             self.now = target
         return done

@@ -127,3 +127,26 @@ def per_request_differences(reference: Any, result: RunResult) -> list[str]:
                 out.append(f"request at {p['arrival_time_ms']} ms: {key} reference {a!r}, "
                            f"kvreplay {b!r}")
     return out
+
+
+# Wall-clock figures, and kvreplay's own G2 figures the reference does not report.
+NOT_COMPARED = {"wall_time_ms", "processed_tokens_per_s", "processed_output_tokens_per_s",
+                "g2_transfers", "first_admission_host_reused_ratio"}
+
+
+def summary_differences(reference: Any, result: RunResult) -> list[str]:
+    """Summary keys whose values differ (floats to 1e-9 relative), either side missing one."""
+    from kvreplay.engine.report import report_from_run
+
+    ours = report_from_run(result)["summary"]
+    theirs = dict(reference.summary)
+    out = []
+    for key in sorted((set(ours) | set(theirs)) - NOT_COMPARED):
+        a, b = theirs.get(key), ours.get(key)
+        if isinstance(a, float) and isinstance(b, float):
+            same = abs(a - b) <= 1e-9 * max(1.0, abs(a))
+        else:
+            same = a == b
+        if not same:
+            out.append(f"{key}: reference {a!r}, kvreplay {b!r}")
+    return out

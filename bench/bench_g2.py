@@ -1,0 +1,150 @@
+"""G2 engine speed: kvreplay and the reference engine side by side, CPU time first.
+
+    python bench/bench_g2.py [--trace PATH] [--ref-python PATH] [--repeat N] [--rows N]
+
+Regime: the full Mooncake conversation trace (12,031 requests), 8 aggregated workers, vLLM,
+1000 GPU blocks of 512 tokens, fixed timing 20 / 5 ms, kv_cache_bytes_per_token 131072 (64 MiB
+blocks), 32 GB/s host links; G2 private (4,000 host blocks per rank) or one shared pool (16,000
+blocks, pool caps at the default 80 GB/s); round robin and kv_router. Each cell is a fresh child
+process; CPU time (user + system of the child, the machine is shared) is the figure compared,
+wall time and peak RSS are printed beside it. Nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+TRACE = REPO.parent / "shared" / "traces" / "mooncake" / "conversation_trace.jsonl"
+RANK: dict[str, Any] = {"backend": "vllm", "block_size": 512, "num_gpu_blocks": 1000,
+                        "kv_cache_bytes_per_token": 131072,
+                        "timing_model": {"type": "fixed", "prefill_ms": 20.0, "decode_ms": 5.0}}
+HOST = {"none": None,
+        "dp_rank_local": {"scope": "dp_rank_local", "num_host_blocks": 4000,
+                          "d2h_bandwidth_gbps": 32.0, "h2d_bandwidth_gbps": 32.0},
+        "cluster_shared": {"scope": "cluster_shared", "num_host_blocks": 16000,
+                           "kv_layout_id": "bench", "d2h_bandwidth_gbps": 32.0,
+                           "h2d_bandwidth_gbps": 32.0}}
+WORKERS = 8
+
+
+def rank(scope: str) -> dict[str, Any]:
+    out = dict(RANK)
+    if HOST[scope] is not None:
+        out["native_host_offload"] = dict(HOST[scope])  # type: ignore[arg-type]
+    return out
+
+
+def _usage() -> tuple[float, float]:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024.0
+
+
+def child_kvreplay(trace: Path, scope: str, router: str, rows: int) -> dict[str, Any]:
+    sys.path.insert(0, str(REPO / "tests" / "engine"))
+    from engine_support import mooncake_rows, mooncake_workload, native
+    from kvreplay.engine import run_native
+    from kvreplay.engine.report import report_from_run
+
+    start, cpu0 = time.perf_counter(), _usage()[0]
+    workload = mooncake_workload(mooncake_rows(trace, rows or None), 512)
+    result = run_native(native(rank(scope), workers=WORKERS, router=router), workload=workload)
+    summary = report_from_run(result)["summary"]
+    cpu, rss = _usage()
+    return {"cpu_s": cpu - cpu0, "wall_s": time.perf_counter() - start, "rss_mb": rss,
+            "reuse": summary["prefix_cache_reused_ratio"], "ttft": summary["mean_ttft_ms"],
+            "requests": summary["num_requests"]}
+
+
+def child_reference(trace: Path, scope: str, router: str, rows: int) -> dict[str, Any]:
+    os.environ["DYN_LOG"] = "error"
+    import tempfile
+
+    from dynamo.replay import run_trace_replay
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = trace
+        if rows:
+            path = Path(tmp) / "trace.jsonl"
+            with trace.open() as f, path.open("w") as out:
+                for _, line in zip(range(rows), f, strict=False):
+                    out.write(line)
+        start, cpu0 = time.perf_counter(), _usage()[0]
+        report = run_trace_replay([str(path)], extra_engine_args={"engine": rank(scope)},
+                                  num_workers=WORKERS, router_mode=router,
+                                  trace_format="mooncake", trace_block_size=512,
+                                  capture_per_request=True)
+        wall = time.perf_counter() - start
+    cpu, rss = _usage()
+    summary = report.summary
+    return {"cpu_s": cpu - cpu0, "wall_s": wall, "rss_mb": rss,
+            "reuse": summary["prefix_cache_reused_ratio"], "ttft": summary["mean_ttft_ms"],
+            "requests": summary["num_requests"]}
+
+
+def spawn(python: str, engine: str, args: argparse.Namespace, scope: str,
+          router: str) -> dict[str, Any]:
+    cmd = [python, __file__, "--child", engine, "--trace", str(args.trace), "--scope", scope,
+           "--router", router, "--rows", str(args.rows)]
+    done = subprocess.run(cmd, capture_output=True, text=True, check=False,
+                          env=dict(os.environ, DYN_LOG="error"))
+    if done.returncode != 0:
+        last = done.stderr.strip().splitlines()[-1] if done.stderr.strip() else "failed"
+        return {"error": last[:110]}
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def best(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    good = [r for r in runs if "error" not in r]
+    return min(good, key=lambda r: r["cpu_s"]) if good else runs[0]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--trace", type=Path, default=TRACE)
+    parser.add_argument("--ref-python", default=os.environ.get("KVREPLAY_REF_PYTHON",
+                                                               sys.executable))
+    parser.add_argument("--repeat", type=int, default=1, help="runs per cell (best CPU kept)")
+    parser.add_argument("--rows", type=int, default=0, help="first N rows (0 = all)")
+    parser.add_argument("--child", choices=("kvreplay", "reference"))
+    parser.add_argument("--scope", default="dp_rank_local", choices=sorted(HOST))
+    parser.add_argument("--router", default="round_robin")
+    args = parser.parse_args()
+    if args.child:
+        run = child_kvreplay if args.child == "kvreplay" else child_reference
+        print(json.dumps(run(args.trace, args.scope, args.router, args.rows)))
+        return
+    print(f"{args.trace.name} ({args.rows or 'all'} rows), {WORKERS} aggregated workers, 1000 x "
+          "512-token G1 blocks, fixed 20/5 ms, G2 links 32 GB/s")
+    print(f"{'G2':<15} {'router':<12} {'engine':<9} {'CPU s':>6} {'wall s':>7} {'RSS MB':>7} "
+          f"{'reuse':>7} {'TTFT ms':>8}  CPU ratio")
+    for scope in ("none", "dp_rank_local", "cluster_shared"):
+        for router in ("round_robin", "kv_router"):
+            cells = {engine: best([spawn(python, engine, args, scope, router)
+                                   for _ in range(args.repeat)])
+                     for engine, python in (("kvreplay", sys.executable),
+                                            ("reference", args.ref_python))}
+            for engine, cell in cells.items():
+                head = f"{scope:<15} {router:<12} {engine:<9}"
+                if "error" in cell:
+                    print(f"{head} failed: {cell['error']}")
+                    continue
+                ratio = ""
+                ref = cells["reference"]
+                if engine == "kvreplay" and "error" not in ref:
+                    ratio = f"  {cell['cpu_s'] / ref['cpu_s']:.2f}"
+                print(f"{head} {cell['cpu_s']:>6.2f} {cell['wall_s']:>7.2f} "
+                      f"{cell['rss_mb']:>7.0f} {cell['reuse']:>7.4f} {cell['ttft']:>8.2f}{ratio}")
+
+
+if __name__ == "__main__":
+    main()
