@@ -439,8 +439,13 @@ class Simulation:
         self._command(self.pools[1].workers[rank.worker_id], lambda: self._activate(dseq))
 
     def _activate(self, dseq: Seq) -> None:
-        """KV arrived: the destination holds the prompt; the source lets go of it."""
+        """KV arrived: the destination holds the prompt; the source lets go of it.
+
+        The rank retries a waiting destination first, before the arrived blocks become prefix
+        hits (checked against the reference: a second destination sharing the first one's
+        prefix waits for the first request's pass end)."""
         rank: Rank = dseq.scheduler  # type: ignore[assignment]
+        self._retry_destinations(rank)
         if rank.caching:
             full = dseq.input_length // rank.block_size
             if full > dseq.registered:
@@ -451,7 +456,6 @@ class Simulation:
         rank.waiting.append(dseq)
         dseq.rec.destination_activated_ms = ns_to_ms(self.now)
         self._poke(self.pools[1].workers[rank.worker_id])
-        self._retry_destinations(rank)
         self._hand_back_source(dseq.partner)  # type: ignore[arg-type]
 
     def _hand_back_source(self, seq: Seq) -> None:

@@ -115,3 +115,17 @@ def test_round_robin_rotates_scheduler_ids_in_each_pool() -> None:
     decode_sids = [r.routing_history[1].scheduler_id for r in records]
     assert prefill == [(0, 0), (0, 1), (1, 0), (1, 1), (0, 0), (0, 1)]
     assert decode_sids == [0, 3, 1, 1, 2, 0]
+
+
+def test_activation_retries_a_waiting_destination_before_its_blocks_become_hits() -> None:
+    """Decode pool of 6 blocks: A (17 tokens, 5 blocks) lands at 6.25; B (6 tokens sharing A's
+    first block) would fit only by hitting A's just-arrived block, so it is reserved when A's
+    decode pass ends (6.75), not at A's activation (checked against the reference)."""
+    args = {"num_gpu_blocks": 6, "max_num_seqs": 4, "max_num_batched_tokens": 32,
+            "timing_model": {"type": "fixed", "prefill_ms": 2.0, "decode_ms": 0.5}}
+    a, b = run([request(0, 0.0, 17, 1, [92, 551, 829, 911, 710]),
+                request(1, 0.0, 6, 1, [92, 551])],
+               prefill=role(**args), decode=role(**args))
+    assert (a.destination_reserved_ms, a.destination_activated_ms) == (2.0, 6.25)
+    assert (b.destination_reserved_ms, b.destination_activated_ms, b.first_token_ms) == (
+        6.75, 8.25, 8.75)
