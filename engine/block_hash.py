@@ -26,18 +26,27 @@ _PAIR = struct.Struct("<QQ")
 
 
 class TokenInterner:
-    """Token values to dense u32 ids in first-seen order (all prompts, as they arrive)."""
+    """Token values to dense u32 ids in first-seen order (all prompts, as they arrive).
 
-    __slots__ = ("dense",)
+    `identity`: the workload's values already are the reference's dense ids (agentic traces
+    intern their hashes in graph order), so they are used as they are."""
 
-    def __init__(self) -> None:
+    __slots__ = ("dense", "identity")
+
+    def __init__(self, identity: bool = False) -> None:
         self.dense: dict[int, int] = {}
+        self.identity = identity
 
     def observe(self, runs: Iterable[tuple[int, int]]) -> None:
+        if self.identity:
+            return
         dense = self.dense
         for value, _ in runs:
             if value not in dense:
                 dense[value] = len(dense) & 0xFFFFFFFF
+
+    def token(self, value: int) -> int:
+        return value & 0xFFFFFFFF if self.identity else self.dense.get(value, 0)
 
 
 class SequenceHasher:
@@ -83,11 +92,11 @@ class SequenceHasher:
         return value
 
     def _tokens(self, content: object) -> bytes:
-        dense = self.interner.dense
+        token = self.interner.token
         if isinstance(content, tuple):
             parts = []
             for i in range(0, len(content), 2):
-                parts.append(_U32.pack(dense.get(content[i], 0)) * content[i + 1])
+                parts.append(_U32.pack(token(content[i])) * content[i + 1])
             return b"".join(parts)
         assert isinstance(content, int)
-        return _U32.pack(dense.get(content, 0)) * self.block_size
+        return _U32.pack(token(content)) * self.block_size

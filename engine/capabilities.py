@@ -35,10 +35,15 @@ CAPABILITIES: frozenset[str] = frozenset({
     "g2:write_through_stores",
     "g2:restore_at_admission",
     "placement:host_pinned_credit",
+    "traffic:weka",
+    "traffic:agentic_mooncake",
+    "agentic:dependency_graph",
+    "agentic:lanes",
+    "agentic:lifecycle",
 })
 
 AGENTIC_FORMATS = ("weka", "agentic_mooncake")
-AGENTIC_KEYS = ("agentic_lanes", "agentic_snapshot_seed", "agentic_warmup", "agentic_profile")
+AGENTIC_KEYS = ("agentic_snapshot_seed", "agentic_warmup", "agentic_profile")
 
 
 def _roles(document: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any]]]:
@@ -98,9 +103,6 @@ def _agentic(document: Mapping[str, Any]) -> list[str]:
     traffic = document.get("traffic")
     if not isinstance(traffic, Mapping):
         return []
-    fmt = traffic.get("trace_format")
-    if fmt in AGENTIC_FORMATS:
-        return [f"agentic trace format {fmt!r}: not executed by the bundled engine yet"]
     keys = [k for k in AGENTIC_KEYS if traffic.get(k) not in (None, False)]
     if keys:
         return [f"agentic load controls ({', '.join(keys)}): not executed by the bundled engine "

@@ -42,7 +42,7 @@ class HostRuntime:
 
     def __init__(self, sim: Simulation) -> None:
         self.sim = sim
-        self.interner = TokenInterner()
+        self.interner = TokenInterner(identity=getattr(sim.workload, "dense_tokens", False))
         self.pools: list[HostPool] = []
         self.shared: HostPool | None = None
         self.fair: FairShare | None = None

@@ -94,6 +94,7 @@ class Simulation:
         self.seq_no = 0
         self.handoffs = 0
         self.now = 0
+        self.busy_until = 0
         self.cap_ns = None if cfg.max_sim_time_ms is None else ms_to_ns(cfg.max_sim_time_ms)
         self.records: list[RequestRecord] = []
         self.live = 0  # released and not yet terminal
@@ -150,6 +151,10 @@ class Simulation:
             self.now = now
             while heap and heap[0][0] == now:
                 _, kind, _, _, _, payload = heapq.heappop(heap)
+                if kind != KV_VISIBLE:
+                    # The clock the report bills runs to the last engine event; router events
+                    # that only land later (kv_event_lag_ms) do not extend it (as the reference).
+                    self.busy_until = now
                 if kind == PASS_DONE:
                     self._pass_done(payload)
                 elif kind == HOST_DONE:
@@ -164,6 +169,7 @@ class Simulation:
                     self._transfer_done(payload)
             next_release = workload.next_release_ms()
             if next_release is not None and ms_to_ns(next_release) <= now:
+                self.busy_until = now
                 released = workload.release(max(next_release, ns_to_ms(now)))
                 if not released:
                     raise EngineError(f"the workload announced a release at {next_release} ms "
@@ -197,11 +203,14 @@ class Simulation:
 
     def _result(self) -> RunResult:
         facts = self.facts
-        facts.end_ms = ns_to_ms(self.now)
+        facts.end_ms = ns_to_ms(self.busy_until)
         facts.committed_prefill_tokens = self.stats.committed_prompt_tokens
         facts.preemptions_total = self.stats.preemptions
         facts.duration_ms = max((r.terminal_time_ms for r in self.records
                                  if r.terminal_time_ms is not None), default=0.0)
+        extra = getattr(self.workload, "summary_extra", None)
+        if extra is not None:
+            facts.workload_summary = extra()
         if self.host is not None:
             facts.has_host_tier = True
             facts.g2_domains = self.host.g2_domains()
@@ -259,6 +268,8 @@ class Simulation:
             self.host.observe_prompt(req.prompt)
         rec = RequestRecord(req.ordinal, req.request_id, ns_to_ms(now), req.input_length,
                             req.output_length, req.session_id, req.turn_index)
+        if req.agentic is not None:
+            rec.play_id, rec.agentic, rec.agentic_phase = req.agentic
         self.records.append(rec)
         self.live += 1
         self.facts.requests_released += 1

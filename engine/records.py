@@ -97,6 +97,8 @@ class RequestRecord:
 
     __slots__ = (
         "admission_history",
+        "agentic",
+        "agentic_phase",
         "arrival_time_ms",
         "decode_admit_ms",
         "destination_activated_ms",
@@ -111,6 +113,7 @@ class RequestRecord:
         "last_token_ms",
         "ordinal",
         "output_length",
+        "play_id",
         "prefill_admit_ms",
         "readmission_count",
         "request_id",
@@ -167,3 +170,7 @@ class RequestRecord:
         self.destination_activated_ms: float | None = None
         self.decode_admit_ms: float | None = None
         self.source_released_ms: float | None = None
+        # Agentic requests: the play, the identity envelope, the warmup phase (None: no phases).
+        self.play_id: str | None = None
+        self.agentic: dict[str, str] | None = None
+        self.agentic_phase: str | None = None

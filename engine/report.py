@@ -220,6 +220,8 @@ def per_request_row(r: RequestRecord) -> dict[str, Any]:
     row: dict[str, Any] = {
         "uuid": uuid_for(r.ordinal),
         "request_id": r.request_id or None,
+        **({"play_id": r.play_id, "agentic": dict(r.agentic)} if r.agentic is not None else {}),
+        **({"agentic_phase": r.agentic_phase} if r.agentic_phase is not None else {}),
         "session_id": r.session_id,
         "turn_index": r.turn_index,
         "arrival_time_ms": r.arrival_time_ms,
@@ -341,6 +343,7 @@ def facts_from_core(core: CoreFacts, *, sla: Sla | None = None,
     transfers = getattr(core, "host_transfers", None)
     if transfers is not None:
         extra["g2_transfers"] = transfers
+    extra.update(getattr(core, "workload_summary", None) or {})
     return RunFacts(
         prefill_workers=workers["prefill"], decode_workers=workers["decode"],
         prefill_gpus_per_worker=gpus["prefill"], decode_gpus_per_worker=gpus["decode"],

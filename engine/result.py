@@ -53,6 +53,7 @@ class RunFacts:
         "router",
         "stepwise",
         "stopped_at_time_cap",
+        "workload_summary",
     )
 
     def __init__(self) -> None:
@@ -72,6 +73,7 @@ class RunFacts:
         self.has_host_tier = False  # first_admission_{g1,host}_* stay None without G2
         self.g2_domains: list[dict[str, int]] | None = None  # the shared pool, when there is one
         self.host_transfers: dict[str, Any] | None = None  # G2 copy totals (host_runtime.py)
+        self.workload_summary: dict[str, Any] | None = None  # e.g. the agentic summary keys
         self.approximations: list[str] = []
         self.max_sim_time_ms: float | None = None
         self.stopped_at_time_cap = False  # requests not terminal at the cap have status None

@@ -129,6 +129,8 @@ class Worker:
             running = rank.running
             if (rank.waiting or rank.connector_ready()) and len(running) < rank.max_seqs:
                 return 0
+            if rank.pending:  # each pass end retries a waiting P/D destination
+                return 0
             host = rank.host
             if host is not None and not host.quiet(running):
                 return 0

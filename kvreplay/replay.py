@@ -61,7 +61,8 @@ def replay(
     try:
         workload = workload_from_traffic(
             native["traffic"], base_dir=base_dir, trace_paths=trace_paths,
-            block_size=_engine_block_size(native), source_file=compiled.file)
+            block_size=_engine_block_size(native), source_file=compiled.file,
+            model=native["spec"].get("model"))
     except WorkloadError as exc:
         return RunOutcome(None, tuple(sort_unique([*found, *exc.diagnostics])))
     found.extend(getattr(workload, "diagnostics", ()))

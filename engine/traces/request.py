@@ -24,6 +24,7 @@ class TraceRequest:
     """One request to dispatch. `release_ms` is when the workload lets it go (arrival)."""
 
     __slots__ = (
+        "agentic",
         "input_length",
         "ordinal",
         "output_length",
@@ -53,6 +54,8 @@ class TraceRequest:
         self.prompt = prompt
         self.session_id = session_id
         self.turn_index = turn_index
+        # Agentic requests: (play id, identity envelope, phase) for the report.
+        self.agentic: tuple[str, dict[str, str], str | None] | None = None
 
     def __repr__(self) -> str:
         return (f"TraceRequest({self.request_id!r}, t={self.release_ms}, in={self.input_length}, "

@@ -21,6 +21,13 @@ RULES: dict[str, str] = {
     "TRACE-EMPTY": "the trace holds no request",
     "TRACE-UNKNOWN-FIELD": "a row carries a field the reader ignores",
     "TRACE-TRUNCATED": "more problems were found than are listed",
+    "TRACE-BLOCK-SIZE": "agentic plays disagree on their block size, or it differs from the "
+                        "configured trace block size",
+    "TRACE-NESTED-TIME": "a subagent's request precedes its marker under the absolute nested "
+                         "timestamp basis",
+    "TRACE-GRAPH": "the agentic dependency graph is invalid (no parent request, a subagent before "
+                   "any parent, unknown or cross-play dependencies, a cycle, a play without a "
+                   "root)",
     "WORKLOAD-SOURCE": "the traffic source type is unknown",
     "WORKLOAD-LOAD": "the load type does not fit the source, or its parameters are missing",
     "WORKLOAD-VALUE": "a traffic parameter is out of range or has the wrong type",

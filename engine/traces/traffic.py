@@ -12,6 +12,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from kvreplay.engine.agentic.driver import AgenticWorkload
 from kvreplay.engine.traces.errors import WorkloadError
 from kvreplay.engine.traces.mooncake_scan import scan_mooncake
 from kvreplay.engine.traces.mooncake_workload import MooncakeWorkload
@@ -20,10 +21,11 @@ from kvreplay.engine.traces.synthetic import Arrivals, SyntheticWorkload
 
 from kvreplay.diagnostics import Diagnostic, Severity, sort_unique
 
-TRACE_FORMATS = ("mooncake", "mooncake-delta")
+TRACE_FORMATS = ("mooncake", "mooncake-delta", "weka", "agentic_mooncake")
+AGENTIC_FORMATS = ("weka", "agentic_mooncake")
 DEFAULT_ARRIVAL_SEED = 42
 
-_AnyWorkload = MooncakeWorkload | SyntheticWorkload
+_AnyWorkload = MooncakeWorkload | SyntheticWorkload | AgenticWorkload
 
 
 class _Fields:
@@ -92,12 +94,14 @@ def _paths(traffic: Mapping[str, Any], base_dir: str,
 
 
 def _load(traffic: Mapping[str, Any], *, base_dir: str, trace_paths: Sequence[str] | None,
-          block_size: int | None, source_file: str | None,
-          build: bool) -> tuple[_AnyWorkload | None, list[Diagnostic]]:
+          block_size: int | None, source_file: str | None, build: bool,
+          model: str | None = None) -> tuple[_AnyWorkload | None, list[Diagnostic]]:
     f = _Fields(traffic, source_file)
     source = traffic.get("source_type")
     workload: _AnyWorkload | None
-    if source == "trace":
+    if source == "trace" and traffic.get("trace_format") in AGENTIC_FORMATS:
+        workload = _agentic(f, traffic, base_dir=base_dir, trace_paths=trace_paths, model=model)
+    elif source == "trace":
         workload = _trace(f, traffic, base_dir=base_dir, trace_paths=trace_paths)
     elif source in ("synthetic", "synthetic-session"):
         workload = _synthetic(f, traffic, session=source == "synthetic-session",
@@ -152,6 +156,53 @@ def _trace(f: _Fields, traffic: Mapping[str, Any], *, base_dir: str,
         return None
     return MooncakeWorkload(index, block_size=block_size, delta=fmt == "mooncake-delta",
                             concurrency=concurrency, speedup=speedup)
+
+
+def _agentic(f: _Fields, traffic: Mapping[str, Any], *, base_dir: str,
+             trace_paths: Sequence[str] | None, model: str | None) -> AgenticWorkload | None:
+    """Weka plays or an Agentic Mooncake v2 file, lowered to a graph and executed by lanes."""
+    from kvreplay.engine.traces.agentic.v2 import read_agentic_mooncake
+    from kvreplay.engine.traces.agentic.weka import BASES, read_weka
+
+    fmt = traffic.get("trace_format")
+    load = traffic.get("load_type")
+    if load != "trace_timestamps":
+        f.error("WORKLOAD-LOAD", "load_type", f"agentic traces replay their own dependency "
+                f"timing: load_type must be trace_timestamps, found {load!r}",
+                hint="agentic_lanes sets how many plays run at once")
+    lanes = f.integer("agentic_lanes", 1, 1_000_000)
+    speedup = f.number("speedup", 0.0, 1e9, positive=True) or 1.0
+    block_size = f.integer("trace_block_size", 1, 1 << 20)
+    basis = traffic.get("weka_nested_timestamp_basis")
+    if fmt == "weka":
+        if basis is None:
+            basis = "auto"
+        elif basis not in BASES:
+            f.error("WORKLOAD-VALUE", "weka_nested_timestamp_basis", "`weka_nested_timestamp_"
+                    f"basis` must be auto, absolute or relative, found {basis!r}")
+    else:
+        f.ignored("weka_nested_timestamp_basis", "with agentic_mooncake traces")
+    for key in ("concurrency", "stop_requests", "stop_sessions"):
+        f.ignored(key, "with agentic traces (plays run to their end)")
+    paths = _paths(traffic, base_dir, trace_paths)
+    if len(paths) != 1:
+        f.error("TRACE-PATH", "trace_paths", f"{fmt} traffic needs exactly one trace path (a "
+                f"file or, for weka, a directory), found {len(paths)}")
+        return None
+    if any(d.severity == "error" for d in f.found):
+        return None
+    path, display = paths[0]
+    if fmt == "weka":
+        graph, found = read_weka(path, display, basis=str(basis),
+                                 expected_block_size=block_size)
+    else:
+        graph, found = read_agentic_mooncake(path, display, legacy_block_size=block_size)
+    f.found.extend(found)
+    if graph is None:
+        return None
+    graph.normalize_starts()
+    graph.speed_up(speedup)
+    return AgenticWorkload(graph, lanes=lanes, target_model=model or "model")
 
 
 def _synthetic(f: _Fields, traffic: Mapping[str, Any], *, session: bool,
@@ -220,16 +271,19 @@ def check_traffic(traffic: Mapping[str, Any], *, base_dir: str,
 
 def workload_from_traffic(traffic: Mapping[str, Any], *, base_dir: str,
                           trace_paths: Sequence[str] | None = None, block_size: int | None = None,
-                          source_file: str | None = None) -> MooncakeWorkload | SyntheticWorkload:
+                          source_file: str | None = None, model: str | None = None,
+                          ) -> MooncakeWorkload | SyntheticWorkload | AgenticWorkload:
     """The workload of a native `traffic` section, checked first; raises WorkloadError.
 
     `base_dir` resolves `traffic.trace_paths` (the spec's folder); `trace_paths` replaces them
     (used as given, e.g. from `kvreplay run --trace`). `block_size` is the engine's KV block size,
     the unit of synthetic shared prefixes (None: one token). `source_file` is the spec path shown
-    on WORKLOAD-* diagnostics. Warnings are kept on the workload as `.diagnostics`.
+    on WORKLOAD-* diagnostics. `model` is the spec's model (agentic plays are projected onto
+    it). Warnings are kept on the workload as `.diagnostics`.
     """
     workload, found = _load(traffic, base_dir=base_dir, trace_paths=trace_paths,
-                            block_size=block_size, source_file=source_file, build=True)
+                            block_size=block_size, source_file=source_file, build=True,
+                            model=model)
     if workload is None:
         raise WorkloadError(found)
     workload.diagnostics = found

@@ -61,12 +61,14 @@ def test_reports_identical_across_hash_seeds(tmp_path: Path) -> None:
 
 def test_engine_refuses_what_it_cannot_run_naming_the_capability(cli: Callable[..., Any],
                                                                  tmp_path: Path) -> None:
-    """A valid spec the engine cannot execute yet (agentic Weka traffic): exit 1, the capability
+    """A valid spec the engine cannot execute yet (agentic warmup): exit 1, the capability
     named, no report."""
     out = tmp_path / "report.json"
-    ran = cli("run", str(REPO / "examples" / "agentx-g2-local.yaml"), "-o", str(out))
-    assert ran.code == 1
-    assert "weka" in ran.err and "native_host_offload" not in ran.err
+    ran = cli("run", str(REPO / "examples" / "agentx-g2-local.yaml"), "-o", str(out),
+              "--set", "traffic.load.agentic_warmup=true",
+              "--set", "traffic.load.agentic_snapshot={seed: 5}")
+    assert ran.code == 1, ran.err
+    assert "agentic_warmup" in ran.err and "native_host_offload" not in ran.err
     assert not out.exists()
 
 

@@ -201,10 +201,15 @@ TRAFFIC_CASES: dict[str, tuple[dict[str, Any], list[tuple[str, str, str]]]] = {
     "unknown source": (traffic(source_type="replay"), [
         ("WORKLOAD-SOURCE", "$.traffic.source_type",
          "`source_type` must be trace, synthetic or synthetic-session, found 'replay'")]),
-    "agentic format": (traffic(source_type="trace", trace_format="weka", trace_paths=["a.json"],
-                               load_type="trace_timestamps"), [
-        ("TRACE-FORMAT", "$.traffic.trace_format", "trace format 'weka' is not read by the "
-         "bundled workload readers (they read mooncake, mooncake-delta)")]),
+    "unknown format": (traffic(source_type="trace", trace_format="sharegpt",
+                               trace_paths=["a.json"], load_type="trace_timestamps"), [
+        ("TRACE-FORMAT", "$.traffic.trace_format", "trace format 'sharegpt' is not read by the "
+         "bundled workload readers (they read mooncake, mooncake-delta, weka, "
+         "agentic_mooncake)")]),
+    "agentic with concurrency": (traffic(source_type="trace", trace_format="weka",
+                                         trace_paths=["a.json"], load_type="concurrency"), [
+        ("WORKLOAD-LOAD", "$.traffic.load_type", "agentic traces replay their own dependency "
+         "timing: load_type must be trace_timestamps, found 'concurrency'")]),
     "two paths": (traffic(source_type="trace", trace_format="mooncake", trace_block_size=4,
                           trace_paths=["a", "b"], load_type="trace_timestamps"), [
         ("TRACE-PATH", "$.traffic.trace_paths",

@@ -1,0 +1,1 @@
+"""kvreplay.engine.agentic: executing agentic dependency graphs (plays, lanes, lifecycle)."""

@@ -1,0 +1,380 @@
+"""Agentic Mooncake v2 files (header + rows with dependencies), and legacy headerless rows.
+
+v2: the first non-blank line is the header `{"schema":"dynamo.agentic_mooncake","version":2,
+"block_size":N,"hash_id_scope":"local","source":{"format":..,"digest":..}}`; every other
+non-blank line is a request row. The header owns the block size. Line numbers are physical
+lines (blank lines count). Checks and their order follow the reference's reader; every problem
+is reported with its line.
+
+Legacy headerless rows (no header line): `request_id`, `hash_ids`, `output_length` (or
+`output_tokens`), `input_length` (or `input_tokens`), optional `session_id`, `timestamp` |
+`created_time`, `delay` xor `delay_ms`, `tool_wait_ms` (added to the delay) and `wait_for`
+(predecessor ids: completion edges, a join when more than one). The reference 1.6.1 refuses
+them on its `agentic_mooncake` path (v2 only); kvreplay reads them as its stored sources
+describe, with the trace block size from the config (docs/traces-and-reports.md).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from kvreplay.engine.traces.agentic.graph import (
+    RELATIONS,
+    SCHEMA,
+    TRIGGERS,
+    VERSION,
+    AgenticGraph,
+    Dependency,
+    GraphError,
+    GraphRow,
+    Header,
+    build_graph,
+)
+from kvreplay.engine.traces.rules import diag
+
+from kvreplay.diagnostics import Diagnostic
+
+MAX_DIAGNOSTICS = 50
+
+
+class _Bad(Exception):
+    def __init__(self, rule: str, message: str) -> None:
+        super().__init__(message)
+        self.rule = rule
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"duplicate key {key!r}")
+        out[key] = value
+    return out
+
+
+def _reject(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _parse(text: str) -> Any:
+    return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_reject)
+
+
+def read_agentic_mooncake(path: str, display: str | None = None, *,
+                          legacy_block_size: int | None = None
+                          ) -> tuple[AgenticGraph | None, list[Diagnostic]]:
+    """Read a v2 (or legacy headerless) agentic trace; (graph, diagnostics)."""
+    display = display or path
+    found: list[Diagnostic] = []
+
+    def add(rule: str, message: str, line: int | None = None, hint: str | None = None) -> None:
+        if len(found) < MAX_DIAGNOSTICS:
+            found.append(diag(rule, message, file=display, line=line, hint=hint))
+
+    lines: list[tuple[int, str]] = []
+    try:
+        with open(path, "rb") as f:
+            for number, raw in enumerate(f, start=1):
+                try:
+                    text = raw.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    add("TRACE-ENCODING", f"line {number} is not valid UTF-8 (byte {exc.start})",
+                        number)
+                    return None, found
+                if number == 1 and text.startswith("\ufeff"):
+                    add("TRACE-ENCODING", "the file starts with a byte-order mark", 1)
+                    return None, found
+                if text.strip():
+                    lines.append((number, text))
+    except OSError as exc:
+        add("TRACE-PATH", f"cannot read {display}: {exc.strerror or exc}")
+        return None, found
+    if not lines:
+        add("TRACE-EMPTY", f"agentic trace file {display} is empty")
+        return None, found
+    first_line, first_text = lines[0]
+    try:
+        first = _parse(first_text)
+    except ValueError as exc:
+        add("TRACE-JSON", f"failed to parse line {first_line} as the agentic Mooncake v2 "
+            f"header: {exc}", first_line)
+        return None, found
+    if isinstance(first, dict) and "schema" in first:
+        header = _header(first, first_line, add)
+        rows = lines[1:]
+        legacy = False
+        if header is None:
+            return None, found
+    else:
+        if legacy_block_size is None:
+            add("TRACE-FORMAT", f"{display} has no agentic Mooncake v2 header; legacy headerless "
+                "rows need the trace block size", first_line,
+                hint="set traffic.source.block_size (tokens per hash id)")
+            return None, found
+        header = Header(legacy_block_size, "legacy_agentic_mooncake", f"{display}:{len(lines)}")
+        rows = lines
+        legacy = True
+    if not rows:
+        add("TRACE-EMPTY", f"agentic trace file {display} did not contain any requests")
+        return None, found
+    graph_rows: list[GraphRow] = []
+    seen: set[str] = set()
+    for number, text in rows:
+        try:
+            value = _parse(text)
+            row = (_legacy_row(value, header.block_size) if legacy
+                   else _row(value, header.block_size))
+        except ValueError as exc:
+            add("TRACE-JSON", f"failed to parse line {number} as an agentic Mooncake "
+                f"{'legacy row' if legacy else 'v2 request'}: {exc}", number)
+            continue
+        except _Bad as exc:
+            add(exc.rule, f"trace line {number} {exc}", number)
+            continue
+        if row.request_id in seen:
+            add("TRACE-VALUE", f"trace line {number} duplicates request_id {row.request_id}",
+                number)
+            continue
+        seen.add(row.request_id)
+        row.line = number
+        graph_rows.append(row)
+    if any(d.severity == "error" for d in found):
+        return None, found
+    if legacy:
+        _legacy_plays(graph_rows)
+    try:
+        graph = build_graph(header, graph_rows)
+    except GraphError as exc:
+        add("TRACE-GRAPH", str(exc), exc.line)
+        return None, found
+    return graph, found
+
+
+def _header(value: dict[str, Any], line: int, add: Any) -> Header | None:
+    if value.get("schema") != SCHEMA:
+        add("TRACE-VALUE", f"unsupported agentic Mooncake schema {value.get('schema')!r}; "
+            f"expected {SCHEMA!r}", line)
+        return None
+    if value.get("version") != VERSION:
+        add("TRACE-VALUE", f"unsupported agentic Mooncake version {value.get('version')!r}; "
+            f"expected {VERSION}", line)
+        return None
+    block = value.get("block_size")
+    if isinstance(block, bool) or not isinstance(block, int) or block <= 0:
+        add("TRACE-VALUE", "agentic Mooncake block_size must be an integer greater than 0, "
+            f"found {block!r}", line)
+        return None
+    if value.get("hash_id_scope") != "local":
+        add("TRACE-VALUE", f"unsupported hash_id_scope {value.get('hash_id_scope')!r}; "
+            "expected local", line)
+        return None
+    source = value.get("source")
+    fmt = source.get("format") if isinstance(source, dict) else None
+    digest = source.get("digest") if isinstance(source, dict) else None
+    if not (isinstance(fmt, str) and fmt.strip() and isinstance(digest, str) and digest.strip()):
+        add("TRACE-VALUE", "agentic Mooncake source provenance requires nonempty format and "
+            "digest", line)
+        return None
+    return Header(block, fmt, digest)
+
+
+def _text(value: dict[str, Any], key: str) -> str:
+    item = value.get(key)
+    if item is None:
+        raise _Bad("TRACE-MISSING", f"is missing {key}")
+    if not isinstance(item, str):
+        raise _Bad("TRACE-FIELD", f"{key} must be a string, found {item!r}")
+    if not item.strip():
+        raise _Bad("TRACE-VALUE", f"has empty {key}")
+    return item
+
+
+def _uint(value: Any, key: str, high: int = (1 << 64) - 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _Bad("TRACE-FIELD", f"{key} must be an unsigned integer, found {value!r}")
+    if not 0 <= value <= high:
+        raise _Bad("TRACE-VALUE", f"{key} must be in 0..{high}, found {value}")
+    return value
+
+
+def _number(value: Any, key: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise _Bad("TRACE-FIELD", f"{key} must be a number, found {value!r}")
+    return float(value)
+
+
+def _either(value: dict[str, Any], key: str, alias: str) -> Any:
+    return value[key] if key in value else value.get(alias)
+
+
+def _row(value: Any, block_size: int) -> GraphRow:
+    if not isinstance(value, dict):
+        raise _Bad("TRACE-FIELD", f"must be a JSON object, found {value!r}")
+    request_id = _text(value, "request_id")
+    play_id = _text(value, "play_id")
+    session_id = _text(value, "session_id")
+    hashes = value.get("hash_ids")
+    if hashes is None:
+        raise _Bad("TRACE-MISSING", "is missing hash_ids")
+    if not isinstance(hashes, list):
+        raise _Bad("TRACE-FIELD", f"hash_ids must be an array, found {hashes!r}")
+    if not hashes:
+        raise _Bad("TRACE-VALUE", "has empty hash_ids")
+    hash_ids = [_uint(h, "hash_ids[]") for h in hashes]
+    length = _either(value, "input_length", "input_tokens")
+    if length is None:
+        raise _Bad("TRACE-MISSING", "is missing input_length")
+    input_length = _uint(length, "input_length")
+    if input_length == 0:
+        raise _Bad("TRACE-VALUE", "has zero input_length")
+    need = -(-input_length // block_size)
+    if len(hash_ids) != need:
+        raise _Bad("TRACE-CAPACITY", f"has input_length {input_length} at block_size "
+                   f"{block_size} and requires exactly {need} hash_ids, got {len(hash_ids)}")
+    model = value.get("model")
+    if not isinstance(model, str):
+        raise _Bad("TRACE-MISSING" if model is None else "TRACE-FIELD",
+                   f"model must be a string, found {model!r}")
+    if not model.strip():
+        raise _Bad("TRACE-VALUE", "has an empty model")
+    out = _either(value, "output_length", "output_tokens")
+    if out is None:
+        raise _Bad("TRACE-MISSING", "is missing output_length")
+    output_length = _uint(out, "output_length")
+    tokens = value.get("output_token_ids")
+    if tokens is not None:
+        if not isinstance(tokens, list):
+            raise _Bad("TRACE-FIELD", f"output_token_ids must be an array, found {tokens!r}")
+        tokens = [_uint(t, "output_token_ids[]", (1 << 32) - 1) for t in tokens]
+        if len(tokens) != output_length:
+            raise _Bad("TRACE-VALUE", f"output_length {output_length} does not match "
+                       f"output_token_ids length {len(tokens)}")
+    if "not_before_ms" not in value:
+        raise _Bad("TRACE-MISSING", "is missing not_before_ms")
+    not_before = _number(value["not_before_ms"], "not_before_ms")
+    if not math.isfinite(not_before) or not_before < 0:
+        raise _Bad("TRACE-VALUE", f"has invalid not_before_ms {not_before}")
+    api = value.get("recorded_api_time_ms")
+    api_ms = None if api is None else _number(api, "recorded_api_time_ms")
+    if api_ms is not None and (not math.isfinite(api_ms) or api_ms < 0):
+        raise _Bad("TRACE-VALUE", f"has invalid recorded_api_time_ms {api_ms}")
+    deps = []
+    raw_deps = value.get("dependencies") or []
+    if not isinstance(raw_deps, list):
+        raise _Bad("TRACE-FIELD", f"dependencies must be an array, found {raw_deps!r}")
+    for dep in raw_deps:
+        deps.append(_dependency(dep))
+    priority = value.get("priority")
+    strict = value.get("strict_priority")
+    policy = value.get("policy_class")
+    if policy is not None and not isinstance(policy, str):
+        raise _Bad("TRACE-FIELD", f"policy_class must be a string, found {policy!r}")
+    ordinal = value.get("source_play_ordinal")
+    return GraphRow(
+        request_id=request_id, play_id=play_id, session_id=session_id, model=model,
+        input_length=input_length, output_length=output_length, hash_ids=hash_ids,
+        not_before_ms=not_before, dependencies=deps,
+        source_play_ordinal=None if ordinal is None else _uint(ordinal, "source_play_ordinal"),
+        output_token_ids=tokens, recorded_api_time_ms=api_ms,
+        priority=None if priority is None else _uint(priority, "priority", (1 << 32) - 1),
+        strict_priority=None if strict is None else _uint(strict, "strict_priority",
+                                                          (1 << 32) - 1),
+        policy_class=policy)
+
+
+def _dependency(dep: Any) -> Dependency:
+    if not isinstance(dep, dict):
+        raise _Bad("TRACE-FIELD", f"has a dependency that is not an object: {dep!r}")
+    for key in ("request_id", "trigger", "delay_ms", "relation"):
+        if key not in dep:
+            raise _Bad("TRACE-MISSING", f"has a dependency without {key}")
+    request_id = dep["request_id"]
+    if not isinstance(request_id, str) or not request_id.strip():
+        raise _Bad("TRACE-VALUE", "has a dependency with an empty request_id")
+    trigger, relation = dep["trigger"], dep["relation"]
+    if trigger not in TRIGGERS:
+        raise _Bad("TRACE-VALUE", f"has a dependency trigger {trigger!r}; expected dispatch or "
+                   "completion")
+    if relation not in RELATIONS:
+        raise _Bad("TRACE-VALUE", f"has a dependency relation {relation!r}; expected "
+                   f"{', '.join(RELATIONS)}")
+    delay = _number(dep["delay_ms"], "delay_ms")
+    if not math.isfinite(delay) or delay < 0:
+        raise _Bad("TRACE-VALUE", f"has invalid dependency delay {delay}")
+    if trigger == "dispatch" and relation != "spawn":
+        raise _Bad("TRACE-VALUE", f"has invalid {relation} dependency with dispatch trigger "
+                   "(only spawn may be dispatch-triggered)")
+    return Dependency(request_id, trigger, delay, relation)
+
+
+def _legacy_row(value: Any, block_size: int) -> GraphRow:
+    if not isinstance(value, dict):
+        raise _Bad("TRACE-FIELD", f"must be a JSON object, found {value!r}")
+    request_id = _text(value, "request_id")
+    hashes = value.get("hash_ids")
+    if not isinstance(hashes, list) or not hashes:
+        raise _Bad("TRACE-VALUE", "hash_ids must be a nonempty array")
+    hash_ids = [_uint(h, "hash_ids[]") for h in hashes]
+    length = _either(value, "input_length", "input_tokens")
+    if length is None:
+        raise _Bad("TRACE-MISSING", "is missing input_length")
+    input_length = _uint(length, "input_length")
+    out = _either(value, "output_length", "output_tokens")
+    if out is None:
+        raise _Bad("TRACE-MISSING", "is missing output_length")
+    wait = value.get("tool_wait_ms", 0)
+    wait_ms = _number(wait, "tool_wait_ms")
+    if not math.isfinite(wait_ms) or wait_ms < 0:
+        raise _Bad("TRACE-VALUE", "tool_wait_ms must be finite and nonnegative")
+    if value.get("delay") is not None and value.get("delay_ms") is not None:
+        raise _Bad("TRACE-VALUE", "delay and delay_ms cannot both be set")
+    delay = value.get("delay") if value.get("delay") is not None else value.get("delay_ms")
+    delay_ms = (0.0 if delay is None else _number(delay, "delay")) + wait_ms
+    if not math.isfinite(delay_ms) or delay_ms < 0:
+        raise _Bad("TRACE-VALUE", "dependency delay must be finite and nonnegative")
+    wait_for = value.get("wait_for") or []
+    if not isinstance(wait_for, list) or not all(isinstance(w, str) for w in wait_for):
+        raise _Bad("TRACE-FIELD", "wait_for must be an array of request ids")
+    relation = "join" if len(wait_for) > 1 else "sequence"
+    deps = [Dependency(w, "completion", delay_ms, relation) for w in wait_for]
+    stamp = value.get("timestamp", value.get("created_time"))
+    not_before = 0.0 if deps or stamp is None else _number(stamp, "timestamp")
+    session = value.get("session_id")
+    row = _row({"request_id": request_id, "play_id": "-", "session_id":
+                session if isinstance(session, str) and session.strip() else "agentic-session",
+                "model": "unknown", "input_length": input_length, "output_length": out,
+                "output_token_ids": value.get("output_token_ids"), "hash_ids": hash_ids,
+                "not_before_ms": not_before, "priority": value.get("priority"),
+                "strict_priority": value.get("strict_priority"),
+                "policy_class": value.get("policy_class")}, block_size)
+    row.dependencies = deps
+    return row
+
+
+def _legacy_plays(rows: list[GraphRow]) -> None:
+    """Plays are the connected components of the wait_for edges, named after their root."""
+    parent = {r.request_id: r.request_id for r in rows}
+
+    def find(x: str) -> str:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for r in rows:
+        for dep in r.dependencies:
+            if dep.request_id in parent:
+                a, b = find(r.request_id), find(dep.request_id)
+                if a != b:
+                    parent[a] = b
+    members: dict[str, list[GraphRow]] = {}
+    for r in rows:
+        members.setdefault(find(r.request_id), []).append(r)
+    for group in members.values():
+        roots = [r for r in group if not r.dependencies]
+        label = (min(roots, key=lambda r: (r.not_before_ms, r.request_id)).request_id if roots
+                 else group[0].request_id)
+        for r in group:
+            r.play_id = f"legacy-play:{label}"
