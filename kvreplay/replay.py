@@ -44,8 +44,12 @@ def replay(
     stepwise: bool = False,
     progress: Callable[[float, float | None], None] | None = None,
     should_stop: Callable[[], bool] | None = None,
+    lifecycle: Callable[[str], None] | None = None,
 ) -> RunOutcome:
-    """Replay a compiled spec; raises kvreplay.engine.Interrupted when should_stop() fires."""
+    """Replay a compiled spec; raises kvreplay.engine.Interrupted when should_stop() fires.
+
+    `lifecycle` receives the agentic lifecycle transcript, one JSONL line at a time (an error
+    when the traffic is not agentic)."""
     from kvreplay import __version__
     from kvreplay.engine import EngineError, Interrupted, refusals, run_native
     from kvreplay.engine.report import report_from_run, sla_from_spec
@@ -66,6 +70,12 @@ def replay(
     except WorkloadError as exc:
         return RunOutcome(None, tuple(sort_unique([*found, *exc.diagnostics])))
     found.extend(getattr(workload, "diagnostics", ()))
+    if lifecycle is not None:
+        transcript = getattr(workload, "lifecycle", None)
+        if transcript is None:
+            return RunOutcome(None, tuple(sort_unique(found)), error="--lifecycle needs an "
+                              "agentic trace (weka or agentic_mooncake)")
+        transcript.sink = lifecycle
     started = time.perf_counter()
     try:
         result = run_native(native, workload=workload, stepwise=stepwise, progress=progress,

@@ -8,7 +8,7 @@ import os
 
 from kvreplay.cli import exits
 from kvreplay.cli.diagnostics_out import print_diagnostics
-from kvreplay.cli.output import atomic_write, write_stderr, write_stdout
+from kvreplay.cli.output import emit, write_stderr, write_stdout
 from kvreplay.compiler.overrides import OverrideError
 
 
@@ -46,15 +46,7 @@ def _compile_one(args: argparse.Namespace, config: str, check: str | None) -> in
     text = result.emitted()
     if check:
         return _check(check, text)
-    if args.output:
-        try:
-            atomic_write(args.output, text)
-        except OSError as exc:
-            write_stderr(f"kvreplay: cannot write {args.output}: {exc.strerror or exc}\n")
-            return exits.USAGE
-        return exits.OK
-    write_stdout(text)
-    return exits.OK
+    return exits.OK if emit(args.output, text) else exits.USAGE
 
 
 def _check(path: str, expected: str) -> int:

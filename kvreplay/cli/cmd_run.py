@@ -53,16 +53,41 @@ def run(args: argparse.Namespace) -> int:
     base_dir = os.path.dirname(os.path.abspath(args.config))
     show = ProgressDisplay(enabled=sys.stderr.isatty() and not args.no_progress
                            and not args.quiet)
+    transcript = None
+    if args.lifecycle:
+        from kvreplay.cli.output import AtomicLines
+
+        try:
+            transcript = AtomicLines(args.lifecycle)
+        except OSError as exc:
+            write_stderr(f"kvreplay: cannot write {args.lifecycle}: {exc.strerror or exc}\n")
+            return exits.USAGE
     try:
         with _interruptible() as stop:
             outcome = replay(compiled, base_dir=base_dir, trace_paths=args.trace or None,
                              stepwise=args.stepwise, progress=show,
-                             should_stop=lambda: stop[0])
+                             should_stop=lambda: stop[0],
+                             lifecycle=transcript.write if transcript else None)
     except Interrupted as exc:
         show.close()
+        if transcript is not None:
+            transcript.abort()
         write_stderr(f"kvreplay: {exc}; no report written\n")
         return exits.INTERRUPTED
+    except BaseException:
+        if transcript is not None:
+            transcript.abort()
+        raise
     show.close()
+    if transcript is not None:
+        if outcome.report is None:
+            transcript.abort()
+        else:
+            try:
+                transcript.commit()
+            except OSError as exc:
+                write_stderr(f"kvreplay: cannot write {args.lifecycle}: {exc.strerror or exc}\n")
+                return exits.USAGE
     print_diagnostics([(compiled.file, compiled.text, outcome.diagnostics)], args)
     if outcome.refusals:
         write_stderr("kvreplay: the bundled engine cannot run this spec (it never approximates "

@@ -11,15 +11,21 @@ FINDINGS = 1
 USAGE = 2
 INTERRUPTED = 130
 
-# Findings that mean "the input could not be read or the command was misused": exit 2.
+# Findings that mean "the input could not be read or the command was misused": exit 2. So is
+# any error in a trace's content (TRACE-*): the config is fine, the data it points to is not.
 IO_RULES = frozenset({"FILE-UNREADABLE", "FILE-TOO-LARGE", "FILE-BINARY", "FILE-ENCODING",
                       "CONFIG-OVERRIDE", "TRACE-PATH", "TRACE-ENCODING"})
 
 
+def _unreadable(d: Diagnostic) -> bool:
+    return d.rule in IO_RULES or (d.rule.startswith("TRACE-") and d.severity == "error")
+
+
 def for_diagnostics(diagnostics: Iterable[Diagnostic], *, strict: bool = False) -> int:
-    """2 if any input was unreadable, else 1 on errors (or warnings with --strict), else 0."""
+    """2 if any input was unreadable (trace content included), else 1 on errors (or warnings
+    with --strict), else 0."""
     found = list(diagnostics)
-    if any(d.rule in IO_RULES for d in found):
+    if any(_unreadable(d) for d in found):
         return USAGE
     if any(d.severity == "error" for d in found):
         return FINDINGS

@@ -30,7 +30,12 @@ EXAMPLES = {
     "run": """examples:
   kvreplay run examples/kv-router-mooncake.yaml
   kvreplay run spec.json --trace other.jsonl -o report.json
-  kvreplay run cfg.yaml --format json | jq .summary.mean_ttft_ms
+  kvreplay run cfg.yaml --format json | jq .mean_ttft_ms
+  kvreplay run examples/agentx-g2-local.yaml --lifecycle lifecycle.jsonl
+""",
+    "trace": """examples:
+  kvreplay trace convert plays.jsonl -o plays-v2.jsonl       # Weka -> Agentic Mooncake v2
+  kvreplay trace convert corpus/ --basis relative            # a directory of plays
 """,
     "matrix": """examples:
   kvreplay matrix                   # markdown table
@@ -116,7 +121,24 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--stepwise", action="store_true",
                      help="simulate every decode pass (slow; for checking the fast path)")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    run.add_argument("--lifecycle", metavar="FILE",
+                     help="agentic traces: write the lifecycle transcript (JSONL) here")
     _overrides(run)
+
+    trace = add("trace", "work with trace files")
+    trace_sub = trace.add_subparsers(dest="trace_command", metavar="ACTION", required=True)
+    convert = trace_sub.add_parser(
+        "convert", parents=[common], help="lower Weka plays to an Agentic Mooncake v2 file",
+        description="Lower Weka / AgentX plays (a .json, a .jsonl or a directory) to the Agentic "
+        "Mooncake v2 dependency graph the engine replays: one header line, then one row per "
+        "request with its dependencies. Replaying the v2 file gives the same graph and the same "
+        "replay as the Weka source.")
+    convert.add_argument("trace", metavar="TRACE")
+    convert.add_argument("-o", "--output", metavar="OUT", help="write here (atomically)")
+    convert.add_argument("--basis", choices=["auto", "absolute", "relative"], default="auto",
+                         help="how subagent request timestamps are read (default auto)")
+    convert.add_argument("--block-size", type=int, default=None, metavar="N",
+                         help="require this trace block size")
 
     matrix = add("matrix", "render the support matrix from the rule files")
     matrix.add_argument("--format", choices=["markdown", "json"], default="markdown")

@@ -24,6 +24,45 @@ def atomic_write(path: str, text: str) -> None:
         raise
 
 
+class AtomicLines:
+    """A text file written line by line to a temp file beside it, and renamed into place only
+    by `commit()` (an interrupted or failed run leaves the previous file, or none)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        folder = os.path.dirname(os.path.abspath(path)) or "."
+        fd, self.tmp = tempfile.mkstemp(prefix=".kvreplay-", suffix=".tmp", dir=folder)
+        self.fh = os.fdopen(fd, "w", encoding="utf-8", newline="\n")
+
+    def write(self, line: str) -> None:
+        self.fh.write(line)
+
+    def commit(self) -> None:
+        self.fh.flush()
+        os.fsync(self.fh.fileno())
+        self.fh.close()
+        os.replace(self.tmp, self.path)
+
+    def abort(self) -> None:
+        with contextlib.suppress(OSError):
+            self.fh.close()
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.tmp)
+
+
+def emit(path: str | None, text: str) -> bool:
+    """The command's result to a file (atomically) or stdout; False (reported) if unwritable."""
+    if not path:
+        write_stdout(text)
+        return True
+    try:
+        atomic_write(path, text)
+    except OSError as exc:
+        write_stderr(f"kvreplay: cannot write {path}: {exc.strerror or exc}\n")
+        return False
+    return True
+
+
 def write_stdout(text: str) -> None:
     try:
         sys.stdout.write(text)

@@ -104,7 +104,8 @@ def test_missing_trace_override_is_an_input_error(cli: Callable[..., Any],
 
 def test_malformed_trace_rows_are_reported_with_lines(cli: Callable[..., Any],
                                                       tmp_path: Path) -> None:
-    """Bad rows: every one reported with file:line and the field, before anything runs."""
+    """Bad rows: every one reported with file:line and the field, before anything runs; a trace
+    that cannot be read is an input error (exit 2)."""
     trace = tmp_path / "bad.jsonl"
     trace.write_text(
         '{"timestamp": 0, "input_length": 10, "output_length": 2, "hash_ids": [1]}\n'
@@ -112,7 +113,7 @@ def test_malformed_trace_rows_are_reported_with_lines(cli: Callable[..., Any],
         'not json\n'
         '{"timestamp": 2, "input_length": 10, "hash_ids": [1]}\n')
     ran = cli("run", str(MAIN_EXAMPLE), "--trace", str(trace))
-    assert ran.code == 1
+    assert ran.code == 2
     for line in (2, 3, 4):
         assert f"bad.jsonl:{line}:" in ran.err
     assert "input_length" in ran.err and "output_length" in ran.err
@@ -149,3 +150,67 @@ def test_native_spec_with_a_mismatched_shared_pool_gets_the_compile_diagnostic(
     assert "POOL-CAPACITY" in ran.err and "8 vs 16" in ran.err and "Traceback" not in ran.err
     assert f"{spec}:" in ran.err
     assert not out.exists()
+
+
+def test_malformed_play_exits_2_with_its_location_and_no_report(cli: Callable[..., Any],
+                                                                tmp_path: Path) -> None:
+    """An agentic trace with a malformed play: file, line and play id on stderr, exit 2, no
+    report and no lifecycle file."""
+    good = (REPO / "examples" / "traces" / "weka-g2-restore.jsonl").read_text().strip()
+    bad = good.replace('"hash_id_scope":"local"', '"hash_id_scope":"global"')
+    trace = tmp_path / "plays.jsonl"
+    trace.write_text(good + "\n" + bad + "\n")
+    out, lifecycle = tmp_path / "report.json", tmp_path / "lifecycle.jsonl"
+    ran = cli("run", str(REPO / "examples" / "agentx-g2-local.yaml"), "--trace", str(trace),
+              "-o", str(out), "--lifecycle", str(lifecycle))
+    assert ran.code == 2
+    assert f"{trace}:2:" in ran.err and "play 'g2-parent-resume'" in ran.err
+    assert "hash_id_scope" in ran.err and "Traceback" not in ran.err
+    assert not out.exists() and not lifecycle.exists()
+    assert not list(tmp_path.glob(".kvreplay-*"))
+
+
+def test_lifecycle_transcript_is_written_for_agentic_runs(cli: Callable[..., Any],
+                                                          tmp_path: Path) -> None:
+    """--lifecycle writes the JSONL transcript whose count and digest the report gives; it is
+    refused for traffic that is not agentic."""
+    import blake3
+
+    out, lifecycle = tmp_path / "report.json", tmp_path / "lifecycle.jsonl"
+    ran = cli("run", str(REPO / "examples" / "agentx-g2-local.yaml"), "-o", str(out),
+              "--lifecycle", str(lifecycle))
+    assert ran.code == 0, ran.err
+    summary = json.loads(out.read_text())["summary"]
+    text = lifecycle.read_text()
+    assert len(text.splitlines()) == summary["agentic_lifecycle_event_count"] == 13
+    digest = blake3.blake3(b"aisimulate-agentic-lifecycle-v1\0" + text.encode()).hexdigest()
+    assert digest == summary["agentic_lifecycle_digest"]
+    refused = cli("run", str(MAIN_EXAMPLE), "--lifecycle", str(tmp_path / "x.jsonl"))
+    assert refused.code == 1 and "--lifecycle needs an agentic trace" in refused.err
+    assert not (tmp_path / "x.jsonl").exists()
+
+
+def test_trace_convert_writes_the_v2_graph(cli: Callable[..., Any], tmp_path: Path) -> None:
+    """`kvreplay trace convert` lowers Weka plays to v2 (stdout or -o); replaying the v2 file
+    gives the same report as the Weka file; a malformed play exits 2."""
+    source = REPO / "examples" / "traces" / "weka-g2-restore.jsonl"
+    printed = cli("trace", "convert", str(source))
+    assert printed.code == 0
+    header, *rows = printed.out.splitlines()
+    assert json.loads(header)["schema"] == "dynamo.agentic_mooncake" and len(rows) == 4
+    v2 = tmp_path / "g2-v2.jsonl"
+    assert cli("trace", "convert", str(source), "-o", str(v2)).code == 0
+    assert v2.read_text() == printed.out
+    weka_report, v2_report = tmp_path / "a.json", tmp_path / "b.json"
+    config = REPO / "examples" / "agentx-g2-local.yaml"
+    assert cli("run", str(config), "-o", str(weka_report), "-q").code == 0
+    assert cli("run", str(config), "-o", str(v2_report), "-q", "--set",
+               "traffic.source.format=agentic_mooncake", "--set",
+               "traffic.source.nested_timestamp_basis=null", "--trace", str(v2)).code == 0
+    a, b = json.loads(weka_report.read_text()), json.loads(v2_report.read_text())
+    a["summary"].pop("weka_nested_timestamp_basis")
+    assert a["summary"] == b["summary"] and a["per_request"] == b["per_request"]
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(source.read_text().replace('"in":9', '"in":0', 1))
+    refused = cli("trace", "convert", str(bad))
+    assert refused.code == 2 and "zero-length request" in refused.err and refused.out == ""

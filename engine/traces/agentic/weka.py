@@ -817,6 +817,16 @@ def lower_play(play: WekaPlay, ordinal: int, basis: str) -> list[GraphRow]:
             inner.append(_Item(f"outer:{oi}:inner:{j}", j, t, _end(r, t), r))
         if not inner:
             continue
+        if sub.status == "completed" and sub.duration_ms is not None:
+            stated = sub.t + sub.duration_ms / 1000.0
+            last = max(inner, key=lambda item: item.end)
+            if last.end > stated + EPS:
+                raise _Lowering(
+                    f"Weka trace {play.source_name} has subagent {sub.agent_id} whose duration_ms "
+                    f"{sub.duration_ms} understates its own requests: {last.sid} ends at "
+                    f"{_rust(last.end)} s, after the stated end {_rust(stated)} s "
+                    f"(`{sub.where}.duration_ms`)", "TRACE-VALUE",
+                    hint="fix duration_ms, or the nested timestamp basis (relative vs absolute)")
         pre, rest = _split_preamble(inner)
         child_chains, child_main, child_workers = _detect(rest)
         prefix = f"subagent:{oi}:{sub.agent_id}"
