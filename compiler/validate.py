@@ -181,6 +181,8 @@ class _Mapper:
         elif kw == "minProperties":
             self.emit("SCHEMA-REQUIRED", f"`{_field(path)}` needs at least one entry", path,
                       key=True, hint=_roles_hint(_schema(err)))
+        elif kw == "oneOf" and not isinstance(_instance(err), dict):
+            pass  # not an object at all: the branches' type errors say so
         elif kw == "oneOf":
             options = [s.get("required", []) for s in _value(err)]
             names = [f"`{r[0]}`" for r in options if r]

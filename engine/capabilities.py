@@ -40,10 +40,10 @@ CAPABILITIES: frozenset[str] = frozenset({
     "agentic:dependency_graph",
     "agentic:lanes",
     "agentic:lifecycle",
+    "agentic:snapshot",
+    "agentic:warmup",
+    "agentic:profile",
 })
-
-AGENTIC_FORMATS = ("weka", "agentic_mooncake")
-AGENTIC_KEYS = ("agentic_snapshot_seed", "agentic_warmup", "agentic_profile")
 
 
 def _roles(document: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any]]]:
@@ -99,17 +99,6 @@ def _timing(document: Mapping[str, Any]) -> list[str]:
     return out
 
 
-def _agentic(document: Mapping[str, Any]) -> list[str]:
-    traffic = document.get("traffic")
-    if not isinstance(traffic, Mapping):
-        return []
-    keys = [k for k in AGENTIC_KEYS if traffic.get(k) not in (None, False)]
-    if keys:
-        return [f"agentic load controls ({', '.join(keys)}): not executed by the bundled engine "
-                "yet"]
-    return []
-
-
 def _scaling(document: Mapping[str, Any]) -> list[str]:
     spec = document.get("spec")
     adapters = spec.get("adapters") if isinstance(spec, Mapping) else None
@@ -125,7 +114,6 @@ REFUSAL_CHECKS: tuple[tuple[str, Callable[[Mapping[str, Any]], list[str]]], ...]
     ("g3", _g3),
     ("speculation", _speculation),
     ("timing", _timing),
-    ("agentic", _agentic),
     ("scaling", _scaling),
 )
 

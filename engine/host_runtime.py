@@ -32,6 +32,7 @@ from kvreplay.engine.simtime import ms_to_ns
 if TYPE_CHECKING:
     from kvreplay.engine.loop import Pool, Simulation
     from kvreplay.engine.scheduler import Rank
+    from kvreplay.engine.sequence import Seq
     from kvreplay.engine.worker import Worker
 
 HOST_TIER = 1
@@ -124,6 +125,30 @@ class HostRuntime:
                 self._complete(payload)
             return
         if payload == self.fair_version:
+            self._advance_fair()
+
+    def withdraw(self, rank: Rank, seq: Seq) -> None:
+        """A canceled request gives up its restore: unpin the sources, stop the copy (a
+        shared pool reflows its bandwidth), forget the delivery."""
+        client = rank.host
+        transfer = seq.load
+        if client is None or transfer is None:
+            return
+        seq.load = None
+        loading = client.load_by_key
+        for key in transfer.keys:
+            if loading.get(key) == transfer.id:
+                del loading[key]
+        client.outbox = [(t, nb) for t, nb in client.outbox if t is not transfer]
+        if transfer in client.delivered:
+            client.delivered.remove(transfer)
+        in_flight = client.pool.in_flight(transfer.id)
+        if client.fifo is None and in_flight:
+            self._advance_fair(reschedule=False)
+            assert self.fair is not None
+            self.fair.cancel(transfer.id)
+        client.pool.cancel_load(transfer)
+        if client.fifo is None and in_flight:
             self._advance_fair()
 
     # -- internals ---------------------------------------------------------------------------

@@ -23,7 +23,7 @@ from kvreplay.engine.errors import EngineError, Interrupted, ReplayStalled
 from kvreplay.engine.host_runtime import HostRuntime
 from kvreplay.engine.identity import BlockIdentities
 from kvreplay.engine.kv_index import KvIndex
-from kvreplay.engine.records import RequestRecord
+from kvreplay.engine.records import RequestRecord, shift_times
 from kvreplay.engine.result import PoolFacts, RunFacts, RunResult
 from kvreplay.engine.router import KvRouter, RoundRobinRouter
 from kvreplay.engine.scheduler import PassOutcome, Rank, RankStats
@@ -113,6 +113,17 @@ class Simulation:
                                               r.rank.backend, r.rank.block_size,
                                               r.rank.num_gpu_blocks))
         self._total = getattr(workload, "total_requests", None)
+        # Workload hooks (agentic): end-of-instant work that may stop the run, and a binding
+        # to this simulation (drained check, measurement window, cancellation).
+        self._at_instant: Callable[[float], bool] | None = getattr(workload, "at_instant", None)
+        self.seq_of: dict[int, Seq] = {}  # released, not yet terminal: ordinal -> current Seq
+        self.origin_ns = 0  # start of the measured window (the warmup barrier)
+        self.prep_records: list[RequestRecord] = []
+        self._baseline: tuple[int, int, dict[str, Any] | None] = (0, 0, None)
+        self.stopped_by_workload = False
+        bind = getattr(workload, "bind", None)
+        if bind is not None:
+            bind(self)
 
     def _kv_router(self, pool: Pool) -> None:
         role = pool.role
@@ -167,15 +178,25 @@ class Simulation:
                     pool.index.apply(scheduler_id, events, tier)
                 else:
                     self._transfer_done(payload)
+            if self._at_instant is not None and self._at_instant(ns_to_ms(now)):
+                self.busy_until = now
+                self.stopped_by_workload = True
+                break
             next_release = workload.next_release_ms()
             if next_release is not None and ms_to_ns(next_release) <= now:
-                self.busy_until = now
                 released = workload.release(max(next_release, ns_to_ms(now)))
-                if not released:
+                if released:
+                    self.busy_until = now
+                    for req in released:
+                        self._arrive(req)
+                elif self._at_instant is None:
                     raise EngineError(f"the workload announced a release at {next_release} ms "
                                       "but released nothing")
-                for req in released:
-                    self._arrive(req)
+                else:
+                    again = workload.next_release_ms()
+                    if again is not None and ms_to_ns(again) <= now:
+                        raise EngineError(f"the workload keeps announcing a release at {again} "
+                                          "ms but releases nothing")
             if self.dirty:
                 for gid in sorted(self.dirty):
                     self._start(self.workers[gid])
@@ -183,7 +204,7 @@ class Simulation:
             steps += 1
             if self.progress is not None and steps % PROGRESS_EVERY == 0:
                 self._report_progress()
-        if self.live and not self.facts.stopped_at_time_cap:
+        if self.live and not self.facts.stopped_at_time_cap and not self.stopped_by_workload:
             stuck = [s for pool in self.pools for rank in pool.ranks
                      for s in (*rank.running, *rank.waiting)]
             names = ", ".join(s.req.request_id or f"#{s.req.ordinal}" for s in stuck[:5])
@@ -194,27 +215,116 @@ class Simulation:
             self._report_progress()
         return self._result()
 
+    # -- the workload's view (agentic warmup and profile) ----------------------------------------
+
+    def drained(self) -> bool:
+        """No request in flight and no G2 copy outstanding (the warmup barrier's server side)."""
+        if self.live:
+            return False
+        return self.host is None or not any(pool.transfers for pool in self.host.pools)
+
+    def open_measurement(self) -> None:
+        """The warmup barrier: what ran so far is preparation, measured from here on.
+
+        Records so far leave the report; committed tokens, preemptions and G2 copy totals count
+        from here; reported times become relative to now; engine, router and KV state stay."""
+        self.origin_ns = self.now
+        self.prep_records, self.records = self.records, []
+        host = None if self.host is None else self.host.totals()
+        self._baseline = (self.stats.committed_prompt_tokens, self.stats.preemptions, host)
+        if self.cap_ns is not None:
+            self.cap_ns += self.now
+
+    def admission(self, ordinal: int) -> tuple[float | None, int | None]:
+        """(first admission time, tokens it reused) of a recent request (preparation)."""
+        for rec in reversed(self.records):
+            if rec.ordinal == ordinal:
+                first = rec.admission_history[0] if rec.admission_history else None
+                return rec.first_admit_ms, None if first is None else first.reused_input_tokens
+        return None, None
+
+    def cancel(self, ordinal: int) -> bool:
+        """Cancel a released request now; True when a pass already committed work for it
+        (that server work stays unsettled). A request that never ran leaves its queue, and a
+        pending G2 restore is withdrawn with its G1 destination blocks."""
+        seq = self.seq_of.pop(ordinal)
+        rec = seq.rec
+        committed = bool(rec.admission_history)
+        rank: Rank = seq.scheduler  # type: ignore[assignment]
+        pool = self.pool_of[rank.pool_name]
+        if not committed:
+            if seq in rank.waiting:
+                rank.waiting.remove(seq)
+            if seq in rank.connector:
+                rank.connector.remove(seq)
+                seq.in_connector = False
+                if self.host is not None:
+                    self.host.withdraw(rank, seq)
+            if seq.blocks:
+                rank.pool.release(seq.blocks)
+                seq.blocks = []
+            pool.router.release(seq)
+        rec.terminal_time_ms = ns_to_ms(self.now)
+        rec.terminal_status = "canceled"
+        self.live -= 1
+        self.facts.requests_terminal += 1
+        self.chains.pop(ordinal, None)
+        return committed
+
     def _report_progress(self) -> None:
-        assert self.progress is not None
+        """Call `progress(sim_ms, fraction)`; a display with a `counts` attribute also gets
+        the requests done and, for agentic workloads, the plays settled and started."""
+        progress = self.progress
+        assert progress is not None
+        now_ms = ns_to_ms(self.now)
         fraction = None
-        if self._total:
+        of_workload = getattr(self.workload, "progress_fraction", None)
+        if of_workload is not None:
+            fraction = of_workload(now_ms)
+        elif self._total:
             fraction = min(self.facts.requests_terminal / self._total, 1.0)
-        self.progress(ns_to_ms(self.now), fraction)
+        if hasattr(progress, "counts"):
+            counts = {"requests": self.facts.requests_terminal}
+            plays = getattr(self.workload, "plays_progress", None)
+            if plays is not None:
+                counts["plays"], counts["plays_started"] = plays()
+            progress.counts = counts
+        progress(now_ms, fraction)
 
     def _result(self) -> RunResult:
         facts = self.facts
-        facts.end_ms = ns_to_ms(self.busy_until)
-        facts.committed_prefill_tokens = self.stats.committed_prompt_tokens
-        facts.preemptions_total = self.stats.preemptions
+        committed, preemptions, host_base = self._baseline
+        origin = ns_to_ms(self.origin_ns)
+        if self.origin_ns:
+            for rec in self.records:
+                shift_times(rec, origin)
+        facts.end_ms = ns_to_ms(self.busy_until) - origin
+        facts.committed_prefill_tokens = self.stats.committed_prompt_tokens - committed
+        facts.preemptions_total = self.stats.preemptions - preemptions
         facts.duration_ms = max((r.terminal_time_ms for r in self.records
                                  if r.terminal_time_ms is not None), default=0.0)
+        observed = getattr(self.workload, "observed", None)
+        if observed is not None:
+            # A continuous profile reports the successful requests' span as its duration.
+            ends = [(r.arrival_time_ms, r.terminal_time_ms) for r in self.records
+                    if r.terminal_status == "completed" and r.first_admit_ms is not None
+                    and r.terminal_time_ms is not None]
+            window = (max(e for _, e in ends if e is not None)
+                      - min(a for a, _ in ends)) if ends else 0.0
+            if observed(max(window, 0.0)):
+                facts.reported_duration_ms = max(window, 0.0)
         extra = getattr(self.workload, "summary_extra", None)
         if extra is not None:
             facts.workload_summary = extra()
         if self.host is not None:
             facts.has_host_tier = True
             facts.g2_domains = self.host.g2_domains()
-            facts.host_transfers = self.host.totals()
+            totals = self.host.totals()
+            if host_base is not None:
+                for key, value in host_base.items():
+                    if isinstance(value, int) and key != "pools":
+                        totals[key] -= value
+            facts.host_transfers = totals
         return RunResult(sorted(self.records, key=lambda r: r.ordinal), facts)
 
     def _start(self, worker: Worker) -> None:
@@ -284,6 +394,7 @@ class Simulation:
         rec.routing_history.append(decision)
         seq = Seq(req, rec, list(chain), max_output, hidden)
         seq.scheduler = rank
+        self.seq_of[req.ordinal] = seq
         pool.router.placed(seq, chain, decision.selected_overlap_blocks or 0)
         if pool.name != "decode":
             rank.waiting.append(seq)
@@ -359,6 +470,7 @@ class Simulation:
         self.live -= 1
         self.facts.requests_terminal += 1
         self.chains.pop(seq.req.ordinal, None)
+        self.seq_of.pop(seq.req.ordinal, None)
         self.workload.on_terminal(seq.req, ns_to_ms(self.now), status=status,
                                   output_tokens=rec.output_length)
 

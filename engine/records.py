@@ -174,3 +174,22 @@ class RequestRecord:
         self.play_id: str | None = None
         self.agentic: dict[str, str] | None = None
         self.agentic_phase: str | None = None
+
+
+_TIMES = ("arrival_time_ms", "dispatched_at_ms", "first_admit_ms", "first_token_ms",
+          "second_token_ms", "last_token_ms", "terminal_time_ms", "prefill_admit_ms",
+          "source_held_ms", "destination_reserved_ms", "destination_activated_ms",
+          "decode_admit_ms", "source_released_ms")
+
+
+def shift_times(rec: RequestRecord, origin_ms: float) -> None:
+    """Make a record's times relative to `origin_ms` (the warmup barrier)."""
+    for name in _TIMES:
+        value = getattr(rec, name)
+        if value is not None:
+            setattr(rec, name, value - origin_ms)
+    for adm in rec.admission_history:
+        adm.at_ms -= origin_ms
+    for route in rec.routing_history:
+        if route.queue_entered_at_ms is not None:
+            route.queue_entered_at_ms -= origin_ms

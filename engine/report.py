@@ -350,6 +350,7 @@ def facts_from_core(core: CoreFacts, *, sla: Sla | None = None,
         prefill_worker_seconds=workers["prefill"] * end_s,
         decode_worker_seconds=workers["decode"] * end_s,
         committed_prefill_tokens=core.committed_prefill_tokens,
+        duration_ms=getattr(core, "reported_duration_ms", None),
         kv_eviction_policy=core.kv_eviction_policy, sla=sla, wall_time_ms=wall_time_ms,
         summary_extra=extra, meta=meta)
 

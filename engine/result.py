@@ -48,6 +48,7 @@ class RunFacts:
         "passes",
         "pools",
         "preemptions_total",
+        "reported_duration_ms",
         "requests_released",
         "requests_terminal",
         "router",
@@ -61,6 +62,7 @@ class RunFacts:
         self.router = "round_robin"
         self.pools: list[PoolFacts] = []
         self.duration_ms = 0.0  # last terminal time (requests are normalized to start at 0)
+        self.reported_duration_ms: float | None = None  # the summary's, when not the default
         self.end_ms = 0.0  # the clock when the run stopped
         self.requests_released = 0
         self.requests_terminal = 0

@@ -4,50 +4,105 @@ A node dispatches at max(its not_before floor, each incoming edge's fire time + 
 dispatch-triggered edge fires when its predecessor dispatches (in the same release step, so a
 zero-delay child goes out at the same instant), a completion-triggered one when its predecessor
 completes successfully in a play that has not failed. Feedback the engine reports at one instant
-is applied as one batch in graph-ordinal order (causal terminals, then quiescence) before
-anything dispatches at that instant. A rejected, canceled or failed request fails its play: the
-play's undispatched nodes are skipped; dispatched ones settle.
+is applied as one batch in node order (causal terminals, then quiescence) before anything
+dispatches at that instant. A rejected, canceled or failed request fails its play: the play's
+undispatched nodes are skipped; dispatched ones settle.
 
-Lanes (`agentic_lanes`): at most that many plays run at once; the initial plays take lanes 0..,
-and when a play's every node is terminal (background children included) its lane takes the next
-play of the corpus (a shared queue), rebased to start then. Without lanes every play starts at 0.
+Three ways to run a corpus:
+- plain: the graph's own nodes. Without lanes every play starts at 0; with `agentic_lanes` the
+  first plays take lanes 0.., and when a play's every node is terminal (background children
+  included) its lane takes the next play of the corpus (a shared queue), rebased to start then.
+- snapshot (`agentic_snapshot_seed`): one instance per lane, cut at its seeded boundary
+  (snapshot.py); only the retained suffix runs, from 0 (or from the warmup barrier).
+- warmup (`agentic_warmup`): preparation.py runs first; measured work starts at the barrier.
+- profile (`agentic_profile`): profile.py; a lane whose play finished takes a fresh instance of
+  the next corpus play (whole play, fresh identities) until the admission cutoff.
 
 The lifecycle transcript (`aisimulate.agentic.lifecycle.v1`: dispatch, causal_terminal,
-quiescent, skipped, play_quiescent) and its digest are the reference's, byte for byte.
+quiescent, skipped, play_quiescent) and its digest are the reference's, byte for byte. Each
+node emits with the authored (source) request id; instances use their own play id.
 """
 
 from __future__ import annotations
 
 import heapq
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from kvreplay.engine.agentic.lifecycle import Lifecycle
+from kvreplay.engine.agentic.preparation import Preparation, PrepRequest
+from kvreplay.engine.agentic.profile import Profile, ProfileOptions
+from kvreplay.engine.agentic.snapshot import Instance, SnapshotContext, SnapshotError
+from kvreplay.engine.errors import EngineError
 from kvreplay.engine.metrics import exact_distribution
+from kvreplay.engine.simtime import ms_to_ns
 from kvreplay.engine.traces.agentic.graph import AgenticGraph
 from kvreplay.engine.traces.request import TraceRequest
 
-BLOCKED, READY, EMITTED, COMPLETED, FAILED, SKIPPED = range(6)
-FAILURES = ("rejected", "canceled", "failed")
+BLOCKED, READY, EMITTED, COMPLETED, FAILED, SKIPPED, CENSORED = range(7)
+PREP_FEEDBACK = 1 << 62  # preparation requests sort after every graph node
+
+
+class Host(Protocol):
+    """What the driver needs of the simulation (loop.Simulation implements it)."""
+
+    def drained(self) -> bool: ...
+
+    def open_measurement(self) -> None: ...
+
+    def cancel(self, ordinal: int) -> bool: ...
+
+    def admission(self, ordinal: int) -> tuple[float | None, int | None]: ...
+
+
+class _Node:
+    __slots__ = ("completion", "dispatch", "identity", "input_length", "not_before",
+                 "output_length", "play", "ready_after", "record", "remaining", "request_id",
+                 "session_id", "state", "tokens")
+
+    def __init__(self, request_id: str, session_id: str, play: _PlayState, record: int,
+                 input_length: int, output_length: int, tokens: list[int],
+                 identity: dict[str, str], not_before: float, remaining: int) -> None:
+        self.request_id = request_id  # the authored id (lifecycle, report row)
+        self.session_id = session_id
+        self.play = play
+        self.record = record  # the record ordinal (uuid - 1)
+        self.input_length = input_length
+        self.output_length = output_length
+        self.tokens = tokens
+        self.identity = identity
+        self.not_before = not_before
+        self.ready_after = not_before
+        self.remaining = remaining
+        self.state = BLOCKED
+        self.dispatch: list[tuple[int, float]] = []
+        self.completion: list[tuple[int, float]] = []
 
 
 class _PlayState:
-    __slots__ = ("completed", "failed", "failure", "finished", "in_flight", "lane", "max_terminal",
-                 "pending", "play", "quiescent_at", "root_dispatch", "started")
+    __slots__ = ("censored", "completed", "failed", "failure", "finished", "idle_since",
+                 "in_flight", "instance", "lane", "max_terminal", "nodes", "pending", "play_id",
+                 "quiescent_at", "root_dispatch", "roots", "source")
 
-    def __init__(self, play: Any) -> None:
-        self.play = play
-        self.lane: int | None = None
-        self.started = False
+    def __init__(self, play_id: str, source: int, lane: int | None,
+                 instance: Instance | None = None) -> None:
+        self.play_id = play_id
+        self.source = source  # corpus index of the source play
+        self.lane = lane
+        self.instance = instance
+        self.nodes: list[int] = []
+        self.roots: list[int] = []
         self.pending = 0  # emitted, not yet causally terminal
         self.in_flight = 0  # emitted, not yet quiescent
         self.completed = 0
         self.failed = False
-        self.failure: tuple[float, int, str] | None = None  # (at, ordinal, status)
+        self.failure: tuple[float, int, str] | None = None  # (at, node, status)
         self.finished = False  # client finish: lane released
         self.quiescent_at: float | None = None
         self.max_terminal: float | None = None
         self.root_dispatch: float | None = None
+        self.censored = False  # the profile's cutoff left nodes of it undispatched
+        self.idle_since: float | None = None  # profile: no request of it outstanding since
 
 
 class AgenticWorkload:
@@ -56,132 +111,324 @@ class AgenticWorkload:
     dense_tokens = True  # prompt token values are the reference's dense u32 ids
 
     def __init__(self, graph: AgenticGraph, *, lanes: int | None, target_model: str,
+                 speedup: float = 1.0, snapshot_seed: int | None = None, warmup: bool = False,
+                 profile: ProfileOptions | None = None, engine_block_size: int = 1,
                  lifecycle_sink: Callable[[str], None] | None = None) -> None:
         self.graph = graph
         self.lanes = lanes
         self.target_model = target_model
-        nodes = graph.nodes
-        n = len(nodes)
-        self.total_requests = n
+        self.speedup = speedup
         self.diagnostics: list[Any] = []
         self.lifecycle = Lifecycle(lifecycle_sink)
-        self._state = [BLOCKED] * n
-        self._remaining = [len(node.dependencies) for node in nodes]
-        self._ready_after = [node.not_before_ms for node in nodes]
-        self._dispatch_deps: list[list[tuple[int, float]]] = [[] for _ in range(n)]
-        self._completion_deps: list[list[tuple[int, float]]] = [[] for _ in range(n)]
-        self._parent: list[int | None] = [None] * n
+        self.host: Host | None = None
+        self._nodes: list[_Node] = []
+        self._plays: list[_PlayState] = []
+        self._heap: list[tuple[float, int]] = []
+        self._feedback: list[tuple[float, int, int, str, int]] = []
+        self._live: dict[int, int | PrepRequest] = {}  # record ordinal -> node or prep request
+        self._client_in_flight = 0
+        self._queue = 0  # plain lanes: next play of the corpus to start
+        self.ctx: SnapshotContext | None = None
+        self.prep: Preparation | None = None
+        self.profile: Profile | None = None
+        self._snapshots: list[dict[str, Any]] = []
+        self._active: list[_PlayState] = []  # profile: the play of each lane
+        self._parent: list[int | None] = []  # plain: the spawning node of each node
+        self._measuring = not warmup  # profile nodes may dispatch
+        self._graph_identity: dict[str, Any] | None = None
+        if snapshot_seed is None:
+            graph.speed_up(speedup)  # the reference digests the sped-up graph here
+            self._digest = graph.digest()
+            self.total_requests: int | None = len(graph.nodes)
+            self._plain()
+            return
+        assert lanes is not None, "snapshots need agentic_lanes"
+        self._digest = graph.digest()  # snapshots scale their own delays by the speedup
+        self.ctx = ctx = SnapshotContext(graph, lanes, snapshot_seed)
+        instances = [ctx.prepare(lane, 0) for lane in range(lanes)]
+        identity = self.graph_identity()
+        self._snapshots = [ctx.evidence(inst, identity) for inst in instances]
+        self.total_requests = None if profile is not None else sum(
+            1 for inst in instances for r in inst.requests if not r.historical)
+        if profile is not None:
+            self.profile = Profile(profile, lanes, len(graph.plays))
+        for inst in instances:
+            self._active.append(self._add_instance(inst))
+        if warmup:
+            self.prep = Preparation(ctx, instances, engine_block_size)
+        else:
+            self._open_profile(0.0)
+
+    # -- building nodes ------------------------------------------------------------------------
+
+    def _plain(self) -> None:
+        graph = self.graph
+        nodes = graph.nodes
+        tokens = _intern(graph)
+        parent: list[int | None] = [None] * len(nodes)
         for i, node in enumerate(nodes):
             for dep in node.dependencies:
                 src = graph.index[dep.request_id]
-                target = self._dispatch_deps if dep.trigger == "dispatch" else (
-                    self._completion_deps)
-                target[src].append((i, dep.delay_ms))
-                if dep.relation == "spawn" and (self._parent[i] is None
-                                                or src < self._parent[i]):  # type: ignore[operator]
-                    self._parent[i] = src
-        self._play_of = [0] * n
-        self._plays = [_PlayState(p) for p in graph.plays]
+                if dep.relation == "spawn" and (parent[i] is None or src < parent[i]):  # type: ignore[operator]
+                    parent[i] = src
+        plays = [_PlayState(p.play_id, k, None) for k, p in enumerate(graph.plays)]
+        play_of = [plays[0]] * len(nodes) if plays else []
         for k, p in enumerate(graph.plays):
+            plays[k].nodes = list(p.nodes)
+            plays[k].roots = list(p.roots)
             for i in p.nodes:
-                self._play_of[i] = k
-        self._tokens = _intern(graph)
-        self._heap: list[tuple[float, int]] = []
-        self._feedback: list[tuple[float, int, str]] = []
-        self._queue = 0  # next play of the corpus to start
+                play_of[i] = plays[k]
+        self._parent = parent
+        for i, node in enumerate(nodes):
+            self._nodes.append(_Node(node.request_id, node.session_id, play_of[i], i,
+                                     node.input_length, node.output_length, tokens[i], {},
+                                     node.not_before_ms, len(node.dependencies)))
+        for i, row in enumerate(nodes):
+            for dep in row.dependencies:
+                pred = self._nodes[graph.index[dep.request_id]]
+                (pred.dispatch if dep.trigger == "dispatch" else pred.completion).append(
+                    (i, dep.delay_ms))
+        self._plays = plays
+        lanes = self.lanes
         if lanes is None:
-            for k in range(len(self._plays)):
-                self._start(k, None, 0.0, rebase=False)
-            self._queue = len(self._plays)
+            for play in plays:
+                self._start(play, None, 0.0, rebase=False)
+            self._queue = len(plays)
         else:
-            for lane in range(min(lanes, len(self._plays))):
-                self._start(lane, lane, 0.0, rebase=True)
-            self._queue = min(lanes, len(self._plays))
+            for lane in range(min(lanes, len(plays))):
+                self._start(plays[lane], lane, 0.0, rebase=True)
+            self._queue = min(lanes, len(plays))
 
-    # -- the Workload protocol -------------------------------------------------------------------
+    def _add_instance(self, inst: Instance) -> _PlayState:
+        """The retained requests of an instance become nodes (not scheduled yet)."""
+        ctx = self.ctx
+        assert ctx is not None
+        nodes = self.graph.nodes
+        play = _PlayState(inst.play_id, inst.source_play, inst.lane, inst)
+        self._plays.append(play)
+        index: dict[int, int] = {}
+        speedup = self.speedup
+        for r in inst.requests:
+            if r.historical:
+                continue
+            src = nodes[r.source]
+            i = len(self._nodes)
+            index[r.source] = i
+            self._nodes.append(_Node(src.request_id, r.identity["conversation_id"], play,
+                                     ctx.record_ordinal(inst, r.source), src.input_length,
+                                     src.output_length, ctx.tokens(inst, r.source), r.identity,
+                                     r.remaining_delay_ms / speedup, len(r.pending)))
+            play.nodes.append(i)
+            if not r.pending:
+                play.roots.append(i)
+        for r in inst.requests:
+            if r.historical:
+                continue
+            for pred_source, trigger, delay in r.pending:
+                pred = self._nodes[index[pred_source]]
+                (pred.dispatch if trigger == "dispatch" else pred.completion).append(
+                    (index[r.source], delay / speedup))
+        return play
+
+    def graph_identity(self) -> dict[str, Any]:
+        if self._graph_identity is None:
+            graph = self.graph
+            self._graph_identity = {
+                "source": {"format": graph.header.source_format,
+                           "digest": graph.header.source_digest},
+                "graph_digest": self._digest, "block_size": graph.header.block_size,
+                "node_count": len(graph.nodes), "play_count": len(graph.plays),
+                "source_models": graph.source_models()}
+        return self._graph_identity
+
+    # -- the simulation's hooks ----------------------------------------------------------------
+
+    def bind(self, host: Host) -> None:
+        self.host = host
+
+    def at_instant(self, now: float) -> bool:
+        """Feedback, the barrier, profile deadlines; True stops the run (profile finished)."""
+        if self._feedback:
+            self._flush()
+        prep = self.prep
+        if prep is not None and prep.transition is None:
+            transition = prep.ready_transition()
+            if transition is not None and self.host is not None and self.host.drained():
+                prep.finish(transition, now)
+                if transition == "profile":
+                    self.host.open_measurement()
+                    self._open_profile(now)
+        profile = self.profile
+        if profile is None or not self._measuring:
+            return False
+        self._advance_profile(profile, now)
+        if profile.cancel_due(_due(profile.grace, now)) and self._client_in_flight:
+            self._cancel_in_flight(now)
+        if profile.admission_closed and self._client_in_flight == 0:
+            profile.finished_at = now
+            return True
+        return False
+
+    def _open_profile(self, now: float) -> None:
+        """Measured work starts: initial instances are scheduled from `now`."""
+        self._measuring = True
+        if self.profile is not None:
+            self.profile.open(now)
+        for play in self._plays:
+            self._activate(play, now)
+
+    def _activate(self, play: _PlayState, now: float) -> None:
+        """Schedule an instance's timers from `now` (its suffix's clock starts then)."""
+        for i in play.nodes:
+            node = self._nodes[i]
+            node.ready_after = now + node.not_before
+        play.root_dispatch = now
+        play.idle_since = now
+        for r in play.roots:
+            self._schedule(r, self._nodes[r].ready_after)
+
+    # -- the Workload protocol -----------------------------------------------------------------
 
     def next_release_ms(self) -> float | None:
         if self._feedback:
             self._flush()
         heap = self._heap
-        state = self._state
-        while heap and state[heap[0][1]] != READY:
+        nodes = self._nodes
+        while heap and nodes[heap[0][1]].state != READY:
             heapq.heappop(heap)
-        return heap[0][0] if heap else None
+        best = heap[0][0] if heap else None
+        profile = self.profile
+        if profile is not None and self._measuring:
+            wake = self._profile_wake(profile)
+            if best is not None and profile.admission_closed:
+                best = None
+            if wake is not None and (best is None or wake < best):
+                best = wake
+        prep = self.prep
+        if prep is not None:
+            ready = prep.next_ready_ms()
+            if ready is not None and (best is None or ready < best):
+                best = ready
+        return best
 
     def release(self, now_ms: float) -> list[TraceRequest]:
-        heap = self._heap
-        state = self._state
         out = []
+        prep = self.prep
+        if prep is not None and prep.transition is None:
+            for req, inst, at in prep.pop_ready(now_ms):
+                out.append(self._prep_request(req, inst, at))
+        profile = self.profile
+        if profile is not None and profile.admission_closed:
+            return out
+        heap = self._heap
+        nodes = self._nodes
         while heap and heap[0][0] <= now_ms:
             at, i = heapq.heappop(heap)
-            if state[i] != READY or at != self._ready_after[i]:
+            node = nodes[i]
+            if node.state != READY or at != node.ready_after:
                 continue
             out.append(self._emit(i, at, now_ms))
         return out
 
     def on_terminal(self, request: TraceRequest, now_ms: float, *, status: str = "completed",
                     output_tokens: int | None = None) -> None:
-        self._feedback.append((now_ms, request.ordinal, status))
+        target = self._live.get(request.ordinal)
+        if target is None:
+            return  # canceled by the profile already
+        order = PREP_FEEDBACK + target.index if isinstance(target, PrepRequest) else target
+        self._feedback.append((now_ms, order, request.ordinal, status,
+                               request.output_length if output_tokens is None else output_tokens))
 
     def exhausted(self) -> bool:
-        return not self._heap and self._queue >= len(self._plays) and not self._feedback
+        return not self._heap and not self._feedback and (
+            self.prep is None or self.prep.next_ready_ms() is None)
 
-    # -- scheduling --------------------------------------------------------------------------------
+    # -- scheduling ----------------------------------------------------------------------------
 
-    def _start(self, k: int, lane: int | None, start_ms: float, rebase: bool) -> None:
-        state = self._plays[k]
-        state.lane = lane
-        state.started = True
-        play = state.play
+    def _start(self, play: _PlayState, lane: int | None, start_ms: float, rebase: bool) -> None:
+        """A plain play starts (on a lane): its identities, its timers, its roots."""
+        play.lane = lane
+        nodes = self._nodes
+        source = self.graph.nodes
+        root = source[play.roots[0]].request_id if len(play.roots) == 1 else None
+        for i in play.nodes:
+            row = source[i]
+            identity = {"request_id": row.request_id, "play_id": row.play_id,
+                        "conversation_id": row.session_id}
+            if lane is not None:
+                identity["lane_id"] = f"lane:{lane}"
+            if root is not None:
+                identity["root_id"] = root
+            parent = self._parent[i]
+            if parent is not None:
+                identity["parent_id"] = source[parent].request_id
+            nodes[i].identity = identity
         if rebase:
-            nb = self.graph.nodes
-            root0 = min(nb[r].not_before_ms for r in play.roots)
+            root0 = min(nodes[r].not_before for r in play.roots)
             for i in play.nodes:
-                self._ready_after[i] = start_ms + max(0.0, nb[i].not_before_ms - root0)
+                node = nodes[i]
+                node.ready_after = start_ms + max(0.0, node.not_before - root0)
         for r in play.roots:
-            self._schedule(r, self._ready_after[r])
+            self._schedule(r, nodes[r].ready_after)
 
     def _schedule(self, i: int, at: float) -> None:
-        if self._state[i] == BLOCKED:
-            self._state[i] = READY
+        node = self._nodes[i]
+        if node.state == BLOCKED:
+            node.state = READY
             heapq.heappush(self._heap, (at, i))
 
     def _release_edges(self, edges: list[tuple[int, float]], now: float) -> None:
-        state = self._state
-        remaining = self._remaining
-        ready = self._ready_after
+        nodes = self._nodes
         for target, delay in edges:
-            if state[target] != BLOCKED:
+            node = nodes[target]
+            if node.state != BLOCKED:
                 continue
-            remaining[target] -= 1
+            node.remaining -= 1
             at = now + delay
-            if at > ready[target]:
-                ready[target] = at
-            if remaining[target] == 0:
-                self._schedule(target, ready[target])
+            if at > node.ready_after:
+                node.ready_after = at
+            if node.remaining == 0:
+                self._schedule(target, node.ready_after)
 
     def _emit(self, i: int, at: float, now: float) -> TraceRequest:
-        node = self.graph.nodes[i]
-        self._state[i] = EMITTED
-        play = self._plays[self._play_of[i]]
+        node = self._nodes[i]
+        node.state = EMITTED
+        play = node.play
         play.pending += 1
         play.in_flight += 1
-        if i in play.play.roots and (play.root_dispatch is None or now < play.root_dispatch):
+        play.idle_since = None
+        self._client_in_flight += 1
+        if play.instance is None and i in play.roots and (
+                play.root_dispatch is None or now < play.root_dispatch):
             play.root_dispatch = now
-        self.lifecycle.event(now, node.play_id, node.request_id, "dispatch")
-        request = TraceRequest(i, node.request_id, at, node.input_length, node.output_length,
-                               self._prompt(i), session_id=node.session_id)
-        request.agentic = (node.play_id, self._identity(i, play), None)
-        self._release_edges(self._dispatch_deps[i], now)
+        self.lifecycle.event(now, play.play_id, node.request_id, "dispatch")
+        request = TraceRequest(node.record, node.request_id, at, node.input_length,
+                               node.output_length, self._prompt(node.tokens, node.input_length),
+                               session_id=node.session_id)
+        phase = "profile" if self.prep is not None else None
+        request.agentic = (play.play_id, node.identity, phase)
+        self._live[node.record] = i
+        if self.profile is not None:
+            self.profile.on_issue(now)
+        self._release_edges(node.dispatch, now)
         return request
 
-    def _prompt(self, i: int) -> tuple[tuple[int, int], ...]:
-        node = self.graph.nodes[i]
+    def _prep_request(self, req: PrepRequest, inst: Instance, at: float) -> TraceRequest:
+        ctx = self.ctx
+        assert ctx is not None
+        source = self.graph.nodes[req.source]
+        request = TraceRequest(req.ordinal, source.request_id, at, source.input_length, 1,
+                               self._prompt(ctx.tokens(inst, req.source), source.input_length),
+                               session_id=req.identity["conversation_id"])
+        request.agentic = (inst.play_id, req.identity, req.phase)
+        self._live[req.ordinal] = req
+        return request
+
+    def _prompt(self, tokens: list[int], input_length: int) -> tuple[tuple[int, int], ...]:
         bs = self.graph.header.block_size
-        left = node.input_length
+        left = input_length
         runs = []
-        for token in self._tokens[i]:
+        for token in tokens:
             if left <= 0:
                 break
             take = bs if left >= bs else left
@@ -189,96 +436,202 @@ class AgenticWorkload:
             left -= take
         return tuple(runs)
 
-    def _identity(self, i: int, play: _PlayState) -> dict[str, str]:
-        nodes = self.graph.nodes
-        node = nodes[i]
-        out = {"request_id": node.request_id, "play_id": node.play_id,
-               "conversation_id": node.session_id}
-        if play.lane is not None:
-            out["lane_id"] = f"lane:{play.lane}"
-        roots = play.play.roots
-        if len(roots) == 1:
-            out["root_id"] = nodes[roots[0]].request_id
-        parent = self._parent[i]
-        if parent is not None:
-            out["parent_id"] = nodes[parent].request_id
-        return out
-
-    # -- feedback ----------------------------------------------------------------------------------
+    # -- feedback ------------------------------------------------------------------------------
 
     def _flush(self) -> None:
         batch = sorted(self._feedback, key=lambda f: (f[0], f[1]))
         self._feedback = []
-        at = batch[0][0]
-        for now, i, status in batch:
-            self._causal_terminal(i, now, status)
-        for now, i, _ in batch:
-            self._quiescent(i, now)
-        del at
+        live = self._live
+        for now, _, record, status, tokens in batch:
+            target = live[record]
+            if isinstance(target, PrepRequest):
+                self._prep_terminal(target, now, status, tokens)
+            else:
+                self._causal_terminal(target, now, status)
+        for now, _, record, _, _ in batch:
+            target = live.pop(record)
+            if isinstance(target, PrepRequest):
+                target.quiescent_ms = now
+            else:
+                self._quiescent(target, now)
+
+    def _prep_terminal(self, req: PrepRequest, now: float, status: str, tokens: int) -> None:
+        prep = self.prep
+        assert prep is not None and self.host is not None
+        req.admit_ms, req.reused = self.host.admission(req.ordinal)
+        prep.on_terminal(req, now, status, tokens)
 
     def _causal_terminal(self, i: int, now: float, status: str) -> None:
-        node = self.graph.nodes[i]
-        k = self._play_of[i]
-        play = self._plays[k]
-        self.lifecycle.event(now, node.play_id, node.request_id, "causal_terminal", status)
+        node = self._nodes[i]
+        play = node.play
+        self.lifecycle.event(now, play.play_id, node.request_id, "causal_terminal", status)
         play.pending -= 1
+        self._client_in_flight -= 1
         if play.max_terminal is None or now > play.max_terminal:
             play.max_terminal = now
+        profile = self.profile
+        if profile is not None:
+            profile.on_terminal(now, status, node.ready_after)
+            if play.pending == 0:
+                play.idle_since = now
+            if self._client_in_flight == 0:
+                profile.global_idle_since = now
         if status == "completed":
-            self._state[i] = COMPLETED
+            node.state = COMPLETED
             play.completed += 1
             if not play.failed:
-                self._release_edges(self._completion_deps[i], now)
+                self._release_edges(node.completion, now)
         else:
-            self._state[i] = FAILED
+            node.state = FAILED
             failure = (now, i, status)
             if play.failure is None or failure[:2] < play.failure[:2]:
                 play.failure = failure
             if not play.failed:
                 play.failed = True
-                for m in play.play.nodes:
-                    if self._state[m] in (BLOCKED, READY):
-                        self._state[m] = SKIPPED
-                        self.lifecycle.event(now, node.play_id, self.graph.nodes[m].request_id,
-                                             "skipped")
-        done = play.failed or play.completed == len(play.play.nodes)
+                nodes = self._nodes
+                for m in play.nodes:
+                    if nodes[m].state in (BLOCKED, READY):
+                        nodes[m].state = SKIPPED
+                        self.lifecycle.event(now, play.play_id, nodes[m].request_id, "skipped")
+        done = play.failed or play.completed == len(play.nodes) or play.censored
         if done and play.pending == 0 and not play.finished:
             play.finished = True
-            self._next_play(play.lane, now)
+            if profile is None:
+                self._next_play(play, now)
 
     def _quiescent(self, i: int, now: float) -> None:
-        node = self.graph.nodes[i]
-        play = self._plays[self._play_of[i]]
-        self.lifecycle.event(now, node.play_id, node.request_id, "quiescent")
+        node = self._nodes[i]
+        play = node.play
+        self.lifecycle.event(now, play.play_id, node.request_id, "quiescent")
         play.in_flight -= 1
         if play.finished and play.in_flight == 0 and play.quiescent_at is None:
             play.quiescent_at = now
-            self.lifecycle.event(now, node.play_id, None, "play_quiescent")
+            self.lifecycle.event(now, play.play_id, None, "play_quiescent")
 
-    def _next_play(self, lane: int | None, now: float) -> None:
-        if lane is None or self._queue >= len(self._plays):
+    def _next_play(self, play: _PlayState, now: float) -> None:
+        """Plain lanes: the freed lane takes the next play of the corpus, rebased to now."""
+        if self.ctx is not None or play.lane is None or self._queue >= len(self._plays):
             return
-        k = self._queue
+        nxt = self._plays[self._queue]
         self._queue += 1
-        self._start(k, lane, now, rebase=True)
+        self._start(nxt, play.lane, now, rebase=True)
 
-    # -- report ------------------------------------------------------------------------------------
+    # -- the profile ---------------------------------------------------------------------------
+
+    def _advance_profile(self, profile: Profile, now: float) -> None:
+        """The cutoff, lane replacements (in lane order), then the idle caps."""
+        if profile.admission_closed:
+            return
+        if _due(profile.cutoff, now):
+            self._close_admission(profile, now)
+            return
+        ctx = self.ctx
+        assert ctx is not None
+        for lane, play in enumerate(self._active):
+            if not play.finished:
+                continue
+            source, ordinal = profile.next_source(lane)
+            try:
+                inst = ctx.prepare(lane, ordinal, from_start=True, source=source)
+            except SnapshotError as exc:
+                raise EngineError(f"agentic profile: {exc}") from None
+            fresh = self._add_instance(inst)
+            self._active[lane] = fresh
+            self._activate(fresh, now)
+        for play in self._active:
+            if play.idle_since is not None and _due(play.idle_since + profile.tree_cap, now):
+                self._shift_timers(profile, [play], now, play.play_id)
+        since = profile.global_idle_since
+        if since is not None and _due(since + profile.global_cap, now):
+            self._shift_timers(profile, self._active, now, None)
+
+    def _shift_timers(self, profile: Profile, plays: list[_PlayState], now: float,
+                      play_id: str | None) -> None:
+        """Move the plays' pending timers so the earliest fires now (spacing kept)."""
+        nodes = self._nodes
+        pending = [i for play in plays for i in play.nodes if nodes[i].state == READY]
+        if not pending:
+            return
+        first = min(nodes[i].ready_after for i in pending)
+        shift = first - now
+        if shift <= 0:
+            return
+        for i in pending:
+            node = nodes[i]
+            node.ready_after = now + (node.ready_after - first)
+            heapq.heappush(self._heap, (node.ready_after, i))
+        profile.idle_shifts.append({"at_ms": now, "play_id": play_id, "shifted_by_ms": shift,
+                                    "timer_count": len(pending)})
+
+    def _profile_wake(self, profile: Profile) -> float | None:
+        """The next instant the profile itself must act at (cutoff, idle cap, grace)."""
+        if profile.admission_closed:
+            return profile.grace if self._client_in_flight and not profile.canceled else None
+        wake = profile.cutoff
+        nodes = self._nodes
+        for play in self._active:
+            if play.idle_since is not None and any(nodes[i].state == READY for i in play.nodes):
+                wake = min(wake, play.idle_since + profile.tree_cap)
+        since = profile.global_idle_since
+        if since is not None and any(nodes[i].state == READY for p in self._active
+                                     for i in p.nodes):
+            wake = min(wake, since + profile.global_cap)
+        return wake
+
+    def _close_admission(self, profile: Profile, now: float) -> None:
+        """The cutoff: every node not dispatched yet is censored; idle plays retire."""
+        profile.admission_closed = True
+        censored = 0
+        for node in self._nodes:
+            if node.state in (BLOCKED, READY):
+                node.state = CENSORED
+                node.play.censored = True
+                censored += 1
+        self._heap.clear()
+        profile.never_issued += censored
+        for play in self._plays:
+            if play.pending == 0 and not play.finished:
+                play.finished = True
+                if play.in_flight == 0 and play.quiescent_at is None:
+                    play.quiescent_at = now
+                    self.lifecycle.event(now, play.play_id, None, "play_quiescent")
+
+
+    def _cancel_in_flight(self, now: float) -> None:
+        """Cancel every request the client still waits for (the grace deadline passed): each
+        ends `canceled` now; one that never ran a pass settles now, the others stay unsettled
+        (their server work is abandoned with the run)."""
+        host = self.host
+        profile = self.profile
+        assert host is not None and profile is not None
+        batch = sorted((target, record) for record, target in self._live.items()
+                       if isinstance(target, int) and self._nodes[target].state == EMITTED)
+        unsettled = {record for _, record in batch if host.cancel(record)}
+        profile.canceled_requests += len(batch)
+        profile.unsettled += len(unsettled)
+        for i, _ in batch:
+            self._causal_terminal(i, now, "canceled")
+        for i, record in batch:
+            del self._live[record]
+            if record not in unsettled:
+                self._quiescent(i, now)
+
+    # -- report --------------------------------------------------------------------------------
 
     def outcomes(self) -> list[dict[str, Any]]:
         out = []
+        nodes = self._nodes
+        origin = self._origin()
         for play in self._plays:
-            row: dict[str, Any] = {"play_id": play.play.play_id}
-            if play.quiescent_at is None:
-                row["status"] = "incomplete"
-            else:
-                row["status"] = "failed" if play.failed else "completed"
+            row: dict[str, Any] = {"play_id": play.play_id}
+            row["status"] = _status(play)
             causal = play.failure[0] if play.failed and play.failure else play.max_terminal
             if causal is not None:
-                row["causal_terminal_ms"] = causal
+                row["causal_terminal_ms"] = causal - origin
             if play.quiescent_at is not None:
-                row["settled_at_ms"] = play.quiescent_at
+                row["settled_at_ms"] = play.quiescent_at - origin
             if play.failed and play.failure is not None:
-                row["failure_request_id"] = self.graph.nodes[play.failure[1]].request_id
+                row["failure_request_id"] = nodes[play.failure[1]].request_id
                 row["failure_status"] = play.failure[2]
             out.append(row)
         return out
@@ -287,12 +640,7 @@ class AgenticWorkload:
         """The agentic summary keys (reference names)."""
         graph = self.graph
         out: dict[str, Any] = {
-            "agentic_graph": {
-                "source": {"format": graph.header.source_format,
-                           "digest": graph.header.source_digest},
-                "graph_digest": graph.digest(), "block_size": graph.header.block_size,
-                "node_count": len(graph.nodes), "play_count": len(graph.plays),
-                "source_models": graph.source_models()},
+            "agentic_graph": self.graph_identity(),
             "agentic_lifecycle_event_count": self.lifecycle.count,
             "agentic_lifecycle_digest": self.lifecycle.digest(),
             "agentic_play_outcomes": self.outcomes(),
@@ -302,14 +650,76 @@ class AgenticWorkload:
         }
         if graph.basis is not None:
             out["weka_nested_timestamp_basis"] = graph.basis
+        if self.ctx is not None:
+            out["agentic_snapshots"] = self._snapshots
+        if self.prep is not None:
+            from kvreplay.engine.report import uuid_for
+
+            out["agentic_phases"] = self.prep.evidence(uuid_for)
+        if self.profile is not None:
+            plays = self._plays
+            out["agentic_profile"] = self.profile.report(
+                plays_started=len(plays),
+                client_completed=sum(1 for p in plays if p.finished and not p.censored),
+                retired=sum(1 for p in plays if p.finished),
+                quiescent=sum(1 for p in plays if p.quiescent_at is not None),
+                in_flight=self._client_in_flight)
         out.update(_trajectories(self._plays))
         return out
 
+    def _origin(self) -> float:
+        """The warmup barrier (reported play times are relative to it), or 0."""
+        prep = self.prep
+        if prep is not None and prep.transition == "profile" and prep.finished_ms is not None:
+            return prep.finished_ms
+        return 0.0
+
+    def observed(self, window_ms: float) -> bool:
+        """The successful requests' span (first arrival to last response) from the records;
+        True when it is the run's duration (a profile)."""
+        if self.profile is None:
+            return False
+        self.profile.observation = window_ms
+        return True
+
+    def plays_progress(self) -> tuple[int, int]:
+        """(plays settled, plays started) for progress displays."""
+        settled = started = 0
+        for play in self._plays:
+            if play.quiescent_at is not None:
+                settled += 1
+            if play.root_dispatch is not None or play.instance is not None:
+                started += 1
+        return settled, started
+
+    def progress_fraction(self, now_ms: float) -> float | None:
+        """Share of the work done: the profile's window elapsed, else plays settled."""
+        profile = self.profile
+        if profile is not None:
+            if profile.start is None:
+                return 0.0
+            span = profile.cutoff - profile.start
+            return min(max((now_ms - profile.start) / span, 0.0), 1.0) if span > 0 else 1.0
+        if not self._plays:
+            return None
+        return sum(1 for p in self._plays if p.quiescent_at is not None) / len(self._plays)
+
+
+def _due(deadline: float, now: float) -> bool:
+    """Whether `now` reached `deadline` on the simulation's nanosecond clock."""
+    return ms_to_ns(deadline) <= ms_to_ns(now)
+
+
+def _status(play: _PlayState) -> str:
+    if play.quiescent_at is None or play.censored:
+        return "incomplete"
+    return "failed" if play.failed else "completed"
+
 
 def _trajectories(plays: Sequence[_PlayState]) -> dict[str, Any]:
-    """Per completed play: its last terminal minus its first root dispatch."""
+    """Per completed play: its last terminal minus its first root dispatch (or activation)."""
     samples = [p.max_terminal - p.root_dispatch for p in plays
-               if p.quiescent_at is not None and not p.failed and p.max_terminal is not None
+               if _status(p) == "completed" and p.max_terminal is not None
                and p.root_dispatch is not None]
     completed = len(samples)
     out: dict[str, Any] = {"total_trajectories": len(plays),

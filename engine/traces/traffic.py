@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kvreplay.engine.agentic.driver import AgenticWorkload
+from kvreplay.engine.agentic.profile import ProfileOptions
 from kvreplay.engine.traces.errors import WorkloadError
 from kvreplay.engine.traces.mooncake_scan import scan_mooncake
 from kvreplay.engine.traces.mooncake_workload import MooncakeWorkload
@@ -100,7 +101,8 @@ def _load(traffic: Mapping[str, Any], *, base_dir: str, trace_paths: Sequence[st
     source = traffic.get("source_type")
     workload: _AnyWorkload | None
     if source == "trace" and traffic.get("trace_format") in AGENTIC_FORMATS:
-        workload = _agentic(f, traffic, base_dir=base_dir, trace_paths=trace_paths, model=model)
+        workload = _agentic(f, traffic, base_dir=base_dir, trace_paths=trace_paths, model=model,
+                            engine_block_size=block_size)
     elif source == "trace":
         workload = _trace(f, traffic, base_dir=base_dir, trace_paths=trace_paths)
     elif source in ("synthetic", "synthetic-session"):
@@ -159,7 +161,8 @@ def _trace(f: _Fields, traffic: Mapping[str, Any], *, base_dir: str,
 
 
 def _agentic(f: _Fields, traffic: Mapping[str, Any], *, base_dir: str,
-             trace_paths: Sequence[str] | None, model: str | None) -> AgenticWorkload | None:
+             trace_paths: Sequence[str] | None, model: str | None,
+             engine_block_size: int | None) -> AgenticWorkload | None:
     """Weka plays or an Agentic Mooncake v2 file, lowered to a graph and executed by lanes."""
     from kvreplay.engine.traces.agentic.v2 import read_agentic_mooncake
     from kvreplay.engine.traces.agentic.weka import BASES, read_weka
@@ -184,6 +187,20 @@ def _agentic(f: _Fields, traffic: Mapping[str, Any], *, base_dir: str,
         f.ignored("weka_nested_timestamp_basis", "with agentic_mooncake traces")
     for key in ("concurrency", "stop_requests", "stop_sessions"):
         f.ignored(key, "with agentic traces (plays run to their end)")
+    seed = f.integer("agentic_snapshot_seed", 0, (1 << 64) - 1)
+    warmup = traffic.get("agentic_warmup", False)
+    if not isinstance(warmup, bool):
+        f.error("WORKLOAD-VALUE", "agentic_warmup", f"`agentic_warmup` must be true or false, "
+                f"found {warmup!r}")
+        warmup = False
+    profile = _profile_options(f, traffic.get("agentic_profile"))
+    if seed is not None and lanes is None:
+        f.error("WORKLOAD-VALUE", "agentic_snapshot_seed", "an agentic snapshot needs "
+                "`agentic_lanes` (one snapshot play per lane)")
+    if (warmup or profile is not None) and seed is None:
+        key = "agentic_warmup" if warmup else "agentic_profile"
+        f.error("WORKLOAD-VALUE", key, f"`{key}` needs an agentic snapshot "
+                "(`agentic_snapshot_seed`) and `agentic_lanes`")
     paths = _paths(traffic, base_dir, trace_paths)
     if len(paths) != 1:
         f.error("TRACE-PATH", "trace_paths", f"{fmt} traffic needs exactly one trace path (a "
@@ -201,8 +218,48 @@ def _agentic(f: _Fields, traffic: Mapping[str, Any], *, base_dir: str,
     if graph is None:
         return None
     graph.normalize_starts()
-    graph.speed_up(speedup)
-    return AgenticWorkload(graph, lanes=lanes, target_model=model or "model")
+    from kvreplay.engine.agentic.snapshot import SnapshotError
+
+    try:
+        return AgenticWorkload(graph, lanes=lanes, target_model=model or "model",
+                               speedup=speedup, snapshot_seed=seed, warmup=warmup,
+                               profile=profile,
+                               engine_block_size=engine_block_size or graph.header.block_size)
+    except SnapshotError as exc:
+        f.error("WORKLOAD-VALUE", "agentic_snapshot_seed", f"agentic snapshot of {display}: {exc}")
+        return None
+
+
+_PROFILE_KEYS = {"duration_seconds": True, "response_grace_seconds": False,
+                 "cancel_drain_seconds": False, "tree_idle_cap_seconds": True,
+                 "global_idle_cap_seconds": True}  # key -> must be positive
+
+
+def _profile_options(f: _Fields, raw: Any) -> ProfileOptions | None:
+    """`agentic_profile` ({} = every default); each bad value is a WORKLOAD-VALUE error."""
+    if raw is None:
+        return None
+    if not isinstance(raw, Mapping):
+        f.error("WORKLOAD-VALUE", "agentic_profile", f"`agentic_profile` must be an object, "
+                f"found {raw!r}")
+        return None
+    values: dict[str, float] = {}
+    for key, value in raw.items():
+        if key not in _PROFILE_KEYS:
+            f.error("WORKLOAD-VALUE", f"agentic_profile.{key}", f"unknown `agentic_profile` key "
+                    f"`{key}`")
+            continue
+        if value is None:
+            continue
+        positive = _PROFILE_KEYS[key]
+        if type(value) not in (int, float) or not math.isfinite(value) or value < 0 \
+                or (positive and value == 0) or value > 1e15:
+            bound = "> 0" if positive else ">= 0"
+            f.error("WORKLOAD-VALUE", f"agentic_profile.{key}", f"`agentic_profile.{key}` must "
+                    f"be a finite number {bound} (seconds), found {value!r}")
+            continue
+        values[key] = float(value)
+    return ProfileOptions(**values)
 
 
 def _synthetic(f: _Fields, traffic: Mapping[str, Any], *, session: bool,

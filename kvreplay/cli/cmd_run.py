@@ -142,6 +142,39 @@ def _g2_rows(s: dict[str, Any]) -> list[tuple[str, str]]:
     return rows
 
 
+def _agentic_rows(s: dict[str, Any]) -> list[tuple[str, str]]:
+    """Plays, the warmup barrier and the profile window, for agentic runs."""
+    outcomes = s.get("agentic_play_outcomes")
+    if outcomes is None:
+        return []
+    by_status = {k: sum(1 for o in outcomes if o["status"] == k)
+                 for k in ("completed", "failed", "incomplete")}
+    rows = [("agentic plays", f"{by_status['completed']:,} completed, {by_status['failed']:,} "
+             f"failed, {by_status['incomplete']:,} incomplete of {len(outcomes):,}")]
+    phases = s.get("agentic_phases")
+    if phases is not None:
+        done = sum(lane["warmup_completed"] for lane in phases["lanes"])
+        primers = sum(lane["primers_completed"] for lane in phases["lanes"])
+        if phases["phase"] == "profile":
+            rows.append(("warmup", f"{primers:,} primers + {done:,} warmups, barrier at "
+                         f"{_ms(phases['profile_start_ms'])} ms (times after it are relative)"))
+        else:
+            rows.append(("warmup", f"{phases['phase']}: {phases['failure_reason'] or 'not done'}"
+                         " (no measured window)"))
+    profile = s.get("agentic_profile")
+    if profile is not None and profile["profile_start_ms"] is not None:
+        rows.append(("profile window", f"{_ms(profile['profile_start_ms'])} -> "
+                     f"{_ms(profile['admission_cutoff_ms'])} ms, finished at "
+                     f"{_ms(profile['finished_at_ms'])} ms; {profile['plays_started']:,} plays "
+                     "started"))
+        rows.append(("profile requests", f"{profile['issued_requests']:,} issued, "
+                     f"{profile['successful_responses']:,} succeeded, "
+                     f"{profile['canceled_requests']:,} canceled, "
+                     f"{profile['never_issued_requests']:,} never issued, "
+                     f"{profile['unsettled_server_requests']:,} unsettled"))
+    return rows
+
+
 def summary_table(report: dict[str, Any], output: str | None) -> str:
     """A terminal summary of the report (the canonical numbers are in the JSON)."""
     s = report["summary"]
@@ -155,6 +188,7 @@ def summary_table(report: dict[str, Any], output: str | None) -> str:
         ("committed prefill", f"{s['committed_prefill_tokens']:,} tokens"),
     ]
     rows.extend(_g2_rows(s))
+    rows.extend(_agentic_rows(s))
     lines = [f"{name:<22}{value}" for name, value in rows]
     lines.append("")
     lines.append(f"{'latency (ms)':<22}{'mean':>10}{'p50':>10}{'p90':>10}{'p99':>10}{'max':>10}")

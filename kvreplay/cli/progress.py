@@ -14,6 +14,7 @@ class ProgressDisplay:
 
     def __init__(self, enabled: bool) -> None:
         self.enabled = enabled
+        self.counts: dict[str, int] = {}  # set by the engine before each call
         self.started = time.perf_counter()
         self.bar: Any = None
         self.task: Any = None
@@ -25,6 +26,11 @@ class ProgressDisplay:
         if self.bar is None and not self.plain:
             self._open()
         label = f"simulated {sim_ms / 1000:,.1f} s"
+        counts = self.counts
+        if "requests" in counts:
+            label += f", {counts['requests']:,} requests done"
+        if "plays" in counts:
+            label += f", {counts['plays']:,} of {counts['plays_started']:,} plays settled"
         if self.plain:
             done = "" if fraction is None else f" {fraction:6.1%}"
             sys.stderr.write(f"\rreplaying{done}  {label}   ")

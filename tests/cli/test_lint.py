@@ -174,6 +174,17 @@ def test_set_override_is_linted_at_the_argument(cli: Callable[..., Any]) -> None
     assert [r["file"] for r in g2["related"]] == ["--set engine.backend=sglang"]
 
 
+def test_a_scalar_where_a_variant_object_belongs_is_one_type_error(
+        cli: Callable[..., Any]) -> None:
+    """`capacity: 1` (its variants are objects) is a SCHEMA-TYPE at the value, not a crash
+    (found by the mutation fuzz)."""
+    ran = cli("lint", "--format", "json", "--set",
+              "engine.workers.aggregated.kv_cache.capacity=1",
+              str(EXAMPLES / "agentx-g2-local.yaml"))
+    assert ran.code == 1 and _rules(ran) == ["SCHEMA-TYPE"]
+    assert "internal error" not in ran.err
+
+
 def test_set_null_removes_the_key(cli: Callable[..., Any]) -> None:
     """`--set KEY=null` removes KEY (JSON Merge Patch): the G2 example compiles without a host
     tier, and removing a key that is not there changes nothing."""

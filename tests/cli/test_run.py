@@ -61,14 +61,14 @@ def test_reports_identical_across_hash_seeds(tmp_path: Path) -> None:
 
 def test_engine_refuses_what_it_cannot_run_naming_the_capability(cli: Callable[..., Any],
                                                                  tmp_path: Path) -> None:
-    """A valid spec the engine cannot execute yet (agentic warmup): exit 1, the capability
-    named, no report."""
+    """A valid spec the engine cannot execute (a G3 tier): exit 1, the capability named, no
+    report."""
     out = tmp_path / "report.json"
-    ran = cli("run", str(REPO / "examples" / "agentx-g2-local.yaml"), "-o", str(out),
-              "--set", "traffic.load.agentic_warmup=true",
-              "--set", "traffic.load.agentic_snapshot={seed: 5}")
+    ran = cli("run", str(REPO / "examples" / "g2-restore-mooncake.yaml"), "-o", str(out),
+              "--set", "engine.workers.aggregated.kv_cache.g3_offload="
+              "{scope: worker_local, num_g3_blocks: 64}")
     assert ran.code == 1, ran.err
-    assert "agentic_warmup" in ran.err and "native_host_offload" not in ran.err
+    assert "G3 offload (g3_offload)" in ran.err and "native_host_offload" not in ran.err
     assert not out.exists()
 
 

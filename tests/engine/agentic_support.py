@@ -59,6 +59,10 @@ def document(params: dict[str, Any]) -> dict[str, Any]:
         "trace_block_size": params.get("trace_block_size"),
         "weka_nested_timestamp_basis": (params.get("weka_nested_timestamp_basis")
                                         if fmt == "weka" else None)}
+    # kvreplay-only load controls (the reference's 1.6.1 Python API has none of them).
+    for key in ("agentic_snapshot_seed", "agentic_warmup", "agentic_profile"):
+        if key in params:
+            doc["traffic"][key] = params[key]
     return doc
 
 
@@ -84,8 +88,11 @@ def run_trace(trace: Path, lifecycle: list[str] | None = None, defaults: bool = 
         params = {**BASE_PARAMS, **params}
         params.setdefault("extra_engine_args", {"engine": dict(BASE_RANK)})
     doc = document(params)
+    ranks = [r["rank"] for r in ([doc["spec"]["engine"]] if "rank" in doc["spec"]["engine"]
+                                 else doc["spec"]["engine"].values())]
     workload = workload_from_traffic(doc["traffic"], base_dir=str(CASES_DIR),
-                                     trace_paths=[str(trace)], model=doc["spec"]["model"])
+                                     trace_paths=[str(trace)], model=doc["spec"]["model"],
+                                     block_size=min(r["block_size"] for r in ranks))
     if lifecycle is not None:
         workload.lifecycle.sink = lifecycle.append  # type: ignore[union-attr]
     return report_from_run(run_native(doc, workload=workload))
