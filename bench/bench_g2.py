@@ -15,12 +15,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
-import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
+
+from benchlib import best, measured, print_cells, run_child, usage
 
 REPO = Path(__file__).resolve().parent.parent
 TRACE = REPO.parent / "shared" / "traces" / "mooncake" / "conversation_trace.jsonl"
@@ -43,10 +43,6 @@ def rank(scope: str) -> dict[str, Any]:
     return out
 
 
-def _usage() -> tuple[float, float]:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024.0
-
 
 def child_kvreplay(trace: Path, scope: str, router: str, rows: int) -> dict[str, Any]:
     sys.path.insert(0, str(REPO / "tests" / "engine"))
@@ -54,14 +50,11 @@ def child_kvreplay(trace: Path, scope: str, router: str, rows: int) -> dict[str,
     from kvreplay.engine import run_native
     from kvreplay.engine.report import report_from_run
 
-    start, cpu0 = time.perf_counter(), _usage()[0]
+    start, cpu0 = time.perf_counter(), usage()[0]
     workload = mooncake_workload(mooncake_rows(trace, rows or None), 512)
     result = run_native(native(rank(scope), workers=WORKERS, router=router), workload=workload)
     summary = report_from_run(result)["summary"]
-    cpu, rss = _usage()
-    return {"cpu_s": cpu - cpu0, "wall_s": time.perf_counter() - start, "rss_mb": rss,
-            "reuse": summary["prefix_cache_reused_ratio"], "ttft": summary["mean_ttft_ms"],
-            "requests": summary["num_requests"]}
+    return measured(summary, start, cpu0)
 
 
 def child_reference(trace: Path, scope: str, router: str, rows: int) -> dict[str, Any]:
@@ -77,35 +70,20 @@ def child_reference(trace: Path, scope: str, router: str, rows: int) -> dict[str
             with trace.open() as f, path.open("w") as out:
                 for _, line in zip(range(rows), f, strict=False):
                     out.write(line)
-        start, cpu0 = time.perf_counter(), _usage()[0]
+        start, cpu0 = time.perf_counter(), usage()[0]
         report = run_trace_replay([str(path)], extra_engine_args={"engine": rank(scope)},
                                   num_workers=WORKERS, router_mode=router,
                                   trace_format="mooncake", trace_block_size=512,
                                   capture_per_request=True)
-        wall = time.perf_counter() - start
-    cpu, rss = _usage()
-    summary = report.summary
-    return {"cpu_s": cpu - cpu0, "wall_s": wall, "rss_mb": rss,
-            "reuse": summary["prefix_cache_reused_ratio"], "ttft": summary["mean_ttft_ms"],
-            "requests": summary["num_requests"]}
+        return measured(report.summary, start, cpu0)
 
 
 def spawn(python: str, engine: str, args: argparse.Namespace, scope: str,
           router: str) -> dict[str, Any]:
     cmd = [python, __file__, "--child", engine, "--trace", str(args.trace), "--scope", scope,
            "--router", router, "--rows", str(args.rows)]
-    done = subprocess.run(cmd, capture_output=True, text=True, check=False,
-                          env=dict(os.environ, DYN_LOG="error"))
-    if done.returncode != 0:
-        last = done.stderr.strip().splitlines()[-1] if done.stderr.strip() else "failed"
-        return {"error": last[:110]}
-    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    return result
+    return run_child(cmd)
 
-
-def best(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    good = [r for r in runs if "error" not in r]
-    return min(good, key=lambda r: r["cpu_s"]) if good else runs[0]
 
 
 def main() -> None:
@@ -133,18 +111,8 @@ def main() -> None:
                                    for _ in range(args.repeat)])
                      for engine, python in (("kvreplay", sys.executable),
                                             ("reference", args.ref_python))}
-            for engine, cell in cells.items():
-                head = f"{scope:<15} {router:<12} {engine:<9}"
-                if "error" in cell:
-                    print(f"{head} failed: {cell['error']}")
-                    continue
-                ratio = ""
-                ref = cells["reference"]
-                if engine == "kvreplay" and "error" not in ref:
-                    ratio = f"  {cell['cpu_s'] / ref['cpu_s']:.2f}"
-                print(f"{head} {cell['cpu_s']:>6.2f} {cell['wall_s']:>7.2f} "
-                      f"{cell['rss_mb']:>7.0f} {cell['reuse']:>7.4f} {cell['ttft']:>8.2f}{ratio}")
-
+            print_cells(f"{scope:<15} {router:<12}", cells,
+                        lambda c: f" {c['reuse']:>7.4f} {c['ttft']:>8.2f}")
 
 if __name__ == "__main__":
     main()

@@ -54,6 +54,11 @@ class SequenceHasher:
 
     __slots__ = ("_cache", "block_size", "identities", "interner")
 
+    @property
+    def cache(self) -> dict[int, int]:
+        """Identities hashed so far (read-only use)."""
+        return self._cache
+
     def __init__(self, identities: BlockIdentities, interner: TokenInterner,
                  block_size: int) -> None:
         if identities.keys is None:

@@ -124,7 +124,14 @@ class HostPool:
     def _touch_cohort(self, keys: Sequence[int]) -> None:
         """One new epoch for entries entering (or already in) the LRU, tied by block hash."""
         lru = self.lru
-        for key in sorted(keys, key=self.hash_of) if len(keys) > 1 else keys:
+        hash_of = self.hash_of
+        known = getattr(hash_of, "cache", None)  # a SequenceHasher's values so far
+        if len(keys) > 1:
+            if known is not None:
+                keys = sorted(keys, key=lambda k: known.get(k) or hash_of(k))
+            else:
+                keys = sorted(keys, key=hash_of)
+        for key in keys:
             lru[key] = None
             lru.move_to_end(key)
 

@@ -113,6 +113,7 @@ def _summary(records: list[RequestRecord], facts: RunFacts) -> dict[str, Any]:
     e2es: list[float] = []
     itl = StreamingDistribution()
     rate = StreamingDistribution()
+    gaps: dict[float, int] = {}
     sla = facts.sla if facts.sla is not None and facts.sla.is_set else None
     completed = input_tokens = output_tokens = reused = first_reused = host_reused = 0
     good_requests = good_tokens = 0
@@ -131,9 +132,7 @@ def _summary(records: list[RequestRecord], facts: RunFacts) -> dict[str, Any]:
         _check_gaps(r)
         for gap, count in r.itl_gaps:
             gap = max(gap, 0.0)
-            itl.add(gap, count)
-            if gap > 0.0:
-                rate.add(1000.0 / gap, count)
+            gaps[gap] = gaps.get(gap, 0) + count
         if r.first_token_ms is None or r.last_token_ms is None:
             if sla is not None and sla.is_good_without_tokens(
                     max(r.terminal_time_ms - r.arrival_time_ms, 0.0)):
@@ -152,6 +151,12 @@ def _summary(records: list[RequestRecord], facts: RunFacts) -> dict[str, Any]:
         if tpot is not None:
             tpots.append(tpot)
 
+    # Equal gaps are added as one run (the moments are exact, the sketch counts per bin).
+    for gap in sorted(gaps):
+        count = gaps[gap]
+        itl.add(gap, count)
+        if gap > 0.0:
+            rate.add(1000.0 / gap, count)
     duration_ms = facts.duration_ms if facts.duration_ms is not None else last_terminal
     duration_s = max(duration_ms / 1000.0, 1e-9)
     prefill_ws = (facts.prefill_worker_seconds if facts.prefill_worker_seconds is not None

@@ -425,15 +425,12 @@ class AgenticWorkload:
         return request
 
     def _prompt(self, tokens: list[int], input_length: int) -> tuple[tuple[int, int], ...]:
+        """Runs of block_size copies of each block's token, the last one cut at the input."""
         bs = self.graph.header.block_size
-        left = input_length
-        runs = []
-        for token in tokens:
-            if left <= 0:
-                break
-            take = bs if left >= bs else left
-            runs.append((token, take))
-            left -= take
+        full, rest = divmod(input_length, bs)
+        runs = [(token, bs) for token in tokens[:full]]
+        if rest and len(tokens) > full:
+            runs.append((tokens[full], rest))
         return tuple(runs)
 
     # -- feedback ------------------------------------------------------------------------------
@@ -737,12 +734,8 @@ def _intern(graph: AgenticGraph) -> list[list[int]]:
     dense: dict[int, int] = {}
     out = []
     for node in graph.nodes:
-        tokens = []
         for h in node.hash_ids:
-            token = dense.get(h)
-            if token is None:
-                token = len(dense) & 0xFFFFFFFF
-                dense[h] = token
-            tokens.append(token)
-        out.append(tokens)
+            if h not in dense:
+                dense[h] = len(dense) & 0xFFFFFFFF
+        out.append([dense[h] for h in node.hash_ids])
     return out

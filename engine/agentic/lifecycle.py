@@ -9,6 +9,7 @@ optional sink (`kvreplay run --lifecycle FILE`).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 
 import blake3
@@ -16,27 +17,37 @@ from kvreplay.engine.traces.agentic import serde
 
 SCHEMA = "aisimulate.agentic.lifecycle.v1"
 DOMAIN = b"aisimulate-agentic-lifecycle-v1\0"
+_HEAD = f'{{"schema":"{SCHEMA}","ordinal":'
 
 
 class Lifecycle:
-    __slots__ = ("_hash", "count", "counts", "sink")
+    __slots__ = ("_hash", "_quoted", "count", "counts", "sink")
 
     def __init__(self, sink: Callable[[str], None] | None = None) -> None:
         self._hash = blake3.blake3(DOMAIN)
         self.count = 0
         self.counts: dict[str, int] = {}
         self.sink = sink
+        self._quoted: dict[str, str] = {}  # id -> its JSON string
 
     def event(self, at_ms: float, play_id: str, request_id: str | None, event: str,
               status: str | None = None) -> None:
-        record: dict[str, object] = {"schema": SCHEMA, "ordinal": self.count,
-                                     "at_ms": float(at_ms), "play_id": play_id}
+        # The serde JSON of {schema, ordinal, at_ms, play_id, request_id?, event, status?},
+        # written directly (a replay writes several lines per request).
+        quoted = self._quoted
+        play = quoted.get(play_id)
+        if play is None:
+            play = quoted[play_id] = json.dumps(play_id, ensure_ascii=False)
+        line = f'{_HEAD}{self.count},"at_ms":{serde.f64(float(at_ms))},"play_id":{play}'
         if request_id is not None:
-            record["request_id"] = request_id
-        record["event"] = event
+            rid = quoted.get(request_id)
+            if rid is None:
+                rid = quoted[request_id] = json.dumps(request_id, ensure_ascii=False)
+            line += f',"request_id":{rid}'
+        line += f',"event":"{event}"'
         if status is not None:
-            record["status"] = status
-        line = serde.dumps(record) + "\n"
+            line += f',"status":"{status}"'
+        line += "}\n"
         self._hash.update(line.encode())
         self.count += 1
         self.counts[event] = self.counts.get(event, 0) + 1

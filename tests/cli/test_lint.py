@@ -69,7 +69,7 @@ def test_globs_expand_in_sorted_order(cli: Callable[..., Any]) -> None:
     """`**` globs expand (sorted); a glob that matches nothing is an unreadable-input error."""
     ran = cli("lint", "--format", "json", str(EXAMPLES / "**" / "agentx-*.yaml"))
     assert [Path(f["path"]).name for f in _json(ran)["files"]] == [
-        "agentx-g2-local.yaml", "agentx-g2-shared-pd.yaml"]
+        "agentx-g2-local.yaml", "agentx-g2-shared-pd.yaml", "agentx-g2-warm-profile.yaml"]
     assert ran.code == 0
     missing = cli("lint", "--format", "json", str(EXAMPLES / "*.nothing"))
     assert missing.code == 2 and _rules(missing) == ["FILE-UNREADABLE"]

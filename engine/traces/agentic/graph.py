@@ -9,6 +9,7 @@ digest means equal ids, sessions, hashes, delays, triggers and relations.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -149,27 +150,45 @@ class AgenticGraph:
 
 def graph_digest(block_size: int, nodes: Sequence[GraphRow]) -> str:
     """The reference's canonical graph digest (BLAKE3 of the sorted nodes' serde JSON)."""
-    out = []
+    h = blake3.blake3(f'{{"block_size":{block_size},"nodes":['.encode())
+    first = True
     for n in sorted(nodes, key=lambda r: r.request_id.encode()):
-        deps = sorted(n.dependencies, key=lambda d: (d.request_id.encode(),
-                                                     _TRIGGER_ORDER[d.trigger],
-                                                     _RELATION_ORDER[d.relation], d.delay_ms))
-        node: dict[str, Any] = {"request_id": n.request_id, "play_id": n.play_id}
-        if n.source_play_ordinal is not None:
-            node["source_play_ordinal"] = n.source_play_ordinal
-        node.update({
-            "session_id": n.session_id, "model": n.model, "input_length": n.input_length,
-            "max_output_tokens": n.output_length, "output_token_ids": n.output_token_ids,
-            "replay_key": n.request_id if n.output_token_ids is not None else None,
-            "hash_ids": n.hash_ids, "not_before_ms": float(n.not_before_ms)})
-        if n.recorded_api_time_ms is not None:
-            node["recorded_api_time_ms"] = float(n.recorded_api_time_ms)
-        node.update({"priority": n.priority or 0, "strict_priority": n.strict_priority or 0,
-                     "policy_class": n.policy_class,
-                     "dependencies": [d.to_json() for d in deps]})
-        out.append(node)
-    text = serde.dumps({"block_size": block_size, "nodes": out})
-    return blake3.blake3(text.encode()).hexdigest()
+        h.update((_node_json(n) if first else "," + _node_json(n)).encode())
+        first = False
+    h.update(b"]}")
+    return h.hexdigest()
+
+
+def _node_json(n: GraphRow) -> str:
+    """One node as serde writes it (the field order of the reference's node struct)."""
+    q = _quote
+    f = serde.f64
+    ordinal = ("" if n.source_play_ordinal is None
+               else f',"source_play_ordinal":{n.source_play_ordinal}')
+    outputs = ("null" if n.output_token_ids is None
+               else "[" + ",".join(map(str, n.output_token_ids)) + "]")
+    replay_key = "null" if n.output_token_ids is None else q(n.request_id)
+    api = ("" if n.recorded_api_time_ms is None
+           else f',"recorded_api_time_ms":{f(float(n.recorded_api_time_ms))}')
+    policy = "null" if n.policy_class is None else q(n.policy_class)
+    deps = sorted(n.dependencies, key=lambda d: (d.request_id.encode(),
+                                                 _TRIGGER_ORDER[d.trigger],
+                                                 _RELATION_ORDER[d.relation], d.delay_ms))
+    edges = ",".join(
+        f'{{"request_id":{q(d.request_id)},"trigger":"{d.trigger}","delay_ms":'
+        f'{f(float(d.delay_ms))},"relation":"{d.relation}"}}' for d in deps)
+    return (f'{{"request_id":{q(n.request_id)},"play_id":{q(n.play_id)}{ordinal},'
+            f'"session_id":{q(n.session_id)},"model":{q(n.model)},'
+            f'"input_length":{n.input_length},"max_output_tokens":{n.output_length},'
+            f'"output_token_ids":{outputs},"replay_key":{replay_key},'
+            f'"hash_ids":[{",".join(map(str, n.hash_ids))}],'
+            f'"not_before_ms":{f(float(n.not_before_ms))}{api},'
+            f'"priority":{n.priority or 0},"strict_priority":{n.strict_priority or 0},'
+            f'"policy_class":{policy},"dependencies":[{edges}]}}')
+
+
+def _quote(text: str) -> str:
+    return json.dumps(text, ensure_ascii=False)
 
 
 def build_graph(header: Header, rows: list[GraphRow], basis: str | None = None) -> AgenticGraph:

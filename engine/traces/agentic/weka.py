@@ -921,7 +921,7 @@ def _rows(play: WekaPlay, ordinal: int, ns: str, play_id: str, streams: list[_St
         push(first.sid, Dependency(rid(root.sid), "dispatch", seconds_to_ms(first.t - root.t),
                                    "spawn"))
     root_time = min(item.t for s in streams for item in s.items)
-    used: dict[int, str] = {}
+    used: dict[Any, Any] = {}  # value -> identity, (domain, identity) -> value, "blocks"
     rows = []
     for s in streams:
         for item in s.items:
@@ -940,7 +940,12 @@ def _rows(play: WekaPlay, ordinal: int, ns: str, play_id: str, streams: list[_St
     return rows
 
 
-def _unique_hash(domain: str, identity: str, used: dict[int, str]) -> int:
+def _unique_hash(domain: str, identity: str, used: dict[Any, Any]) -> int:
+    """The first collision-free 64-bit value of BLAKE3(domain, identity, nonce) in the play;
+    an identity seen before gets its value again (kept under the key (domain, identity))."""
+    known = used.get((domain, identity))
+    if known is not None:
+        return int(known)
     for nonce in range(1 << 32):
         digest = blake3.blake3(f"{domain}\0{identity}\0{nonce}".encode()).digest()
         value: int = struct.unpack("<Q", digest[:8])[0]
@@ -948,20 +953,27 @@ def _unique_hash(domain: str, identity: str, used: dict[int, str]) -> int:
         if holder is not None and holder != identity:
             continue
         used[value] = identity
+        used[(domain, identity)] = value
         return value
     raise _Lowering(f"could not allocate a collision-free hash for {identity}")
 
 
 def _normalized_hashes(source_name: str, request_id: str, r: WekaRequest, block_size: int,
-                       used: dict[int, str]) -> list[int]:
+                       used: dict[Any, Any]) -> list[int]:
     """Per-play block identities: full blocks by the play's hash ids (missing ones private),
     a trailing partial block always private."""
     full, partial = divmod(r.input, block_size)
+    hash_ids = r.hash_ids
+    blocks = used.setdefault("blocks", {})  # this play's hash id -> its block value
     out = []
-    for i in range(full):
-        identity = (f"source:{source_name}:{r.hash_ids[i]}" if i < len(r.hash_ids)
-                    else f"private:missing:{request_id}:{i}")
-        out.append(_unique_hash("weka-full-block", identity, used))
+    for h in hash_ids[:full]:
+        value = blocks.get(h)
+        if value is None:
+            value = blocks[h] = _unique_hash("weka-full-block", f"source:{source_name}:{h}",
+                                             used)
+        out.append(value)
+    for i in range(len(out), full):
+        out.append(_unique_hash("weka-full-block", f"private:missing:{request_id}:{i}", used))
     if partial:
         out.append(_unique_hash("weka-partial-tail", f"{request_id}:{full}:{r.input}", used))
     return out
