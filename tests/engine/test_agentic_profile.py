@@ -246,3 +246,32 @@ def test_bad_load_controls_are_diagnosed(traffic: dict[str, Any], needle: str) -
     assert any(needle in m for m in messages), messages
     assert all(d.rule == "WORKLOAD-VALUE" for d in caught.value.diagnostics
                if d.severity == "error")
+
+
+def test_progress_counts_plays_and_requests() -> None:
+    """A progress display with a `counts` attribute is told requests done and plays settled
+    and started; the fraction follows the profile window (1.0 at its end)."""
+    from agentic_support import document
+    from kvreplay.engine import run_native
+    from kvreplay.engine.traces import workload_from_traffic
+
+    class Display:
+        def __init__(self) -> None:
+            self.counts: dict[str, int] = {}
+            self.seen: list[tuple[float | None, dict[str, int]]] = []
+
+        def __call__(self, sim_ms: float, fraction: float | None) -> None:
+            self.seen.append((fraction, dict(self.counts)))
+
+    doc = document({"extra_engine_args": {"engine": rank("dp_rank_local")},
+                    "weka_nested_timestamp_basis": "absolute", "agentic_lanes": 2,
+                    "agentic_snapshot_seed": 5,
+                    "agentic_profile": {"duration_seconds": 0.7, "response_grace_seconds": 0}})
+    workload = workload_from_traffic(doc["traffic"], base_dir=str(CASES_DIR),
+                                     trace_paths=[str(TRACE)], model="m", block_size=4)
+    display = Display()
+    run_native(doc, workload=workload, progress=display)
+    fraction, counts = display.seen[-1]
+    assert fraction == 1.0
+    assert counts["requests"] > 0 and counts["plays_started"] > 2
+    assert 0 < counts["plays"] <= counts["plays_started"]
