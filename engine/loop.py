@@ -235,6 +235,11 @@ class Simulation:
         if self.cap_ns is not None:
             self.cap_ns += self.now
 
+    def drop_records(self) -> None:
+        """The warmup aborted: what ran was preparation, and nothing will be measured."""
+        self.prep_records.extend(self.records)
+        self.records = []
+
     def admission(self, ordinal: int) -> tuple[float | None, int | None]:
         """(first admission time, tokens it reused) of a recent request (preparation)."""
         for rec in reversed(self.records):

@@ -50,6 +50,8 @@ class Host(Protocol):
 
     def open_measurement(self) -> None: ...
 
+    def drop_records(self) -> None: ...
+
     def cancel(self, ordinal: int) -> bool: ...
 
     def admission(self, ordinal: int) -> tuple[float | None, int | None]: ...
@@ -258,6 +260,8 @@ class AgenticWorkload:
                 if transition == "profile":
                     self.host.open_measurement()
                     self._open_profile(now)
+                else:
+                    self.host.drop_records()  # nothing is measured
         profile = self.profile
         if profile is None or not self._measuring:
             return False

@@ -110,6 +110,11 @@ def run(args: argparse.Namespace) -> int:
         write_stdout(json.dumps(outcome.report["summary"], sort_keys=True, indent=2) + "\n")
     elif not args.quiet:
         write_stdout(summary_table(outcome.report, args.output))
+    phases = outcome.report["summary"].get("agentic_phases")
+    if phases is not None and phases["phase"] == "aborted":
+        write_stderr(f"kvreplay: the agentic warmup aborted ({phases['failure_reason']}): "
+                     "nothing was measured\n")
+        return exits.FINDINGS
     return exits.OK
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,6 +22,7 @@ from kvreplay.engine.traces import WorkloadError
 from kvreplay.engine.traces.agentic.weka import read_weka
 
 TRACE = CASES_DIR / "host_restore" / "weka.jsonl"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 SCOPES = (None, "dp_rank_local", "cluster_shared")
 
 
@@ -275,3 +277,24 @@ def test_progress_counts_plays_and_requests() -> None:
     assert fraction == 1.0
     assert counts["requests"] > 0 and counts["plays_started"] > 2
     assert 0 < counts["plays"] <= counts["plays_started"]
+
+
+def test_an_aborted_warmup_measures_nothing(tmp_path: Path) -> None:
+    """A primer the engine rejects (context shorter than its prompt) aborts the warmup: phase
+    aborted with the reason, no measured request, no profile; `kvreplay run` writes the report
+    and exits 1 saying so."""
+    from kvreplay.cli.main import main
+
+    rank_args = {**rank("dp_rank_local"), "max_model_len": 8}
+    report = run_trace(TRACE, extra_engine_args={"engine": rank_args}, agentic_lanes=1,
+                       weka_nested_timestamp_basis="absolute", agentic_snapshot_seed=5,
+                       agentic_warmup=True)
+    phases = report["summary"]["agentic_phases"]
+    assert phases["phase"] == "aborted" and phases["profile_start_ms"] is None
+    assert phases["failure_reason"] == "preparation request ended with Rejected"
+    assert phases["failure_request_id"] == phases["requests"][0]["uuid"]
+    assert report["per_request"] == [] and report["summary"]["num_requests"] == 0
+    out = tmp_path / "report.json"
+    code = main(["run", str(EXAMPLES / "agentx-g2-warm-profile.yaml"), "-q", "-o", str(out),
+                 "--set", "engine.context_length=8"])
+    assert code == 1 and out.exists()
