@@ -158,6 +158,10 @@ class Simulation:
                 break
             if self.cap_ns is not None and now > self.cap_ns:
                 self.facts.stopped_at_time_cap = True
+                # Only passes complete by the cap count their prompt tokens (as the reference).
+                for worker in self.workers:
+                    if worker.busy and worker.pass_end > self.cap_ns:
+                        self.stats.committed_prompt_tokens -= worker.committed
                 break
             self.now = now
             while heap and heap[0][0] == now:
@@ -385,6 +389,7 @@ class Simulation:
                             req.output_length, req.session_id, req.turn_index)
         if req.agentic is not None:
             rec.play_id, rec.agentic, rec.agentic_phase = req.agentic
+            rec.dispatched_at_ms = rec.arrival_time_ms
         self.records.append(rec)
         self.live += 1
         self.facts.requests_released += 1
@@ -587,9 +592,15 @@ class Simulation:
         self._hand_back_source(dseq.partner)  # type: ignore[arg-type]
 
     def _hand_back_source(self, seq: Seq) -> None:
-        """Release the source KV now, even mid-pass (checked against the reference)."""
+        """Release the source KV: a command of the prefill worker, applied at once when it is
+        idle, else at its pass end (and reported then, as the reference does)."""
         rank: Rank = seq.scheduler  # type: ignore[assignment]
-        rank.pool.release(seq.blocks)
-        seq.blocks = []
-        seq.rec.source_released_ms = ns_to_ms(self.now)
-        self._poke(self.pools[0].workers[rank.worker_id])
+        worker = self.pools[0].workers[rank.worker_id]
+
+        def release() -> None:
+            rank.pool.release(seq.blocks)
+            seq.blocks = []
+            seq.rec.source_released_ms = ns_to_ms(self.now)
+            self._poke(worker)
+
+        self._command(worker, release)

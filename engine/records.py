@@ -144,7 +144,8 @@ class RequestRecord:
         self.session_id = session_id
         self.turn_index = turn_index
         self.arrival_time_ms = arrival_time_ms
-        self.dispatched_at_ms: float | None = arrival_time_ms
+        # Set for agentic requests only (the driver's dispatch), as the reference reports it.
+        self.dispatched_at_ms: float | None = None
         self.input_length = input_length
         self.requested_output_length = requested_output_length
         self.output_length = 0  # tokens actually produced

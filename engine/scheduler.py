@@ -526,10 +526,9 @@ class Rank:
         if (latest is not None and not latest.done and latest.deadline is not None
                 and latest.deadline > self._cnb):
             self._cnb = latest.deadline
-        index = self.running.index(victim)
-        del self.running[index]
-        if index < self._cursor:
-            self._cursor -= 1
+        # The cursor is not moved back when the victim came before it (FIFO): the request
+        # after the current one then waits for the next pass (checked against the reference).
+        self.running.remove(victim)
         self._preempted = True
         undone = self._scheduled.pop(victim, None)
         if undone is not None:

@@ -54,6 +54,7 @@ def stamp_token(seq: Seq, at_ns: int) -> None:
 class Worker:
     __slots__ = (
         "busy",
+        "committed",
         "deferred",
         "dp_interval",
         "gid",
@@ -83,6 +84,7 @@ class Worker:
         self.pass_start = 0
         self.pass_end = 0
         self.outcome: PassOutcome | None = None
+        self.committed = 0  # prompt tokens the pass in flight computes (a time cap drops them)
         self.stretch_k = 0  # > 0 while a fast-forwarded stretch is in flight
         self.stretch_d = 0  # uniform pass duration, or 0 when stretch_ends holds each pass end
         self.stretch_ends: list[int] | None = None
@@ -105,6 +107,8 @@ class Worker:
         outcome = PassOutcome()
         duration = 0
         cadence = self.dp_interval == 1 or self.pass_index % self.dp_interval == 0
+        stats = self.ranks[0].stats
+        before = stats.committed_prompt_tokens
         for rank in self.ranks:
             if not rank.has_work():
                 continue
@@ -112,6 +116,7 @@ class Worker:
             d = rank.plan(now_ns, outcome, admit)
             if d > duration:
                 duration = d
+        self.committed = stats.committed_prompt_tokens - before
         if not outcome.effective():
             return None  # nothing can move until the worker is poked
         self.pass_index += 1
@@ -169,6 +174,7 @@ class Worker:
         fixed = all(rank.timer.fixed for rank in self.ranks)
         self.busy = True
         self.outcome = None
+        self.committed = 0
         self.pass_start = now_ns
         self.stretch_k = k
         if fixed:

@@ -89,10 +89,11 @@ def test_a_transfer_completing_mid_pass_activates_at_the_pass_end() -> None:
 
 def test_a_destination_waits_for_a_free_running_slot() -> None:
     """Decode max_num_seqs 1: B's prefill ends at 20 while A decodes, so B's destination is
-    reserved when A leaves at 23; A's source KV is released as soon as its prompt landed."""
+    reserved when A leaves at 23; A's prompt lands at 11 but its source KV is released at 20,
+    when the prefill worker (busy with B) applies commands (the reference's figures)."""
     a, b = run([request(0, 0.0, 4, 6, [1]), request(1, 5.0, 8, 2, [2, 3])],
                decode=role(max_num_seqs=1))
-    assert lifecycle(a) == (0.0, 10.0, 10.0, 11.0, 11.0, 11.0, 13.0, 23.0)
+    assert lifecycle(a) == (0.0, 10.0, 10.0, 11.0, 11.0, 20.0, 13.0, 23.0)
     assert lifecycle(b) == (10.0, 20.0, 23.0, 25.0, 25.0, 25.0, 27.0, 29.0)
 
 

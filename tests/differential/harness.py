@@ -1,0 +1,347 @@
+"""Differential testing of the bundled engine against the reference engine (ai-dynamo 1.6.1).
+
+A *scenario* is plain JSON: a deployment (aggregated or P/D, workers, DP, one vLLM rank per
+role, optional G2, optional time cap) and a Mooncake trace (rows with sessions, mooncake or
+mooncake-delta). `generate(kind, seed)` draws one at random from a seeded generator;
+`run_reference` and `run_kvreplay` replay it on both engines from the same trace file and
+return comparable results; `compare` lists every difference (per request, matched by session
+and turn, and in the summary); `shrink` reduces a mismatching scenario to a minimal one.
+
+Deliberate differences (docs/engine.md) are handled here by name, nowhere else:
+- `reused_input_tokens` is capped at the input length (the reference may count a readmitted
+  request's own output blocks);
+- `decode_reused_input_tokens` is not compared (kvreplay reports null).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import random
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+KINDS = ("agg", "agg-delta", "agg-dp", "pd", "g2", "g2-pd")
+TIME_KEYS = ("arrival_time_ms", "dispatched_at_ms", "first_admit_ms", "first_token_ms",
+             "last_token_ms", "terminal_time_ms", "prefill_admit_ms", "source_held_ms",
+             "destination_reserved_ms", "destination_activated_ms", "decode_admit_ms",
+             "source_released_ms")
+COUNT_KEYS = ("input_length", "output_length", "requested_output_length",
+              "reused_input_tokens", "first_admission_g1_reused_input_tokens",
+              "first_admission_host_reused_input_tokens", "terminal_status", "admission_count",
+              "readmission_count")
+SUMMARY_KEYS = ("num_requests", "completed_requests", "committed_prefill_tokens", "duration_ms",
+                "total_input_tokens", "total_output_tokens", "g2_domains")
+TOLERANCE_MS = 1e-5  # 10 ns: the reference sums float milliseconds
+
+
+# -- scenarios ------------------------------------------------------------------------------------
+
+def generate(kind: str, seed: int) -> dict[str, Any]:
+    """A random small scenario of one kind (deterministic in the seed)."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown kind {kind!r} (one of {', '.join(KINDS)})")
+    rng = random.Random(f"{kind}:{seed}")
+    bs = 4
+    blocks = rng.choice([5, 6, 8, 10, 12, 16])
+
+    def rank() -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "backend": "vllm", "block_size": bs, "num_gpu_blocks": blocks,
+            "kv_cache_bytes_per_token": 250000,
+            "max_num_seqs": rng.choice([1, 2, 2, 3, 4]),
+            "max_num_batched_tokens": rng.choice([8, 12, 16, 16, 32]),
+            "enable_chunked_prefill": rng.random() < 0.8,
+            "preemption_mode": rng.choice(["lifo", "lifo", "fifo"]),
+            "timing_model": {"type": "fixed", "prefill_ms": rng.choice([1.0, 2.0, 3.0]),
+                             "decode_ms": rng.choice([0.5, 1.0, 1.0, 2.0])}}
+        if not out["enable_chunked_prefill"]:
+            out["max_num_batched_tokens"] = 32  # every prompt fits one pass
+        return out
+
+    scn: dict[str, Any] = {"kind": kind, "seed": seed, "block_size": bs,
+                           "trace_format": "mooncake-delta" if kind == "agg-delta"
+                           else "mooncake"}
+    if kind.endswith("pd"):
+        scn["prefill"] = rank()
+        scn["decode"] = rank()
+        scn["prefill_workers"] = rng.choice([1, 1, 2])
+        scn["decode_workers"] = rng.choice([1, 1, 2])
+        scn["dp"] = 1
+        for role in ("prefill", "decode"):
+            scn[role].update({"kv_transfer_bytes_per_token": 250000,
+                              "kv_transfer_bandwidth": rng.choice([0.5, 1.0, 4.0])})
+    else:
+        scn["rank"] = rank()
+        scn["workers"] = rng.choice([1, 1, 2, 3])
+        scn["dp"] = rng.choice([2, 3]) if kind == "agg-dp" else 1
+    if kind.startswith("g2"):
+        scope = rng.choice(["dp_rank_local", "dp_rank_local", "cluster_shared"])
+        g2: dict[str, Any] = {"scope": scope, "num_host_blocks": rng.choice([2, 4, 8, 12]),
+                              "d2h_bandwidth_gbps": rng.choice([0.1, 0.5, 1.0, 4.0]),
+                              "h2d_bandwidth_gbps": rng.choice([0.1, 0.5, 1.0, 4.0])}
+        if scope == "cluster_shared":
+            g2["kv_layout_id"] = "diff"
+        for role in ("rank", "prefill", "decode"):
+            if role in scn:
+                scn[role]["native_host_offload"] = dict(g2)
+    if rng.random() < 0.15:
+        scn["max_sim_time_ms"] = float(rng.choice([20, 50, 120]))
+    scn["rows"] = _rows(rng, bs, blocks, delta=kind == "agg-delta")
+    return scn
+
+
+def _rows(rng: random.Random, bs: int, blocks: int, delta: bool) -> list[dict[str, Any]]:
+    """Sessions of 1-3 turns whose prompts share and extend prefixes."""
+    prefixes = [[rng.randrange(1, 500) for _ in range(8)] for _ in range(rng.choice([1, 2, 3]))]
+    rows: list[dict[str, Any]] = []
+    t = 0
+    max_blocks = max(1, min(5, blocks - 2))
+    for s in range(rng.choice([2, 3, 4, 6])):
+        t += rng.choice([0, 0, 1, 2, 5, 10, 30])
+        prefix = rng.choice(prefixes)
+        turns = rng.choice([1, 1, 2, 3])
+        used = 0
+        for k in range(turns):
+            n = rng.randint(1, max_blocks)
+            if delta:
+                hashes = [rng.randrange(1000, 5000) for _ in range(max(1, n // 2))]
+            else:
+                used = min(max_blocks, max(used, n))
+                hashes = prefix[:used]
+            length = len(hashes) * bs - rng.randrange(bs)
+            out = rng.choice([1, 1, 2, 3, 4])
+            row: dict[str, Any] = {"session_id": f"s{s}", "hash_ids": hashes,
+                                   "input_length": length, "output_length": out}
+            if k == 0:
+                row["timestamp"] = t
+            else:
+                row["delay"] = rng.choice([0, 1, 3, 10])
+            rows.append(row)
+    if delta:
+        # a delta prompt grows by every earlier turn of its session: keep it in the pool
+        budget = (blocks - 1) * bs
+        for s in {r["session_id"] for r in rows}:
+            total = 0
+            for row in [r for r in rows if r["session_id"] == s]:
+                total += row["input_length"] + row["output_length"]
+                while total > budget and row["input_length"] > 1:
+                    row["input_length"] -= 1
+                    total -= 1
+                    row["hash_ids"] = row["hash_ids"][:-(-row["input_length"] // bs)]
+    return rows
+
+
+def write_trace(scn: dict[str, Any], path: Path) -> None:
+    with path.open("w") as f:
+        for row in scn["rows"]:
+            f.write(json.dumps(row) + "\n")
+
+
+def native_document(scn: dict[str, Any], trace: str) -> dict[str, Any]:
+    """The kvreplay native document of a scenario."""
+    def role(rank: dict[str, Any], worker_type: str) -> dict[str, Any]:
+        return {"dp_size": scn["dp"], "tensor_parallel_size": 1, "speculation": None,
+                "rank": {**rank, "worker_type": worker_type}}
+
+    if "rank" in scn:
+        topology: dict[str, Any] = {"kind": "aggregated",
+                                    "workers": {"initial_workers": scn["workers"]}}
+        engine = role(scn["rank"], "aggregated")
+    else:
+        topology = {"kind": "disaggregated",
+                    "prefill": {"initial_workers": scn["prefill_workers"]},
+                    "decode": {"initial_workers": scn["decode_workers"]},
+                    "handoff_latency_ms": 0.0}
+        engine = {"prefill": role(scn["prefill"], "prefill"),
+                  "decode": role(scn["decode"], "decode")}
+    return {
+        "spec": {"version": 1, "model": "diff", "topology": topology, "engine": engine,
+                 "adapters": {"placement": {"provider": "round_robin", "config": None},
+                              "scaling": {"provider": "none", "config": None}},
+                 "max_sim_time_ms": scn.get("max_sim_time_ms"), "record_per_request": True,
+                 "sla": None},
+        "traffic": {"source_type": "trace", "trace_format": scn["trace_format"],
+                    "trace_paths": [trace], "load_type": "trace_timestamps",
+                    "trace_block_size": scn["block_size"]}}
+
+
+# -- running --------------------------------------------------------------------------------------
+
+def run_reference(scn: dict[str, Any]) -> dict[str, Any]:
+    """The reference's {"summary", "per_request"} (raises what the reference raises)."""
+    os.environ.setdefault("DYN_LOG", "error")
+    from dynamo.replay import run_trace_replay
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "trace.jsonl"
+        write_trace(scn, path)
+        kwargs: dict[str, Any] = {"trace_format": scn["trace_format"],
+                                  "trace_block_size": scn["block_size"],
+                                  "router_mode": "round_robin", "capture_per_request": True}
+        if scn.get("max_sim_time_ms") is not None:
+            kwargs["max_sim_time_ms"] = scn["max_sim_time_ms"]
+        dp = scn["dp"]
+        if "rank" in scn:
+            report = run_trace_replay([str(path)],
+                                      extra_engine_args={"engine": scn["rank"], "dp_size": dp},
+                                      num_workers=scn["workers"], **kwargs)
+        else:
+            prefill = {"engine": {**scn["prefill"], "worker_type": "prefill"}, "dp_size": dp}
+            decode = {"engine": {**scn["decode"], "worker_type": "decode"}, "dp_size": dp}
+            report = run_trace_replay([str(path)], prefill_engine_args=prefill,
+                                      decode_engine_args=decode,
+                                      num_prefill_workers=scn["prefill_workers"],
+                                      num_decode_workers=scn["decode_workers"], **kwargs)
+    return {"summary": dict(report.summary), "per_request": list(report.per_request)}
+
+
+def run_kvreplay(scn: dict[str, Any]) -> dict[str, Any]:
+    """kvreplay's report of the scenario, through the same reader path as `kvreplay run`."""
+    from kvreplay.engine import run_native
+    from kvreplay.engine.report import report_from_run
+    from kvreplay.engine.traces import workload_from_traffic
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "trace.jsonl"
+        write_trace(scn, path)
+        doc = native_document(scn, str(path))
+        workload = workload_from_traffic(doc["traffic"], base_dir=tmp,
+                                         block_size=scn["block_size"])
+        return report_from_run(run_native(doc, workload=workload))
+
+
+# -- comparing ------------------------------------------------------------------------------------
+
+def _keyed(rows: list[dict[str, Any]]) -> dict[tuple[Any, ...], dict[str, Any]]:
+    """Rows by (session, turn); rows without a session (every session single-turn) by
+    (arrival, lengths, occurrence), which only ties rows nothing tells apart."""
+    out: dict[tuple[Any, ...], dict[str, Any]] = {}
+    seen: dict[tuple[Any, ...], int] = {}
+    ordered = sorted(rows, key=lambda r: (r["arrival_time_ms"], r["input_length"],
+                                          r["requested_output_length"]))
+    for row in ordered:
+        if row.get("session_id") is not None:
+            out[(str(row["session_id"]), int(row.get("turn_index") or 0))] = row
+            continue
+        base = ("@", round(row["arrival_time_ms"], 6), row["input_length"],
+                row["requested_output_length"])
+        seen[base] = seen.get(base, 0) + 1
+        out[(*base, seen[base])] = row
+    return out
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, float) and isinstance(b, float):
+        return abs(a - b) <= TOLERANCE_MS
+    if isinstance(a, int | float) and isinstance(b, int | float) and not isinstance(a, bool):
+        return abs(a - b) <= TOLERANCE_MS
+    return bool(a == b)
+
+
+def compare(ref: dict[str, Any], mine: dict[str, Any]) -> list[str]:
+    """Every difference, one line each (empty: the engines agree)."""
+    out = []
+    theirs = _keyed(ref["per_request"])
+    ours = _keyed(mine["per_request"])
+    for key in sorted(set(theirs) ^ set(ours)):
+        where = "reference" if key in theirs else "kvreplay"
+        out.append(f"{key}: only in the {where}")
+    for key in sorted(set(theirs) & set(ours)):
+        a, b = theirs[key], ours[key]
+        for name in TIME_KEYS + COUNT_KEYS:
+            x, y = a.get(name), b.get(name)
+            if name == "reused_input_tokens" and isinstance(x, int):
+                x = min(x, a["input_length"])  # deliberate: capped at the input
+            if not _same(x, y):
+                out.append(f"{key} {name}: reference {x!r}, kvreplay {y!r}")
+    for name in SUMMARY_KEYS:
+        x, y = ref["summary"].get(name), mine["summary"].get(name)
+        if not _same(x, y):
+            out.append(f"summary {name}: reference {x!r}, kvreplay {y!r}")
+    return out
+
+
+def reduced(report: dict[str, Any]) -> dict[str, Any]:
+    """Only what `compare` reads (to store a reference result beside a regression case)."""
+    keys = ("session_id", "turn_index") + TIME_KEYS + COUNT_KEYS
+    return {"summary": {k: report["summary"].get(k) for k in SUMMARY_KEYS},
+            "per_request": [{k: r.get(k) for k in keys} for r in report["per_request"]]}
+
+
+def save_case(path: Path, name: str, why: str, scn: dict[str, Any]) -> None:
+    """A regression case: the scenario and the reference's figures for it."""
+    case = {"name": name, "why": why, "scenario": scn, "reference": reduced(run_reference(scn))}
+    path.write_text(json.dumps(case, indent=1) + "\n")
+
+
+def check(scn: dict[str, Any]) -> tuple[str, list[str]]:
+    """("match" | "differ" | "reference-error" | "kvreplay-error", details)."""
+    try:
+        ref = run_reference(scn)
+    except Exception as exc:  # the reference refuses or aborts: nothing to compare
+        return "reference-error", [f"{type(exc).__name__}: {str(exc)[:300]}"]
+    try:
+        mine = run_kvreplay(scn)
+    except Exception as exc:
+        return "kvreplay-error", [f"{type(exc).__name__}: {str(exc)[:300]}"]
+    found = compare(ref, mine)
+    return ("differ" if found else "match"), found
+
+
+# -- shrinking ------------------------------------------------------------------------------------
+
+def shrink(scn: dict[str, Any], still_fails: Callable[[dict[str, Any]], bool],
+           budget: int = 200) -> dict[str, Any]:
+    """A smaller scenario that still fails: drop sessions, then rows, shorten outputs, drop
+    workers; each step kept only when the failure persists."""
+    best = copy.deepcopy(scn)
+    tries = 0
+
+    def attempt(candidate: dict[str, Any]) -> bool:
+        nonlocal best, tries
+        tries += 1
+        if tries > budget or not _valid(candidate):
+            return False
+        if still_fails(candidate):
+            best = candidate
+            return True
+        return False
+
+    changed = True
+    while changed and tries < budget:
+        changed = False
+        for s in sorted({r["session_id"] for r in best["rows"]}):
+            cand = copy.deepcopy(best)
+            cand["rows"] = [r for r in cand["rows"] if r["session_id"] != s]
+            changed |= attempt(cand)
+        for i in range(len(best["rows"]) - 1, -1, -1):
+            if i >= len(best["rows"]):
+                continue
+            cand = copy.deepcopy(best)
+            row = cand["rows"].pop(i)
+            if "timestamp" in row:  # the session's next turn becomes its first
+                for nxt in cand["rows"][i:]:
+                    if nxt["session_id"] == row["session_id"]:
+                        nxt.pop("delay", None)
+                        nxt["timestamp"] = row["timestamp"]
+                        break
+            changed |= attempt(cand)
+        for i, row in enumerate(best["rows"]):
+            if row["output_length"] > 1:
+                cand = copy.deepcopy(best)
+                cand["rows"][i]["output_length"] = 1
+                changed |= attempt(cand)
+        for key in ("workers", "prefill_workers", "decode_workers", "dp"):
+            if best.get(key, 1) > 1:
+                cand = copy.deepcopy(best)
+                cand[key] -= 1
+                changed |= attempt(cand)
+    return best
+
+
+def _valid(scn: dict[str, Any]) -> bool:
+    return bool(scn["rows"])
