@@ -87,6 +87,10 @@ class Simulation:
                 self._kv_router(pool)
             self.pools.append(pool)
         self.workers: list[Worker] = [w for pool in self.pools for w in pool.workers]
+        if cfg.mode != "aggregated":
+            for w in self.workers:
+                if w.pool_name == "prefill":
+                    w.order = w.gid + (1 << 20)  # decode completions first at one instant
         self.pool_of = {pool.name: pool for pool in self.pools}
         self.host = HostRuntime(self) if has_host else None
         self.lag_ns = ms_to_ns(cfg.router.kv_event_lag_ms) if kv else 0
@@ -340,7 +344,7 @@ class Simulation:
         if not worker.busy:
             end = worker.start_pass(self.now, self.stepwise)
             if end is not None:
-                self._push(end, PASS_DONE, worker.gid, (worker, worker.version))
+                self._push(end, PASS_DONE, worker.order, (worker, worker.version))
                 if self.host is not None:
                     self.host.after_start(worker)
 
@@ -415,7 +419,7 @@ class Simulation:
         """The worker has new work at `now`: cut a stretch in flight, or start at `now`."""
         end = worker.sync(self.now)
         if end is not None:
-            self._push(end, PASS_DONE, worker.gid, (worker, worker.version))
+            self._push(end, PASS_DONE, worker.order, (worker, worker.version))
         self.dirty.add(worker.gid)
 
     # -- pass completion -------------------------------------------------------------------------
@@ -496,7 +500,7 @@ class Simulation:
             worker.deferred.append(action)
             end = worker.sync(self.now)
             if end is not None:
-                self._push(end, PASS_DONE, worker.gid, (worker, worker.version))
+                self._push(end, PASS_DONE, worker.order, (worker, worker.version))
         else:
             action()
 
@@ -511,7 +515,15 @@ class Simulation:
         dseq = self._place(decode, seq.req, rec, seq.req.output_length, False)
         dseq.partner = seq
         rank: Rank = dseq.scheduler  # type: ignore[assignment]
-        self._command(decode.workers[rank.worker_id], lambda: self._request_destination(dseq))
+        worker = decode.workers[rank.worker_id]
+        if worker.busy:
+            # Queued now; the worker's pass end makes one reservation attempt for the queue.
+            rank.pending.append(dseq)
+            end = worker.sync(self.now)
+            if end is not None:
+                self._push(end, PASS_DONE, worker.order, (worker, worker.version))
+        else:
+            self._request_destination(dseq)
 
     def _request_destination(self, dseq: Seq) -> None:
         rank: Rank = dseq.scheduler  # type: ignore[assignment]

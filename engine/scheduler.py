@@ -209,8 +209,12 @@ class Rank:
         waiting = self.waiting
         bs = self.block_size
         pool = self.pool
-        prefer_materialized = bool(self.pending)
         while not self._preempted and len(running) < self.max_seqs and waiting:
+            # A decode rank serves handoffs whose KV already arrived before other waiting
+            # requests (a preempted one waiting for capacity cannot starve them; as the
+            # reference).
+            prefer_materialized = bool(self.pending) or (self.is_decode and any(
+                s.materialized for s in waiting))
             seq = self._next_waiting(prefer_materialized)
             if seq is None:
                 break

@@ -58,6 +58,7 @@ class Worker:
         "deferred",
         "dp_interval",
         "gid",
+        "order",
         "outcome",
         "pass_end",
         "pass_index",
@@ -74,6 +75,7 @@ class Worker:
     def __init__(self, gid: int, pool_name: str, worker_id: int, ranks: list[Rank],
                  prefill_schedule_interval: int) -> None:
         self.gid = gid
+        self.order = gid  # same-instant pass completions are handled in this order
         self.pool_name = pool_name
         self.worker_id = worker_id
         self.ranks = ranks
