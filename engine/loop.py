@@ -415,11 +415,15 @@ class Simulation:
             self._poke(pool.workers[rank.worker_id])
         return seq
 
-    def _poke(self, worker: Worker) -> None:
-        """The worker has new work at `now`: cut a stretch in flight, or start at `now`."""
+    def _cut(self, worker: Worker) -> None:
+        """Something for the worker at `now`: a stretch in flight ends at its next boundary."""
         end = worker.sync(self.now)
         if end is not None:
             self._push(end, PASS_DONE, worker.order, (worker, worker.version))
+
+    def _poke(self, worker: Worker) -> None:
+        """The worker has new work at `now`: cut a stretch in flight, or start at `now`."""
+        self._cut(worker)
         self.dirty.add(worker.gid)
 
     # -- pass completion -------------------------------------------------------------------------
@@ -498,9 +502,7 @@ class Simulation:
         """
         if worker.busy:
             worker.deferred.append(action)
-            end = worker.sync(self.now)
-            if end is not None:
-                self._push(end, PASS_DONE, worker.order, (worker, worker.version))
+            self._cut(worker)
         else:
             action()
 
@@ -519,9 +521,7 @@ class Simulation:
         if worker.busy:
             # Queued now; the worker's pass end makes one reservation attempt for the queue.
             rank.pending.append(dseq)
-            end = worker.sync(self.now)
-            if end is not None:
-                self._push(end, PASS_DONE, worker.order, (worker, worker.version))
+            self._cut(worker)
         else:
             self._request_destination(dseq)
 
