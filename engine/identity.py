@@ -6,8 +6,9 @@ order). This replaces the reference's XXH3 sequence hashes, which only ever get 
 
 Content of a block is the runs of its tokens: a block lying inside one run of value v is keyed
 by v itself, a block crossing runs by the tuple (v1, n1, v2, n2, ...). Blocks holding generated
-tokens get fresh negative identities: output tokens are request-specific, so they can only ever
-be hit by the same request after a preemption.
+tokens get fresh negative identities (they can only be hit by the same request after a
+preemption), unless the workload says which tokens the request generates (delta sessions,
+whose next turn's prompt holds them): then they are chained like prompt blocks.
 """
 
 from __future__ import annotations
@@ -41,6 +42,31 @@ class BlockIdentities:
                 self.keys.append(key)
             return ident, True
         return ident, False
+
+    def block_at(self, runs: Sequence[tuple[int, int]], index: int, block_size: int,
+                 parent: int) -> int | None:
+        """The identity of block `index` of the token runs after `parent` (as prompt_blocks
+        would give it), or None when the runs end before the block does."""
+        start = index * block_size
+        parts: list[int] = []
+        pos = 0
+        need = block_size
+        for value, count in runs:
+            end = pos + count
+            if end <= start:
+                pos = end
+                continue
+            offset = start - pos if start > pos else 0
+            take = count - offset if count - offset < need else need
+            _extend(parts, value, take)
+            need -= take
+            pos = end
+            if need == 0:
+                break
+        if need:
+            return None
+        content: object = parts[0] if len(parts) == 2 else tuple(parts)
+        return self.intern(parent, content)[0]
 
     def fresh(self) -> int:
         """A new identity no other block will ever share."""
@@ -83,11 +109,7 @@ class BlockIdentities:
                                 f"prompt runs cover fewer than input_length={input_length} tokens"
                             ) from None
                     take = left if left < need else need
-                    if parts and parts[-2] == value:
-                        parts[-1] += take
-                    else:
-                        parts.append(value)
-                        parts.append(take)
+                    _extend(parts, value, take)
                     need -= take
                     left -= take
                 content = value if len(parts) == 2 else tuple(parts)
@@ -101,3 +123,12 @@ class BlockIdentities:
             out.append(ident)
             parent = ident
         return out
+
+
+def _extend(parts: list[int], value: int, take: int) -> None:
+    """Append `take` tokens of `value` to a block's (value, count, ...) runs."""
+    if parts and parts[-2] == value:
+        parts[-1] += take
+    else:
+        parts.append(value)
+        parts.append(take)

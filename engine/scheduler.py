@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from kvreplay.engine.config import RankConfig
 from kvreplay.engine.host_client import DEFER, DEFERRED, MISS, QUEUED, RETRY
-from kvreplay.engine.identity import BlockIdentities
+from kvreplay.engine.identity import ROOT, BlockIdentities
 from kvreplay.engine.pool import BlockPool
 from kvreplay.engine.records import Admission
 from kvreplay.engine.sequence import PREEMPTED, RUNNING, WAITING, Seq
@@ -67,6 +67,7 @@ class Rank:
 
     __slots__ = (
         "_budget",
+        "_capacity_bound",
         "_cnb",
         "_cursor",
         "_last_used",
@@ -135,6 +136,7 @@ class Rank:
         self.connector: list[Seq] = []
         self._cnb = 0
         self._retry_skipped: list[Seq] = []
+        self._capacity_bound = False  # the last undeferred pass left requests waiting
 
     def has_work(self) -> bool:
         return bool(self.running or self.waiting) or self.connector_ready()
@@ -153,10 +155,18 @@ class Rank:
 
     # -- one pass --------------------------------------------------------------------------------
 
-    def plan(self, now_ns: int, outcome: PassOutcome, admit: bool) -> int:
-        """Run this rank's part of a pass starting at now_ns; return its duration (ns)."""
+    def plan(self, now_ns: int, outcome: PassOutcome, throttle: bool = False) -> int:
+        """Run this rank's part of a pass starting at now_ns; return its duration (ns).
+
+        `throttle`: an off-cadence pass of an attention-DP worker (vLLM's DP prefill
+        balancing): unless the last undeferred pass left requests waiting, a rank with a
+        decoding request defers prefill work this pass: running prompts pause, nothing new is
+        admitted."""
         running = self.running
         bs = self.block_size
+        defer = throttle and not self._capacity_bound and any(
+            s.computed >= s.input_length for s in running)
+        admit = not defer
         self._budget = self.budget
         self._prefill_tokens = 0
         self._prefill_isl = 0
@@ -167,6 +177,9 @@ class Rank:
         self._cursor = 0
         while self._cursor < len(running) and self._budget > 0:
             seq = running[self._cursor]
+            if defer and seq.computed < seq.input_length:
+                self._cursor += 1  # a prompt chunk waits for the cadence
+                continue
             # Fast path: a decoding request whose next token fits its last block.
             if (seq.generated and seq.computed == seq.input_length + seq.generated - 1
                     and seq.computed < len(seq.blocks) * bs):
@@ -192,6 +205,8 @@ class Rank:
             host.observe_stores(self._scheduled)
         elif admit and not self._preempted:
             self._admit_waiting(now_ns, outcome)
+        if not defer:
+            self._capacity_bound = bool(self.waiting)
         prefill_ns = 0
         n = self._prefills
         if n:
@@ -515,7 +530,12 @@ class Rank:
         pool = self.pool
         for k in range(seq.registered, full):
             if k == len(ids):
-                ids.append(self.identities.fresh())
+                known = None
+                output = seq.req.output
+                if output is not None:
+                    known = self.identities.block_at(seq.req.prompt + output, k,
+                                                     self.block_size, ids[k - 1] if k else ROOT)
+                ids.append(self.identities.fresh() if known is None else known)
             pool.register(seq.blocks[k], ids[k])
         seq.registered = full
 

@@ -69,6 +69,7 @@ class Worker:
         "stretch_ends",
         "stretch_k",
         "version",
+        "wave_over",
         "worker_id",
     )
 
@@ -83,6 +84,7 @@ class Worker:
         self.deferred: list[Callable[[], None]] = []  # scheduler commands held until pass end
         self.version = 0
         self.pass_index = 0
+        self.wave_over = False  # the last pass left no request: the next one starts a new wave
         self.pass_start = 0
         self.pass_end = 0
         self.outcome: PassOutcome | None = None
@@ -108,20 +110,24 @@ class Worker:
                 return end
         outcome = PassOutcome()
         duration = 0
-        cadence = self.dp_interval == 1 or self.pass_index % self.dp_interval == 0
+        if self.wave_over:
+            self.pass_index = 0  # the DP step counter restarts with each wave (as vLLM)
+            self.wave_over = False
+        throttle = self.dp_interval > 1 and self.pass_index % self.dp_interval != 0
         stats = self.ranks[0].stats
         before = stats.committed_prompt_tokens
         for rank in self.ranks:
             if not rank.has_work():
                 continue
-            admit = cadence or not any(seq.generated for seq in rank.running)
-            d = rank.plan(now_ns, outcome, admit)
+            d = rank.plan(now_ns, outcome, throttle)
             if d > duration:
                 duration = d
         self.committed = stats.committed_prompt_tokens - before
         if not outcome.effective():
             return None  # nothing can move until the worker is poked
         self.pass_index += 1
+        self.wave_over = not any(rank.running or rank.waiting or rank.connector or rank.pending
+                                 for rank in self.ranks)
         self.busy = True
         self.outcome = outcome
         self.pass_start = now_ns

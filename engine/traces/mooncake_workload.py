@@ -184,6 +184,8 @@ class MooncakeWorkload(HeapReleases):
             session_id=session.session_id,
             turn_index=session.turn if self._session_metadata else None,
         )
+        if self._delta:
+            request.output = output_runs(session.output_ids, row.output_length, request.ordinal)
         heapq.heappush(self._heap, (at, session.key, session.turn, request, session))
         self.peak_pending = max(self.peak_pending, len(self._heap))
 

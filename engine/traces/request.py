@@ -27,6 +27,7 @@ class TraceRequest:
         "agentic",
         "input_length",
         "ordinal",
+        "output",
         "output_length",
         "prompt",
         "release_ms",
@@ -56,6 +57,9 @@ class TraceRequest:
         self.turn_index = turn_index
         # Agentic requests: (play id, identity envelope, phase) for the report.
         self.agentic: tuple[str, dict[str, str], str | None] | None = None
+        # The tokens it will generate, as runs, when a later prompt holds them (delta
+        # sessions): its output-bearing blocks are then cached under their real identities.
+        self.output: tuple[tuple[int, int], ...] | None = None
 
     def __repr__(self) -> str:
         return (f"TraceRequest({self.request_id!r}, t={self.release_ms}, in={self.input_length}, "

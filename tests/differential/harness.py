@@ -78,6 +78,8 @@ def generate(kind: str, seed: int) -> dict[str, Any]:
         scn["rank"] = rank()
         scn["workers"] = rng.choice([1, 1, 2, 3])
         scn["dp"] = rng.choice([2, 3]) if kind == "agg-dp" else 1
+        if kind == "agg-dp":
+            scn["rank"]["prefill_schedule_interval"] = rng.choice([1, 2, 3])
     if kind.startswith("g2"):
         scope = rng.choice(["dp_rank_local", "dp_rank_local", "cluster_shared"])
         g2: dict[str, Any] = {"scope": scope, "num_host_blocks": rng.choice([2, 4, 8, 12]),
@@ -218,11 +220,16 @@ def run_kvreplay(scn: dict[str, Any]) -> dict[str, Any]:
 
 def _keyed(rows: list[dict[str, Any]]) -> dict[tuple[Any, ...], dict[str, Any]]:
     """Rows by (session, turn); rows without a session (every session single-turn) by
-    (arrival, lengths, occurrence), which only ties rows nothing tells apart."""
+    (arrival, lengths, occurrence)."""
     out: dict[tuple[Any, ...], dict[str, Any]] = {}
     seen: dict[tuple[Any, ...], int] = {}
+    # Rows alike in arrival and lengths are interchangeable: pair them in the order of their
+    # outcome (the reference lists rows in random-uuid order).
+    inf = float("inf")
     ordered = sorted(rows, key=lambda r: (r["arrival_time_ms"], r["input_length"],
-                                          r["requested_output_length"]))
+                                          r["requested_output_length"],
+                                          r.get("first_admit_ms") or inf,
+                                          r.get("terminal_time_ms") or inf))
     for row in ordered:
         if row.get("session_id") is not None:
             out[(str(row["session_id"]), int(row.get("turn_index") or 0))] = row

@@ -11,7 +11,7 @@ import pytest
 
 pytestmark = pytest.mark.reference
 
-CLEAN_KINDS = ("agg", "agg-dp", "g2")
+CLEAN_KINDS = ("agg", "agg-delta", "agg-dp", "g2")
 CASES = 60
 
 
