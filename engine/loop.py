@@ -213,12 +213,12 @@ class Simulation:
             if self.progress is not None and steps % PROGRESS_EVERY == 0:
                 self._report_progress()
         if self.live and not self.facts.stopped_at_time_cap and not self.stopped_by_workload:
-            stuck = [s for pool in self.pools for rank in pool.ranks
-                     for s in (*rank.running, *rank.waiting)]
-            names = ", ".join(s.req.request_id or f"#{s.req.ordinal}" for s in stuck[:5])
-            raise ReplayStalled(f"{self.live} request(s) can never finish (e.g. "
-                                f"{names or 'in transfer'}): a sequence outgrew its rank's KV "
-                                "pool")
+            stuck = [(rank, s) for pool in self.pools for rank in pool.ranks
+                     for s in (*rank.running, *rank.waiting, *rank.pending)]
+            reasons = [stall_reason(rank, s) for rank, s in stuck[:3]]
+            more = f" (and {self.live - len(reasons)} more)" if self.live > len(reasons) else ""
+            raise ReplayStalled(f"{self.live} request(s) can never finish: "
+                                + ("; ".join(reasons) or "requests lost in transfer") + more)
         if self.progress is not None:
             self._report_progress()
         return self._result()
@@ -616,3 +616,26 @@ class Simulation:
             self._poke(worker)
 
         self._command(worker, release)
+
+
+def stall_reason(rank: Rank, seq: Seq) -> str:
+    """Why a request left on a rank can never move, with the numbers."""
+    name = seq.req.request_id or f"request #{seq.req.ordinal}"
+    where = f"{rank.pool_name} worker {rank.worker_id} rank {rank.dp_rank}"
+    bs = rank.block_size
+    known = seq.input_length + seq.generated
+    blocks = -(-(known + (1 if seq.generated < seq.max_output else 0)) // bs)
+    if seq in rank.pending:
+        need = -(-seq.input_length // bs)
+        return (f"{name} on {where}: its {seq.input_length}-token prompt needs {need} decode "
+                f"blocks, and the rank never had them free ({rank.num_blocks} blocks, "
+                f"max_num_seqs {rank.max_seqs})")
+    if not rank.chunked and seq.input_length - min(seq.computed, seq.input_length) > rank.budget:
+        return (f"{name} on {where}: its {seq.input_length}-token prompt exceeds "
+                f"max_num_batched_tokens {rank.budget} with chunked prefill off")
+    if blocks > rank.num_blocks:
+        upto = known + 1 if seq.generated < seq.max_output else known
+        return (f"{name} on {where}: its sequence reaches {upto} tokens, {blocks} KV blocks of "
+                f"{bs} tokens, and the rank has {rank.num_blocks}")
+    return (f"{name} on {where}: waiting for KV capacity that never frees "
+            f"({known} tokens, {rank.num_blocks} blocks of {bs} tokens)")

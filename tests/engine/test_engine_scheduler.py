@@ -163,8 +163,19 @@ def test_speedup_ratios_divide_durations() -> None:
 def test_a_sequence_outgrowing_its_pool_stalls_the_replay() -> None:
     """A request needing 5 blocks of a 4-block pool preempts itself and can never come back:
     the run fails naming it (the reference fails too)."""
-    with pytest.raises(ReplayStalled, match="r1"):
+    with pytest.raises(ReplayStalled, match="r1") as caught:
         run([request(0, 0.0, 4, 1, [2]), request(1, 100.0, 4, 14, [1])], num_gpu_blocks=4)
+    assert "reaches 18 tokens, 5 KV blocks of 4 tokens, and the rank has 4" in str(caught.value)
+
+
+def test_a_prompt_over_the_budget_without_chunking_stalls_saying_so() -> None:
+    """Chunked prefill off and a 12-token prompt over an 8-token budget: the run fails with that
+    reason and the numbers (the reference fails too, with an internal invariant message)."""
+    with pytest.raises(ReplayStalled) as caught:
+        run([request(0, 0.0, 12, 1, [1, 2, 3])], enable_chunked_prefill=False,
+            max_num_batched_tokens=8)
+    assert ("r0 on agg worker 0 rank 0: its 12-token prompt exceeds max_num_batched_tokens 8 "
+            "with chunked prefill off") in str(caught.value)
 
 
 @pytest.mark.parametrize(("interval", "admitted_at"), [(1, 20.0), (2, 20.0), (3, 22.0)])
