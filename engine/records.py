@@ -101,6 +101,7 @@ class RequestRecord:
         "agentic_phase",
         "arrival_time_ms",
         "decode_admit_ms",
+        "decode_reused_input_tokens",
         "destination_activated_ms",
         "destination_reserved_ms",
         "dispatched_at_ms",
@@ -170,6 +171,9 @@ class RequestRecord:
         self.destination_reserved_ms: float | None = None
         self.destination_activated_ms: float | None = None
         self.decode_admit_ms: float | None = None
+        # P/D: the best prompt reuse of the request's decode admissions (readmissions after a
+        # preemption can hit the rank's cache; the first admission reuses nothing).
+        self.decode_reused_input_tokens: int | None = None
         self.source_released_ms: float | None = None
         # Agentic requests: the play, the identity envelope, the warmup phase (None: no phases).
         self.play_id: str | None = None

@@ -125,7 +125,10 @@ def _summary(records: list[RequestRecord], facts: RunFacts) -> dict[str, Any]:
         completed += 1
         input_tokens += r.input_length
         output_tokens += r.output_length
-        reused += r.reused_input_tokens
+        # The reference's ratio counts a P/D request's better reuse of its two pools.
+        decode = r.decode_reused_input_tokens
+        reused += r.reused_input_tokens if decode is None or decode < r.reused_input_tokens \
+            else decode
         first_reused += r.admission_history[0].reused_input_tokens if r.admission_history else 0
         host_reused += r.first_admission_host_reused_input_tokens or 0
         last_terminal = max(last_terminal, r.terminal_time_ms)
@@ -243,6 +246,7 @@ def per_request_row(r: RequestRecord) -> dict[str, Any]:
         "output_length": r.output_length,
         "requested_output_length": r.requested_output_length,
         "reused_input_tokens": r.reused_input_tokens,
+        "decode_reused_input_tokens": r.decode_reused_input_tokens,
         "admission_count": len(r.admission_history),
         "readmission_count": r.readmission_count,
         "admission_history": [_admission(a.to_dict()) for a in r.admission_history],

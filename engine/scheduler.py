@@ -435,7 +435,10 @@ class Rank:
         # The best prompt reuse outside the decode pool. A readmission may also hit its own
         # output blocks; the reference counts those too, kvreplay counts input tokens only.
         reused = cached if cached < seq.input_length else seq.input_length
-        if reused > rec.reused_input_tokens and not self.is_decode:
+        if self.is_decode:
+            if rec.decode_reused_input_tokens is None or reused > rec.decode_reused_input_tokens:
+                rec.decode_reused_input_tokens = reused
+        elif reused > rec.reused_input_tokens:
             rec.reused_input_tokens = reused
         if pool_ordinal > 0:
             rec.readmission_count += 1

@@ -8,9 +8,8 @@ return comparable results; `compare` lists every difference (per request, matche
 and turn, and in the summary); `shrink` reduces a mismatching scenario to a minimal one.
 
 Deliberate differences (docs/engine.md) are handled here by name, nowhere else:
-- `reused_input_tokens` is capped at the input length (the reference may count a readmitted
-  request's own output blocks);
-- `decode_reused_input_tokens` is not compared (kvreplay reports null).
+- `reused_input_tokens` and `decode_reused_input_tokens` are capped at the input length (the
+  reference may count a readmitted request's own output blocks).
 """
 
 from __future__ import annotations
@@ -30,7 +29,8 @@ TIME_KEYS = ("arrival_time_ms", "dispatched_at_ms", "first_admit_ms", "first_tok
              "destination_reserved_ms", "destination_activated_ms", "decode_admit_ms",
              "source_released_ms")
 COUNT_KEYS = ("input_length", "output_length", "requested_output_length",
-              "reused_input_tokens", "first_admission_g1_reused_input_tokens",
+              "reused_input_tokens", "decode_reused_input_tokens",
+              "first_admission_g1_reused_input_tokens",
               "first_admission_host_reused_input_tokens", "terminal_status", "admission_count",
               "readmission_count")
 SUMMARY_KEYS = ("num_requests", "completed_requests", "committed_prefill_tokens", "duration_ms",
@@ -261,7 +261,8 @@ def compare(ref: dict[str, Any], mine: dict[str, Any]) -> list[str]:
         a, b = theirs[key], ours[key]
         for name in TIME_KEYS + COUNT_KEYS:
             x, y = a.get(name), b.get(name)
-            if name == "reused_input_tokens" and isinstance(x, int):
+            if name in ("reused_input_tokens", "decode_reused_input_tokens") \
+                    and isinstance(x, int):
                 x = min(x, a["input_length"])  # deliberate: capped at the input
             if not _same(x, y):
                 out.append(f"{key} {name}: reference {x!r}, kvreplay {y!r}")
@@ -269,7 +270,21 @@ def compare(ref: dict[str, Any], mine: dict[str, Any]) -> list[str]:
         x, y = ref["summary"].get(name), mine["summary"].get(name)
         if not _same(x, y):
             out.append(f"summary {name}: reference {x!r}, kvreplay {y!r}")
+    x, y = _reuse_ratio(ref["per_request"]), mine["summary"].get("prefix_cache_reused_ratio")
+    if not _same(x, y):
+        out.append(f"summary prefix_cache_reused_ratio: reference (capped) {x!r}, kvreplay {y!r}")
     return out
+
+
+def _reuse_ratio(rows: list[dict[str, Any]]) -> float:
+    """The reference's prefix_cache_reused_ratio from its rows, reuse capped at the input."""
+    done = [r for r in rows if r["terminal_status"] == "completed"
+            and r.get("first_admit_ms") is not None]
+    total = sum(r["input_length"] for r in done)
+    reused = sum(max(min(r["reused_input_tokens"], r["input_length"]),
+                     min(r.get("decode_reused_input_tokens") or 0, r["input_length"]))
+                 for r in done)
+    return reused / total if total else 0.0
 
 
 def reduced(report: dict[str, Any]) -> dict[str, Any]:
