@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-KINDS = ("agg", "agg-delta", "agg-dp", "pd", "g2", "g2-pd")
+KINDS = ("agg", "agg-delta", "agg-dp", "pd", "pd-dp", "g2", "g2-pd")
 TIME_KEYS = ("arrival_time_ms", "dispatched_at_ms", "first_admit_ms", "first_token_ms",
              "last_token_ms", "terminal_time_ms", "prefill_admit_ms", "source_held_ms",
              "destination_reserved_ms", "destination_activated_ms", "decode_admit_ms",
@@ -65,12 +65,12 @@ def generate(kind: str, seed: int) -> dict[str, Any]:
     scn: dict[str, Any] = {"kind": kind, "seed": seed, "block_size": bs,
                            "trace_format": "mooncake-delta" if kind == "agg-delta"
                            else "mooncake"}
-    if kind.endswith("pd"):
+    if kind.endswith("pd") or kind == "pd-dp":
         scn["prefill"] = rank()
         scn["decode"] = rank()
         scn["prefill_workers"] = rng.choice([1, 1, 2])
         scn["decode_workers"] = rng.choice([1, 1, 2])
-        scn["dp"] = 1
+        scn["dp"] = rng.choice([2, 3]) if kind == "pd-dp" else 1
         for role in ("prefill", "decode"):
             scn[role].update({"kv_transfer_bytes_per_token": 250000,
                               "kv_transfer_bandwidth": rng.choice([0.5, 1.0, 4.0])})
@@ -229,7 +229,8 @@ def _keyed(rows: list[dict[str, Any]]) -> dict[tuple[Any, ...], dict[str, Any]]:
     ordered = sorted(rows, key=lambda r: (r["arrival_time_ms"], r["input_length"],
                                           r["requested_output_length"],
                                           r.get("first_admit_ms") or inf,
-                                          r.get("terminal_time_ms") or inf))
+                                          r.get("terminal_time_ms") or inf,
+                                          str(_placements(r))))
     for row in ordered:
         if row.get("session_id") is not None:
             out[(str(row["session_id"]), int(row.get("turn_index") or 0))] = row
@@ -266,6 +267,9 @@ def compare(ref: dict[str, Any], mine: dict[str, Any]) -> list[str]:
                 x = min(x, a["input_length"])  # deliberate: capped at the input
             if not _same(x, y):
                 out.append(f"{key} {name}: reference {x!r}, kvreplay {y!r}")
+        x, y = _placements(a), _placements(b)
+        if x != y:
+            out.append(f"{key} placement: reference {x!r}, kvreplay {y!r}")
     for name in SUMMARY_KEYS:
         x, y = ref["summary"].get(name), mine["summary"].get(name)
         if not _same(x, y):
@@ -274,6 +278,12 @@ def compare(ref: dict[str, Any], mine: dict[str, Any]) -> list[str]:
     if not _same(x, y):
         out.append(f"summary prefix_cache_reused_ratio: reference (capped) {x!r}, kvreplay {y!r}")
     return out
+
+
+def _placements(row: dict[str, Any]) -> list[tuple[Any, ...]]:
+    """(pool, worker, DP rank) of each routing decision."""
+    return [(h.get("pool"), h.get("logical_worker_id"), h.get("dp_rank"))
+            for h in row.get("routing_history") or []]
 
 
 def _reuse_ratio(rows: list[dict[str, Any]]) -> float:
@@ -289,7 +299,7 @@ def _reuse_ratio(rows: list[dict[str, Any]]) -> float:
 
 def reduced(report: dict[str, Any]) -> dict[str, Any]:
     """Only what `compare` reads (to store a reference result beside a regression case)."""
-    keys = ("session_id", "turn_index") + TIME_KEYS + COUNT_KEYS
+    keys = ("session_id", "turn_index", "routing_history") + TIME_KEYS + COUNT_KEYS
     return {"summary": {k: report["summary"].get(k) for k in SUMMARY_KEYS},
             "per_request": [{k: r.get(k) for k in keys} for r in report["per_request"]]}
 
