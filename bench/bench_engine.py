@@ -21,6 +21,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from benchlib import first_rows
+
 REPO = Path(__file__).resolve().parent.parent
 TRACE = REPO.parent / "shared" / "traces" / "mooncake" / "conversation_trace.jsonl"
 REF_PYTHON = os.environ.get("KVREPLAY_REF_PYTHON", "/tmp/refvenv/bin/python")
@@ -104,12 +106,7 @@ def child_reference(trace: Path, router: str, rows: int) -> dict[str, Any]:
     from dynamo.replay import run_trace_replay
 
     with tempfile.TemporaryDirectory() as tmp:
-        path = trace
-        if rows:
-            path = Path(tmp) / "trace.jsonl"
-            with trace.open() as f, path.open("w") as out:
-                for _, line in zip(range(rows), f, strict=False):
-                    out.write(line)
+        path = first_rows(trace, rows, tmp)
         start = time.perf_counter()
         report = run_trace_replay([str(path)], extra_engine_args={"engine": dict(RANK)},
                                   num_workers=WORKERS, router_mode=router,

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchlib import best, measured, print_cells, run_child, usage
+from benchlib import best, first_rows, measured, print_cells, run_child, usage
 
 REPO = Path(__file__).resolve().parent.parent
 TRACE = REPO.parent / "shared" / "traces" / "mooncake" / "conversation_trace.jsonl"
@@ -64,12 +64,7 @@ def child_reference(trace: Path, scope: str, router: str, rows: int) -> dict[str
     from dynamo.replay import run_trace_replay
 
     with tempfile.TemporaryDirectory() as tmp:
-        path = trace
-        if rows:
-            path = Path(tmp) / "trace.jsonl"
-            with trace.open() as f, path.open("w") as out:
-                for _, line in zip(range(rows), f, strict=False):
-                    out.write(line)
+        path = first_rows(trace, rows, tmp)
         start, cpu0 = time.perf_counter(), usage()[0]
         report = run_trace_replay([str(path)], extra_engine_args={"engine": rank(scope)},
                                   num_workers=WORKERS, router_mode=router,

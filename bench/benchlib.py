@@ -8,6 +8,7 @@ import resource
 import subprocess
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 
@@ -56,3 +57,14 @@ def measured(summary: Any, start_wall: float, start_cpu: float) -> dict[str, Any
     return {"cpu_s": cpu - start_cpu, "wall_s": time.perf_counter() - start_wall,
             "rss_mb": rss, "reuse": summary["prefix_cache_reused_ratio"],
             "ttft": summary["mean_ttft_ms"], "requests": summary["num_requests"]}
+
+
+def first_rows(trace: Path, rows: int, folder: str) -> Path:
+    """The trace itself, or a copy of its first `rows` lines in `folder` (rows > 0)."""
+    if not rows:
+        return trace
+    path = Path(folder) / "trace.jsonl"
+    with trace.open() as f, path.open("w") as out:
+        for _, line in zip(range(rows), f, strict=False):
+            out.write(line)
+    return path

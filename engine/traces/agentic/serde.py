@@ -55,3 +55,20 @@ def seconds_to_ms(seconds: float) -> float:
     whole = math.floor(x)
     rounded = whole + 1.0 if x - whole >= 0.5 else float(whole)
     return rounded / 1e6
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"duplicate key {key!r}")
+        out[key] = value
+    return out
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+# Strict JSON as serde reads it: a repeated key or a NaN/Infinity literal is an error.
+STRICT = json.JSONDecoder(object_pairs_hook=_no_duplicates, parse_constant=_reject_constant)

@@ -16,10 +16,10 @@ describe, with the trace block size from the config (docs/traces-and-reports.md)
 
 from __future__ import annotations
 
-import json
 import math
 from typing import Any
 
+from kvreplay.engine.traces.agentic import serde
 from kvreplay.engine.traces.agentic.graph import (
     RELATIONS,
     SCHEMA,
@@ -45,21 +45,8 @@ class _Bad(Exception):
         self.rule = rule
 
 
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise ValueError(f"duplicate key {key!r}")
-        out[key] = value
-    return out
-
-
-def _reject(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
-
-
 def _parse(text: str) -> Any:
-    return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_reject)
+    return serde.STRICT.decode(text)
 
 
 def read_agentic_mooncake(path: str, display: str | None = None, *,

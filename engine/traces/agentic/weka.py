@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import blake3
+from kvreplay.engine.traces.agentic import serde
 from kvreplay.engine.traces.agentic.graph import (
     AgenticGraph,
     Dependency,
@@ -158,20 +159,7 @@ def _walk(root: str, display: str, prefix: str, out: list[_File], report: _Repor
             out.append(_File(relative, shown, full, name.lower().endswith(".jsonl")))
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
-
-
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise ValueError(f"duplicate key {key!r}")
-        out[key] = value
-    return out
-
-
-_DECODER = json.JSONDecoder(object_pairs_hook=_no_duplicates, parse_constant=_reject_constant)
+_DECODER = serde.STRICT
 
 
 def _values(file: _File, report: _Report) -> list[tuple[int, Any]]:
