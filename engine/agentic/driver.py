@@ -84,12 +84,10 @@ class _Node:
 class _PlayState:
     __slots__ = ("censored", "completed", "failed", "failure", "finished", "idle_since",
                  "in_flight", "instance", "lane", "max_terminal", "nodes", "pending", "play_id",
-                 "quiescent_at", "root_dispatch", "roots", "source")
+                 "quiescent_at", "root_dispatch", "roots")
 
-    def __init__(self, play_id: str, source: int, lane: int | None,
-                 instance: Instance | None = None) -> None:
+    def __init__(self, play_id: str, lane: int | None, instance: Instance | None = None) -> None:
         self.play_id = play_id
-        self.source = source  # corpus index of the source play
         self.lane = lane
         self.instance = instance
         self.nodes: list[int] = []
@@ -173,7 +171,7 @@ class AgenticWorkload:
                 src = graph.index[dep.request_id]
                 if dep.relation == "spawn" and (parent[i] is None or src < parent[i]):  # type: ignore[operator]
                     parent[i] = src
-        plays = [_PlayState(p.play_id, k, None) for k, p in enumerate(graph.plays)]
+        plays = [_PlayState(p.play_id, None) for p in graph.plays]
         play_of = [plays[0]] * len(nodes) if plays else []
         for k, p in enumerate(graph.plays):
             plays[k].nodes = list(p.nodes)
@@ -206,7 +204,7 @@ class AgenticWorkload:
         ctx = self.ctx
         assert ctx is not None
         nodes = self.graph.nodes
-        play = _PlayState(inst.play_id, inst.source_play, inst.lane, inst)
+        play = _PlayState(inst.play_id, inst.lane, inst)
         self._plays.append(play)
         index: dict[int, int] = {}
         speedup = self.speedup
@@ -452,7 +450,8 @@ class AgenticWorkload:
         for now, _, record, _, _ in batch:
             target = live.pop(record)
             if isinstance(target, PrepRequest):
-                target.quiescent_ms = now
+                assert self.prep is not None
+                self.prep.on_quiescent(target, now)
             else:
                 self._quiescent(target, now)
 
