@@ -266,13 +266,9 @@ class Simulation:
         rank: Rank = seq.scheduler  # type: ignore[assignment]
         pool = self.pool_of[rank.pool_name]
         if not committed:
-            if seq in rank.waiting:
-                rank.waiting.remove(seq)
-            if seq in rank.connector:
-                rank.connector.remove(seq)
-                seq.in_connector = False
-                if self.host is not None:
-                    self.host.withdraw(rank, seq)
+            rank.unqueue(seq)
+            if self.host is not None:
+                self.host.withdraw(rank, seq)
             if seq.blocks:
                 rank.pool.release(seq.blocks)
                 seq.blocks = []

@@ -489,12 +489,7 @@ class Rank:
                 self._prefill_isl += prompt_after
                 self._prefill_prefix += prompt_before
         if from_waiting:
-            if seq.in_connector:
-                self.connector.remove(seq)
-                seq.in_connector = False
-                seq.sleeping = False
-            else:
-                self.waiting.remove(seq)
+            self.unqueue(seq)
             seq.status = RUNNING
             self.running.append(seq)
         self._budget -= used
@@ -577,13 +572,17 @@ class Rank:
         self.stats.preemptions += 1
         outcome.changes += 1
 
-    def _reject(self, seq: Seq, outcome: PassOutcome) -> None:
+    def unqueue(self, seq: Seq) -> None:
+        """Take a request out of the connector queue or the waiting queue, wherever it is."""
         if seq.in_connector:
             self.connector.remove(seq)
             seq.in_connector = False
             seq.sleeping = False
         else:
             self.waiting.remove(seq)
+
+    def _reject(self, seq: Seq, outcome: PassOutcome) -> None:
+        self.unqueue(seq)
         if seq.blocks:  # a P/D destination already holding its transferred prompt
             self.pool.release(seq.blocks)
             seq.blocks = []
