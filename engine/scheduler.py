@@ -70,6 +70,7 @@ class Rank:
         "_capacity_bound",
         "_cnb",
         "_cursor",
+        "_defer",
         "_last_used",
         "_preempted",
         "_prefill_isl",
@@ -137,6 +138,7 @@ class Rank:
         self._cnb = 0
         self._retry_skipped: list[Seq] = []
         self._capacity_bound = False  # the last undeferred pass left requests waiting
+        self._defer = False  # this pass defers prefill work (DP cadence)
 
     def has_work(self) -> bool:
         return bool(self.running or self.waiting) or self.connector_ready()
@@ -159,14 +161,16 @@ class Rank:
         """Run this rank's part of a pass starting at now_ns; return its duration (ns).
 
         `throttle`: an off-cadence pass of an attention-DP worker (vLLM's DP prefill
-        balancing): unless the last undeferred pass left requests waiting, a rank with a
-        decoding request defers prefill work this pass: running prompts pause, nothing new is
-        admitted."""
+        balancing): unless the last undeferred pass without a preemption left requests
+        waiting, a rank with a decoding request defers prefill work this pass: running prompts
+        pause, and admission stops at the first waiting request that would compute more than
+        one token (rejections, materialized handoffs and fully cached prompts still go through;
+        checked against the reference)."""
         running = self.running
         bs = self.block_size
         defer = throttle and not self._capacity_bound and any(
             s.computed >= s.input_length for s in running)
-        admit = not defer
+        self._defer = defer
         self._budget = self.budget
         self._prefill_tokens = 0
         self._prefill_isl = 0
@@ -200,12 +204,12 @@ class Rank:
             # CURRENT_PREEMPTED: the list shifted onto the next request
         host = self.host
         if host is not None:
-            if admit and not self._preempted:
+            if not self._preempted:
                 self._admit_waiting_host(now_ns, outcome, host)
             host.observe_stores(self._scheduled)
-        elif admit and not self._preempted:
+        elif not self._preempted:
             self._admit_waiting(now_ns, outcome)
-        if not defer:
+        if not defer and not self._preempted:
             self._capacity_bound = bool(self.waiting)
         prefill_ns = 0
         n = self._prefills
@@ -256,6 +260,8 @@ class Rank:
                     cached = hits * bs
                 if known_blocks - active_hits > self.num_blocks - pool.num_active():
                     break  # wait for capacity
+                if self._defer and known - cached > 1:
+                    break  # more than the last token of prefill waits for the cadence
             if not self._admit(seq, cached, now_ns, outcome):
                 break
 
@@ -351,6 +357,8 @@ class Rank:
                     self._skip(seq, until_progress=False)
                     continue
                 break  # CAPACITY_BLOCKED: stop admitting this pass
+            if self._defer and not seq.materialized and known - cached > 1:
+                break  # more than the last token of prefill waits for the cadence
             if not self._admit(seq, cached, now_ns, outcome):
                 break
         if self._retry_skipped:

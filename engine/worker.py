@@ -69,7 +69,6 @@ class Worker:
         "stretch_ends",
         "stretch_k",
         "version",
-        "wave_over",
         "worker_id",
     )
 
@@ -84,7 +83,6 @@ class Worker:
         self.deferred: list[Callable[[], None]] = []  # scheduler commands held until pass end
         self.version = 0
         self.pass_index = 0
-        self.wave_over = False  # the last pass left no request: the next one starts a new wave
         self.pass_start = 0
         self.pass_end = 0
         self.outcome: PassOutcome | None = None
@@ -110,9 +108,6 @@ class Worker:
                 return end
         outcome = PassOutcome()
         duration = 0
-        if self.wave_over:
-            self.pass_index = 0  # the DP step counter restarts with each wave (as vLLM)
-            self.wave_over = False
         throttle = self.dp_interval > 1 and self.pass_index % self.dp_interval != 0
         stats = self.ranks[0].stats
         before = stats.committed_prompt_tokens
@@ -126,8 +121,6 @@ class Worker:
         if not outcome.effective():
             return None  # nothing can move until the worker is poked
         self.pass_index += 1
-        self.wave_over = not any(rank.running or rank.waiting or rank.connector or rank.pending
-                                 for rank in self.ranks)
         self.busy = True
         self.outcome = outcome
         self.pass_start = now_ns
@@ -247,6 +240,11 @@ class Worker:
         if self.stretch_k:
             self._materialize()
             return None
+        if not any(rank.running or rank.waiting or rank.connector or rank.pending
+                   for rank in self.ranks):
+            # The DP step counter restarts when the whole group is drained at a pass end (a
+            # request that arrived during the pass keeps the count going; as the reference).
+            self.pass_index = 0
         outcome = self.outcome
         self.outcome = None
         return outcome
