@@ -92,6 +92,19 @@ def rank(role: s.Role) -> dict[str, Any]:
         out["native_host_offload"] = host_offload(role.host_offload)
     if role.g3_offload is not None:
         out["g3_offload"] = g3_offload(role.g3_offload)
+    if role.backend == "sglang" or role.prefill_decode_interval:
+        out["prefill_decode_interval"] = role.prefill_decode_interval
+    if role.sglang is not None:
+        o = role.sglang
+        out["sglang"] = {
+            "schedule_policy": o.schedule_policy,
+            "max_prefill_tokens": o.max_prefill_tokens,
+            "chunked_prefill_size": o.chunked_prefill_size,
+            "clip_max_new_tokens": o.clip_max_new_tokens,
+            "schedule_conservativeness": _float(o.schedule_conservativeness),
+        }
+    if role.trtllm is not None:
+        out["trtllm"] = {"capacity_scheduler_policy": role.trtllm.capacity_scheduler_policy}
     spec = role.speculation
     if spec is not None and spec.kind == "mtp":
         out["aic_nextn"] = spec.num_speculative_tokens
@@ -145,6 +158,11 @@ def placement(router: s.Router) -> dict[str, Any]:
         "prefill_load_scale": _float(router.prefill_load_scale),
         "temperature": _float(router.temperature),
         "seed": router.seed,
+        "overlap_score_credit_decay": _float(router.overlap_score_credit_decay),
+        "decode_active_request_weight": _float(router.decode_active_request_weight),
+        "disk_cache_hit_weight": _float(router.disk_cache_hit_weight),
+        "queue_threshold": _opt_float(router.queue_threshold),
+        "queue_policy": router.queue_policy,
     }
     if router.policy == "kv_router":
         return {"provider": router.policy, "config": knobs}

@@ -36,6 +36,7 @@ class _Lowering:
         engine = self.config.engine
         kv = worker.kv_cache
         par = worker.parallelism
+        sched = worker.scheduler
         block_size = kv.block_size or DEFAULT_BLOCK_SIZE[engine.backend]
         if kv.bytes_per_token == "auto":
             kv_bytes = estimate_bytes_per_token(engine.model, par.tensor)
@@ -67,11 +68,16 @@ class _Lowering:
             backend=engine.backend,
             block_size=block_size,
             num_gpu_blocks=num_blocks,
-            max_num_seqs=worker.scheduler.max_sequences or MAX_SEQS_DEFAULT.get(name, 256),
-            max_num_batched_tokens=worker.scheduler.max_batched_tokens,
+            max_num_seqs=sched.max_sequences or MAX_SEQS_DEFAULT.get(name, 256),
+            max_num_batched_tokens=sched.max_batched_tokens,
             max_model_len=engine.context_length if isinstance(engine.context_length, int) else None,
             enable_prefix_caching=kv.prefix_caching,
-            prefill_schedule_interval=worker.scheduler.prefill_schedule_interval,
+            enable_chunked_prefill=sched.chunked_prefill,
+            prefill_schedule_interval=sched.prefill_schedule_interval,
+            prefill_decode_interval=sched.sglang.prefill_decode_interval if sched.sglang else 0,
+            preemption_mode=sched.preemption_mode,
+            speedup_ratio=worker.timing.speedup_ratio,
+            decode_speedup_ratio=worker.timing.decode_speedup_ratio,
             kv_cache_bytes_per_token=kv_bytes,
             kv_transfer_bytes_per_token=t_bytes,
             kv_transfer_bandwidth=t_bandwidth,
@@ -81,6 +87,8 @@ class _Lowering:
             host_offload=self.host_offload(kv.host_offload, engine.backend, block_size, kv_bytes,
                                            par),
             g3_offload=_g3(kv.g3_offload),
+            sglang=_sglang(sched.sglang, engine.backend),
+            trtllm=_trtllm(sched.trtllm, engine.backend),
         )
 
     def prefill_kv_bytes(self) -> int | None:
@@ -179,10 +187,14 @@ class _Lowering:
                 else src.nested_timestamp_basis,
             )
         elif kind == "synthetic":
+            shared = bool(src.shared_prefix_ratio or src.prefix_groups)
             fields.update(
                 input_tokens=src.input_tokens,
                 output_tokens=src.output_tokens,
                 cached_prefix_tokens=src.cached_prefix_tokens,
+                # Written only when used, so that configs without a shared prefix keep their bytes.
+                shared_prefix_ratio=src.shared_prefix_ratio if shared else None,
+                num_prefix_groups=src.prefix_groups if shared else None,
             )
         else:
             fields.update(
@@ -223,6 +235,11 @@ class _Lowering:
             prefill_load_scale=c.router.prefill_load_scale,
             temperature=c.router.temperature,
             seed=c.router.seed,
+            overlap_score_credit_decay=c.router.overlap_score_credit_decay,
+            decode_active_request_weight=c.router.decode_active_request_weight,
+            disk_cache_hit_weight=c.router.disk_cache_hit_weight,
+            queue_threshold=c.router.queue_threshold,
+            queue_policy=c.router.queue_policy,
         )
         scaling = s.Scaling()
         if c.scaling is not None:
@@ -259,6 +276,21 @@ def _speculation(spec: m.Speculation | None) -> s.Speculation | None:
         return None
     return s.Speculation(spec.kind, spec.num_speculative_tokens, tuple(spec.acceptance_rates),
                          spec.seed)
+
+
+def _sglang(options: m.SglangScheduler | None, backend: str) -> s.SglangOptions | None:
+    """Given options, or the defaults written explicitly for an sglang rank."""
+    if options is None:
+        return s.SglangOptions() if backend == "sglang" else None
+    return s.SglangOptions(options.schedule_policy, options.max_prefill_tokens,
+                           options.chunked_prefill_size, options.clip_max_new_tokens,
+                           options.schedule_conservativeness)
+
+
+def _trtllm(options: m.TrtllmScheduler | None, backend: str) -> s.TrtllmOptions | None:
+    if options is None:
+        return s.TrtllmOptions() if backend == "trtllm" else None
+    return s.TrtllmOptions(options.capacity_scheduler_policy)
 
 
 def _g3(g3: m.G3Offload | None) -> s.G3Offload | None:

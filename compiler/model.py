@@ -27,10 +27,29 @@ class Parallelism:
 
 
 @attrs.frozen
+class SglangScheduler:
+    schedule_policy: Literal["fifo", "lpm"] = "fifo"
+    max_prefill_tokens: int = 16384
+    chunked_prefill_size: int = 8192
+    clip_max_new_tokens: int = 4096
+    schedule_conservativeness: float = 1.0
+    prefill_decode_interval: int = 0
+
+
+@attrs.frozen
+class TrtllmScheduler:
+    capacity_scheduler_policy: Literal["guaranteed_no_evict"] = "guaranteed_no_evict"
+
+
+@attrs.frozen
 class Scheduler:
     max_batched_tokens: int = 8192
     max_sequences: int | None = None  # role default: prefill 1, otherwise 256
     prefill_schedule_interval: int = 1
+    chunked_prefill: bool = True
+    preemption_mode: Literal["lifo", "fifo"] = "lifo"
+    sglang: SglangScheduler | None = None
+    trtllm: TrtllmScheduler | None = None
 
 
 @attrs.frozen
@@ -77,6 +96,8 @@ class Timing:
     type: Literal["polynomial", "fixed"] = "polynomial"
     prefill_ms: float | None = None
     decode_ms: float | None = None
+    speedup_ratio: float = 1.0
+    decode_speedup_ratio: float = 1.0
 
 
 @attrs.frozen
@@ -147,6 +168,8 @@ class Source:
     input_tokens: int = 1024
     output_tokens: int = 128
     cached_prefix_tokens: int = 0
+    shared_prefix_ratio: float = 0.0
+    prefix_groups: int = 0
     new_input_tokens_per_turn: int = 1024
     output_tokens_per_turn: int = 128
     session: Session = Session()
@@ -210,6 +233,11 @@ class Router:
     prefill_load_scale: float = 1.0
     temperature: float = 0.0
     seed: int = 0
+    overlap_score_credit_decay: float = 0.0
+    decode_active_request_weight: float = 0.0
+    disk_cache_hit_weight: float = 0.25
+    queue_threshold: float | None = None
+    queue_policy: Literal["fcfs", "lcfs", "wspt"] = "fcfs"
 
 
 @attrs.frozen

@@ -84,6 +84,25 @@ def _timing(t: Mapping[str, Any] | None) -> s.Timing:
     return s.Timing(t.get("type", "polynomial"), _f(t.get("prefill_ms")), _f(t.get("decode_ms")))
 
 
+def _sglang(raw: Mapping[str, Any] | None, backend: str) -> s.SglangOptions | None:
+    if raw is None:
+        return s.SglangOptions() if backend == "sglang" else None
+    d = s.SglangOptions()
+    return s.SglangOptions(
+        raw.get("schedule_policy", d.schedule_policy),
+        raw.get("max_prefill_tokens", d.max_prefill_tokens),
+        raw.get("chunked_prefill_size", d.chunked_prefill_size),
+        raw.get("clip_max_new_tokens", d.clip_max_new_tokens),
+        float(raw.get("schedule_conservativeness", d.schedule_conservativeness)),
+    )
+
+
+def _trtllm(raw: Mapping[str, Any] | None, backend: str) -> s.TrtllmOptions | None:
+    if raw is None:
+        return s.TrtllmOptions() if backend == "trtllm" else None
+    return s.TrtllmOptions(raw.get("capacity_scheduler_policy", "guaranteed_no_evict"))
+
+
 def role_from_native(name: str, role: Mapping[str, Any], workers: int) -> s.Role:
     rank: Mapping[str, Any] = role.get("rank") or {}
 
@@ -111,6 +130,7 @@ def role_from_native(name: str, role: Mapping[str, Any], workers: int) -> s.Role
         enable_prefix_caching=r("enable_prefix_caching"),
         enable_chunked_prefill=r("enable_chunked_prefill"),
         prefill_schedule_interval=r("prefill_schedule_interval"),
+        prefill_decode_interval=r("prefill_decode_interval"),
         preemption_mode=r("preemption_mode"),
         speedup_ratio=float(r("speedup_ratio")),
         decode_speedup_ratio=float(r("decode_speedup_ratio")),
@@ -121,6 +141,8 @@ def role_from_native(name: str, role: Mapping[str, Any], workers: int) -> s.Role
         timing_model=_timing(rank.get("timing_model")),
         host_offload=_host_offload(rank.get("native_host_offload")),
         g3_offload=_g3(rank.get("g3_offload")),
+        sglang=_sglang(rank.get("sglang"), backend),
+        trtllm=_trtllm(rank.get("trtllm"), backend),
     )
 
 
@@ -237,6 +259,11 @@ def spec_from_native(data: Mapping[str, Any], source: SourceMap | None,
         prefill_load_scale=float(knobs["prefill_load_scale"]),
         temperature=float(knobs["temperature"]),
         seed=int(knobs["seed"]),
+        overlap_score_credit_decay=float(knobs["overlap_score_credit_decay"]),
+        decode_active_request_weight=float(knobs["decode_active_request_weight"]),
+        disk_cache_hit_weight=float(knobs["disk_cache_hit_weight"]),
+        queue_threshold=_f(knobs["queue_threshold"]),
+        queue_policy=knobs["queue_policy"],
     )
     scaling_doc = (doc.get("adapters") or {}).get("scaling") or {}
     scaling = s.Scaling()

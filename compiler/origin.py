@@ -49,8 +49,14 @@ _ROLE_FIELDS_YAML: dict[str, Path] = {
     "max_num_seqs": ("scheduler", "max_sequences"),
     "max_num_batched_tokens": ("scheduler", "max_batched_tokens"),
     "enable_prefix_caching": ("kv_cache", "prefix_caching"),
-    "enable_chunked_prefill": (),
+    "enable_chunked_prefill": ("scheduler", "chunked_prefill"),
     "prefill_schedule_interval": ("scheduler", "prefill_schedule_interval"),
+    "prefill_decode_interval": ("scheduler", "sglang", "prefill_decode_interval"),
+    "preemption_mode": ("scheduler", "preemption_mode"),
+    "speedup_ratio": ("timing", "speedup_ratio"),
+    "decode_speedup_ratio": ("timing", "decode_speedup_ratio"),
+    "sglang": ("scheduler", "sglang"),
+    "trtllm": ("scheduler", "trtllm"),
     "kv_cache_bytes_per_token": ("kv_cache", "bytes_per_token"),
     "timing_model": ("timing",),
     "host_offload": ("kv_cache", "host_offload"),
@@ -120,6 +126,9 @@ def yaml_path(spec_path: SpecPath, source: SourceMap | None = None) -> Path:
     if head == "traffic" and rest:
         field = rest[0]
         mapped = _TRAFFIC_YAML.get(field, (field,))
+        if field in ("shared_prefix_ratio", "num_prefix_groups") and source is not None and \
+                not source.has(("traffic", "source", "session")):
+            mapped = ("source", mapped[-1])
         if field == "request_rate" and source is not None and \
                 source.has(("traffic", "load", "sessions_per_second")):
             mapped = ("load", "sessions_per_second")

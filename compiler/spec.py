@@ -55,6 +55,24 @@ class Speculation:
 
 
 @attrs.frozen
+class SglangOptions:
+    """The native rank's `sglang` block (read by sglang ranks only)."""
+
+    schedule_policy: str = "fifo"
+    max_prefill_tokens: int = 16384
+    chunked_prefill_size: int = 8192
+    clip_max_new_tokens: int = 4096
+    schedule_conservativeness: float = 1.0
+
+
+@attrs.frozen
+class TrtllmOptions:
+    """The native rank's `trtllm` block (read by trtllm ranks only)."""
+
+    capacity_scheduler_policy: str = "guaranteed_no_evict"
+
+
+@attrs.frozen
 class Role:
     """One worker role: how many workers, their parallelism and the native rank settings."""
 
@@ -78,6 +96,7 @@ class Role:
     enable_prefix_caching: bool = True
     enable_chunked_prefill: bool = True
     prefill_schedule_interval: int = 1
+    prefill_decode_interval: int = 0
     preemption_mode: str = "lifo"
     speedup_ratio: float = 1.0
     decode_speedup_ratio: float = 1.0
@@ -88,6 +107,8 @@ class Role:
     timing_model: Timing = Timing()
     host_offload: HostOffload | None = None
     g3_offload: G3Offload | None = None
+    sglang: SglangOptions | None = None
+    trtllm: TrtllmOptions | None = None
 
 
 @attrs.frozen
@@ -99,10 +120,15 @@ class Router:
     prefill_load_scale: float = 1.0
     temperature: float = 0.0
     seed: int = 0
+    overlap_score_credit_decay: float = 0.0
+    decode_active_request_weight: float = 0.0
+    disk_cache_hit_weight: float = 0.25
+    queue_threshold: float | None = None
+    queue_policy: str = "fcfs"
 
 
-ROUTER_KNOB_DEFAULTS: dict[str, float | int] = {
-    f.name: f.default for f in attrs.fields(Router) if f.name != "policy"  # type: ignore[misc]
+ROUTER_KNOB_DEFAULTS: dict[str, float | int | str | None] = {
+    f.name: f.default for f in attrs.fields(Router) if f.name != "policy"
 }
 
 

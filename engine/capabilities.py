@@ -130,8 +130,34 @@ def approximations(native_doc: Mapping[str, Any]) -> list[str]:
     """What runs through a stand-in model; the report must say so."""
     out = []
     for name, role in _roles(native_doc):
-        backend = _rank(role).get("backend", "vllm")
+        rank = _rank(role)
+        backend = rank.get("backend", "vllm")
         if backend != "vllm":
+            ignored = _backend_options(rank, backend)
+            tail = f"; not executed: {', '.join(ignored)}" if ignored else ""
             out.append(f"backend {backend} on role {name} runs through the vLLM-shaped scheduler "
-                       f"(no {backend}-specific scheduling)")
+                       f"(no {backend}-specific scheduling{tail})")
+    return out
+
+
+# The native defaults of the backend-specific scheduler options (reference 1.6.1).
+BACKEND_OPTION_DEFAULTS: dict[str, dict[str, Any]] = {
+    "sglang": {"schedule_policy": "fifo", "max_prefill_tokens": 16384,
+               "chunked_prefill_size": 8192, "clip_max_new_tokens": 4096,
+               "schedule_conservativeness": 1.0},
+    "trtllm": {"capacity_scheduler_policy": "guaranteed_no_evict"},
+}
+
+
+def _backend_options(rank: Mapping[str, Any], backend: str) -> list[str]:
+    """The backend's scheduler options set away from their defaults, as `name=value`."""
+    out = []
+    if backend == "sglang" and rank.get("prefill_decode_interval", 0):
+        out.append(f"prefill_decode_interval={rank['prefill_decode_interval']}")
+    options = rank.get(backend)
+    if isinstance(options, Mapping):
+        for key, default in BACKEND_OPTION_DEFAULTS.get(backend, {}).items():
+            value = options.get(key, default)
+            if value != default:
+                out.append(f"{backend}.{key}={value}")
     return out

@@ -87,6 +87,14 @@ class RouterConfig:
     prefill_load_scale: float = 1.0
     temperature: float = 0.0
     seed: int = 0
+    overlap_score_credit_decay: float = 0.0
+    decode_active_request_weight: float = 0.0
+    disk_cache_hit_weight: float = 0.25
+    queue_threshold: float | None = None
+    queue_policy: str = "fcfs"
+
+
+QUEUE_POLICIES = ("fcfs", "lcfs", "wspt")
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,6 +178,13 @@ def _host(raw: Any, block_size: int, bytes_per_token: Any, caching: bool, backen
                                          f"{where}.latency_to_first_byte_ms"),
         kv_layout_id=layout,
     )
+
+
+def _weight(value: Any, where: str) -> float:
+    out = _float(value, where)
+    if out > 1.0:
+        raise EngineConfigError(f"{where}: expected a weight between 0 and 1, got {value!r}")
+    return out
 
 
 def _finite(value: Any, where: str) -> float:
@@ -267,16 +282,29 @@ def parse_engine_config(document: Mapping[str, Any]) -> EngineConfig:
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise EngineConfigError(f"spec.adapters.placement.config.seed: expected an integer, "
                                 f"got {seed!r}")
+    threshold = knobs.get("queue_threshold")
+    queue_policy = knobs.get("queue_policy", "fcfs")
+    if queue_policy not in QUEUE_POLICIES:
+        raise EngineConfigError(f"spec.adapters.placement.config.queue_policy: unknown policy "
+                                f"{queue_policy!r}; expected one of {', '.join(QUEUE_POLICIES)}")
     router = RouterConfig(
         policy=policy,
         kv_event_lag_ms=_float(knobs.get("kv_event_lag_ms", 0.0), "kv_event_lag_ms"),
-        host_cache_hit_weight=_float(knobs.get("host_cache_hit_weight", 0.75),
-                                     "host_cache_hit_weight"),
+        host_cache_hit_weight=_weight(knobs.get("host_cache_hit_weight", 0.75),
+                                      "host_cache_hit_weight"),
         overlap_score_credit=_float(knobs.get("overlap_score_credit", 1.0),
                                     "overlap_score_credit"),
         prefill_load_scale=_float(knobs.get("prefill_load_scale", 1.0), "prefill_load_scale"),
         temperature=_float(knobs.get("temperature", 0.0), "temperature"),
         seed=seed,
+        overlap_score_credit_decay=_finite(knobs.get("overlap_score_credit_decay", 0.0),
+                                           "overlap_score_credit_decay"),
+        decode_active_request_weight=_finite(knobs.get("decode_active_request_weight", 0.0),
+                                             "decode_active_request_weight"),
+        disk_cache_hit_weight=_weight(knobs.get("disk_cache_hit_weight", 0.25),
+                                      "disk_cache_hit_weight"),
+        queue_threshold=None if threshold is None else _finite(threshold, "queue_threshold"),
+        queue_policy=queue_policy,
     )
     cap = spec.get("max_sim_time_ms")
     return EngineConfig(mode, tuple(roles), router, handoff,

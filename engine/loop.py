@@ -25,7 +25,8 @@ from kvreplay.engine.identity import BlockIdentities
 from kvreplay.engine.kv_index import KvIndex
 from kvreplay.engine.records import RequestRecord, shift_times
 from kvreplay.engine.result import PoolFacts, RunFacts, RunResult
-from kvreplay.engine.router import KvRouter, RoundRobinRouter
+from kvreplay.engine.router import KvRouter, Overlaps, RoundRobinRouter
+from kvreplay.engine.router_queue import RouterQueue
 from kvreplay.engine.scheduler import PassOutcome, Rank, RankStats
 from kvreplay.engine.sequence import WAITING, Seq
 from kvreplay.engine.simtime import ms_to_ns, ns_to_ms
@@ -37,12 +38,14 @@ HOST_DONE, PASS_DONE, KV_VISIBLE, TRANSFER_DONE, WORKER_READY = 0, 1, 2, 3, 4
 PROGRESS_EVERY = 2048
 
 Router = RoundRobinRouter | KvRouter
+# A request waiting in the router queue: what placing it needs, and when it queued (ns).
+Queued = tuple[TraceRequest, RequestRecord, int, bool, int, Overlaps]
 
 
 class Pool:
     """One role's workers, their schedulers (worker * dp_size + rank) and router."""
 
-    __slots__ = ("block_size", "index", "name", "ranks", "role", "router", "workers")
+    __slots__ = ("block_size", "index", "name", "queue", "ranks", "role", "router", "workers")
 
     def __init__(self, role: RoleConfig, first_gid: int, identities: BlockIdentities,
                  stats: RankStats, record_events: bool) -> None:
@@ -58,6 +61,7 @@ class Pool:
             self.workers.append(Worker(first_gid + w, self.name, w, ranks,
                                        role.rank.prefill_schedule_interval))
         self.index: KvIndex | None = None
+        self.queue: RouterQueue[Queued] | None = None  # the KV router's queue (first pool)
         self.router: Router = RoundRobinRouter(self.name, self.ranks, role.workers, role.dp_size,
                                                flattened=role.name != "aggregated")
 
@@ -142,6 +146,8 @@ class Simulation:
         pool.router = KvRouter(pool.name, pool.ranks, role.dp_size, pool.block_size, cfg,
                                pool.index, track_prefill=True,
                                track_blocks=role.name == "aggregated", assume_reuse=True)
+        if cfg.queue_threshold is not None:
+            pool.queue = RouterQueue(cfg.queue_policy)
 
     # -- the loop ----------------------------------------------------------------------------
 
@@ -260,7 +266,13 @@ class Simulation:
         """Cancel a released request now; True when a pass already committed work for it
         (that server work stays unsettled). A request that never ran leaves its queue, and a
         pending G2 restore is withdrawn with its G1 destination blocks."""
-        seq = self.seq_of.pop(ordinal)
+        seq = self.seq_of.pop(ordinal, None)
+        if seq is None:  # still in the router queue
+            queue = self.pools[0].queue
+            assert queue is not None and queue.remove(ordinal), ordinal
+            rec = next(r for r in reversed(self.records) if r.ordinal == ordinal)
+            self._end_canceled(rec, ordinal)
+            return False
         rec = seq.rec
         committed = bool(rec.admission_history)
         rank: Rank = seq.scheduler  # type: ignore[assignment]
@@ -273,12 +285,16 @@ class Simulation:
                 rank.pool.release(seq.blocks)
                 seq.blocks = []
             pool.router.release(seq)
+            self._drain(pool)
+        self._end_canceled(rec, ordinal)
+        return committed
+
+    def _end_canceled(self, rec: RequestRecord, ordinal: int) -> None:
         rec.terminal_time_ms = ns_to_ms(self.now)
         rec.terminal_status = "canceled"
         self.live -= 1
         self.facts.requests_terminal += 1
         self.chains.pop(ordinal, None)
-        return committed
 
     def _report_progress(self) -> None:
         """Call `progress(sim_ms, fraction)`; a display with a `counts` attribute also gets
@@ -395,12 +411,34 @@ class Simulation:
         self.facts.requests_released += 1
         pool = self.pools[0]
         hidden = pool.name == "prefill"
-        self._place(pool, req, rec, 1 if hidden else req.output_length, hidden)
+        max_output = 1 if hidden else req.output_length
+        queue = pool.queue
+        if queue is not None and (queue or pool.router.all_busy()):  # type: ignore[union-attr]
+            # The overlaps are looked up once, at arrival: a queued request is routed later
+            # with current loads but these overlaps (checked against the reference).
+            seen = pool.router.overlaps(self._chain(req, pool.block_size))  # type: ignore
+            queue.push(req.ordinal, (req, rec, max_output, hidden, now, seen),
+                       rec.arrival_time_ms, req.input_length, max(seen[0]) * pool.block_size)
+            return
+        self._place(pool, req, rec, max_output, hidden)
+
+    def _drain(self, pool: Pool) -> None:
+        """Route queued requests while some scheduler of the pool is not busy."""
+        queue = pool.queue
+        if queue is None:
+            return
+        while queue and not pool.router.all_busy():  # type: ignore[union-attr]
+            req, rec, max_output, hidden, entered, seen = queue.pop()
+            self._place(pool, req, rec, max_output, hidden, seen)
+            decision = rec.routing_history[-1]
+            decision.outcome = "queued"
+            decision.queue_entered_at_ms = ns_to_ms(entered)
+            decision.queue_wait_ms = ns_to_ms(self.now - entered)
 
     def _place(self, pool: Pool, req: TraceRequest, rec: RequestRecord, max_output: int,
-               hidden: bool) -> Seq:
+               hidden: bool, seen: Overlaps | None = None) -> Seq:
         chain = self._chain(req, pool.block_size)
-        rank, decision = pool.router.route(chain, req.input_length)
+        rank, decision = pool.router.route(chain, req.input_length, seen)
         rec.routing_history.append(decision)
         seq = Seq(req, rec, list(chain), max_output, hidden)
         seq.scheduler = rank
@@ -469,6 +507,7 @@ class Simulation:
             stamp_token(seq, now)
             if seq.generated == 1:
                 router.first_token(seq)
+                self._drain(pool)
         for seq in outcome.rejected:
             self._terminal(pool, seq, "rejected")
         for seq in outcome.finished:
@@ -481,6 +520,7 @@ class Simulation:
         rec.terminal_time_ms = ns_to_ms(self.now)
         rec.terminal_status = status
         pool.router.release(seq)
+        self._drain(pool)
         self.live -= 1
         self.facts.requests_terminal += 1
         self.chains.pop(seq.req.ordinal, None)
@@ -509,6 +549,7 @@ class Simulation:
         rec = seq.rec
         rec.source_held_ms = ns_to_ms(self.now)
         prefill.router.release(seq)
+        self._drain(prefill)
         decode = self.pools[1]
         dseq = self._place(decode, seq.req, rec, seq.req.output_length, False)
         dseq.partner = seq

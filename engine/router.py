@@ -7,6 +7,7 @@ The KV router scores every scheduler (worker * dp_size + rank):
   raw_prefill_blocks = (active_prefill_tokens + prompt tokens) / block_size
   credit = overlap_score_credit * device_overlap_blocks
   cost = prefill_load_scale * max(raw_prefill_blocks - credit, 0) + decode_blocks
+         + decode_active_request_weight * requests routed there and not yet finished
 where device overlap is the request's full-block prefix found in the router's index (built from
 the schedulers' KV events), active prefill tokens are the uncached prompt tokens of requests
 routed there whose first token has not come yet, and decode blocks are the distinct prompt
@@ -14,6 +15,12 @@ blocks of its active requests plus this request's blocks not among them. With te
 lowest cost wins; ties go to the first tied scheduler at or after a rotating cursor that moves
 past each tie winner (the reference breaks ties at random; the cursor spreads them the same way,
 deterministically). With temperature > 0 a seeded softmax draw picks.
+
+overlap_score_credit_decay fades the device credit of a scheduler whose booked prefill exceeds
+the least loaded one's: credit /= 1 + decay * excess_blocks / ceil(prompt / block_size).
+disk_cache_hit_weight would weigh G3 overlap, which the bundled engine does not execute (and the
+reference's offline router never supplies). With a queue threshold the pool's requests wait in
+the router queue (engine/router_queue.py) while every scheduler is busy.
 """
 
 from __future__ import annotations
@@ -27,6 +34,8 @@ from kvreplay.engine.kv_index import KvIndex
 from kvreplay.engine.records import RoutingDecision
 from kvreplay.engine.scheduler import Rank
 from kvreplay.engine.sequence import Seq
+
+Overlaps = tuple[list[int], list[int]]
 
 
 class RoundRobinRouter:
@@ -46,7 +55,8 @@ class RoundRobinRouter:
         self._next_worker = 0
         self._next_rank = [0] * workers
 
-    def route(self, chain: list[int], input_length: int) -> tuple[Rank, RoutingDecision]:
+    def route(self, chain: list[int], input_length: int,
+              seen: Overlaps | None = None) -> tuple[Rank, RoutingDecision]:
         if self.flattened:
             sid = self._next_worker
             self._next_worker = (sid + 1) % len(self.ranks)
@@ -72,9 +82,9 @@ class RoundRobinRouter:
 class KvRouter:
     """Cost-based placement with router-side load tracking (one instance per pool)."""
 
-    __slots__ = ("_blocks", "_cursor", "_effective", "_live", "_prefill", "_rng", "assume_reuse",
-                 "block_size", "cfg", "dp_size", "index", "pool_name", "ranks", "track_blocks",
-                 "track_prefill")
+    __slots__ = ("_active", "_blocks", "_cursor", "_effective", "_live", "_prefill", "_rng",
+                 "assume_reuse", "block_size", "cfg", "dp_size", "index", "pool_name", "ranks",
+                 "track_blocks", "track_prefill")
 
     def __init__(self, pool_name: str, ranks: Sequence[Rank], dp_size: int, block_size: int,
                  cfg: RouterConfig, index: KvIndex | None, track_prefill: bool,
@@ -90,33 +100,51 @@ class KvRouter:
         self.assume_reuse = assume_reuse
         n = len(self.ranks)
         self._prefill = [0] * n
+        self._active = [0] * n  # requests routed there and not yet released
         self._blocks: list[dict[int, int]] = [{} for _ in range(n)]
         self._live: dict[Seq, tuple[int, int, list[int]]] = {}
         self._cursor = 0
         self._rng = random.Random(cfg.seed)
         self._effective = 0.0  # the placed request's device + weighted host overlap, in blocks
 
-    def costs(self, chain: list[int], input_length: int) -> tuple[list[float], list[float]]:
-        """Each scheduler's cost for this request, and its effective overlap in blocks: device
-        prefix + host_cache_hit_weight x host-pinned blocks contiguous beyond it."""
+    def overlaps(self, chain: list[int]) -> Overlaps:
+        """(device prefix blocks, host-pinned blocks contiguous beyond it) per scheduler."""
         n = len(self.ranks)
-        if self.index is not None:
-            device = self.index.overlaps(chain, n)
-            host = self.index.host_extensions(chain, device)
-        else:
-            device = host = [0] * n
+        if self.index is None:
+            return [0] * n, [0] * n
+        device = self.index.overlaps(chain, n)
+        return device, self.index.host_extensions(chain, device)
+
+    def costs(self, chain: list[int], input_length: int,
+              seen: Overlaps | None = None) -> tuple[list[float], list[float]]:
+        """Each scheduler's cost for this request, and its effective overlap in blocks: device
+        prefix + host_cache_hit_weight x host-pinned blocks contiguous beyond it. `seen`: the
+        overlaps looked up earlier (a queued request keeps those of its arrival)."""
+        n = len(self.ranks)
+        device, host = self.overlaps(chain) if seen is None else seen
         weight = self.cfg.host_cache_hit_weight
         overlaps = [d + weight * h if h else float(d) for d, h in zip(device, host, strict=True)]
         bs = self.block_size
-        credit = self.cfg.overlap_score_credit
-        scale = self.cfg.prefill_load_scale
+        cfg = self.cfg
+        credit = cfg.overlap_score_credit
+        scale = cfg.prefill_load_scale
+        decay = cfg.overlap_score_credit_decay if self.track_prefill else 0.0
+        least = min(self._prefill) if decay else 0
+        request_blocks = -(-input_length // bs)
+        per_request = cfg.decode_active_request_weight
         costs = []
         for s in range(n):
             cost = 0.0
             if self.track_prefill:
                 raw = (self._prefill[s] + input_length) / bs
+                device_credit = credit * device[s]
+                if decay and self._prefill[s] > least:
+                    # Device credit fades as the scheduler's prefill backlog exceeds the least
+                    # loaded one's, measured in this request's blocks (host credit does not).
+                    excess = (self._prefill[s] - least) / bs
+                    device_credit /= 1.0 + decay * excess / request_blocks
                 # The reference turns cache credit off altogether when overlap_score_credit is 0.
-                adjusted = raw - (credit * device[s] + weight * host[s] if credit else 0.0)
+                adjusted = raw - (device_credit + weight * host[s] if credit else 0.0)
                 if adjusted > 0:
                     cost = scale * adjusted
             if self.track_blocks:
@@ -126,11 +154,22 @@ class KvRouter:
                 else:
                     new = len(chain)
                 cost += len(active) + new
+            if per_request:
+                cost += per_request * self._active[s]
             costs.append(cost)
         return costs, overlaps
 
-    def route(self, chain: list[int], input_length: int) -> tuple[Rank, RoutingDecision]:
-        costs, overlaps = self.costs(chain, input_length)
+    def all_busy(self) -> bool:
+        """Every scheduler's booked prefill exceeds queue_threshold x its token budget (the
+        router queue holds new requests then)."""
+        threshold = self.cfg.queue_threshold
+        assert threshold is not None
+        return all(p > threshold * r.budget for p, r in zip(self._prefill, self.ranks,
+                                                              strict=True))
+
+    def route(self, chain: list[int], input_length: int,
+              seen: Overlaps | None = None) -> tuple[Rank, RoutingDecision]:
+        costs, overlaps = self.costs(chain, input_length, seen)
         chosen = self._pick(costs)
         target = self.ranks[chosen]
         self._effective = overlaps[chosen]
@@ -184,6 +223,7 @@ class KvRouter:
             for ident in chain:
                 active[ident] = active.get(ident, 0) + 1
         self._live[seq] = (s, tokens, chain if self.track_blocks else [])
+        self._active[s] += 1
 
     def first_token(self, seq: Seq) -> None:
         """Prefill done: its prompt stops counting as prefill load."""
@@ -199,6 +239,7 @@ class KvRouter:
             return
         s, tokens, chain = live
         self._prefill[s] -= tokens
+        self._active[s] -= 1
         active = self._blocks[s]
         for ident in chain:
             left = active[ident] - 1

@@ -20,6 +20,7 @@ RANK_DEFAULTS: dict[str, Any] = {
     "enable_prefix_caching": True,
     "enable_chunked_prefill": True,
     "prefill_schedule_interval": 1,
+    "prefill_decode_interval": 0,
     "preemption_mode": "lifo",
     "speedup_ratio": 1.0,
     "decode_speedup_ratio": 1.0,

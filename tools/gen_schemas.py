@@ -44,6 +44,10 @@ def pos_num(desc: str, default: float | None = None) -> S:
     return s
 
 
+def weight(desc: str, default: float) -> S:
+    return {"type": "number", "minimum": 0, "maximum": 1, "default": default, "description": desc}
+
+
 def enum(desc: str, values: list[str], default: str | None = None) -> S:
     s: S = {"enum": values, "description": desc}
     if default is not None:
@@ -195,8 +199,38 @@ scheduler = obj(
         "max_batched_tokens": pos_int("Per-pass token budget.", 8192),
         "max_sequences": pos_int("Running-sequence cap (default: aggregated 256, prefill 1, decode 256)."),
         "prefill_schedule_interval": pos_int("vLLM: prefill cadence with attention DP > 1.", 1),
+        "chunked_prefill": {
+            "type": "boolean",
+            "default": True,
+            "description": "Split long prompts across passes; off, a prompt longer than max_batched_tokens cannot run.",
+        },
+        "preemption_mode": enum(
+            "Which running request is preempted when the KV pool runs out: `lifo` the newest, `fifo` the oldest.",
+            ["lifo", "fifo"],
+            "lifo",
+        ),
+        "sglang": obj(
+            "SGLang scheduler options (backend sglang; the bundled engine runs sglang through the vLLM-shaped "
+            "scheduler and lists these as an approximation).",
+            {
+                "schedule_policy": enum("Waiting-queue order: `fifo` or `lpm` (longest prefix match).", ["fifo", "lpm"], "fifo"),
+                "max_prefill_tokens": pos_int("Prefill tokens per pass.", 16384),
+                "chunked_prefill_size": pos_int("Chunk size of a long prompt.", 8192),
+                "clip_max_new_tokens": pos_int("Output tokens assumed when reserving KV.", 4096),
+                "schedule_conservativeness": nonneg_num("Scale of the KV reservation for running requests.", 1.0),
+                "prefill_decode_interval": nonneg_int("Decode passes between prefill passes (0 = no cadence).", 0, maximum=2**32 - 1),
+            },
+        ),
+        "trtllm": obj(
+            "TensorRT-LLM scheduler options (backend trtllm).",
+            {
+                "capacity_scheduler_policy": enum("Capacity scheduler.", ["guaranteed_no_evict"], "guaranteed_no_evict"),
+            },
+        ),
     },
 )
+
+SPEEDUP = ["speedup_ratio", "decode_speedup_ratio"]
 
 timing = obj(
     "Per-pass timing model.",
@@ -208,8 +242,10 @@ timing = obj(
         ),
         "prefill_ms": nonneg_num("Fixed cost of a pass that computes prompt tokens (ms)."),
         "decode_ms": nonneg_num("Fixed cost of a pass with at least one ongoing decoder (ms)."),
+        "speedup_ratio": nonneg_num("Every pass duration is divided by it (0 = unscaled).", 1.0),
+        "decode_speedup_ratio": nonneg_num("Decode pass durations are further divided by it (0 = unscaled).", 1.0),
     },
-    allOf=[only_keys("type", "polynomial", []), requires("type", "fixed", ["prefill_ms", "decode_ms"])],
+    allOf=[only_keys("type", "polynomial", SPEEDUP), requires("type", "fixed", ["prefill_ms", "decode_ms"])],
 )
 
 speculation = obj(
@@ -302,7 +338,7 @@ engine = obj(
 )
 
 SOURCE_TRACE = ["format", "paths", "block_size", "nested_timestamp_basis"]
-SOURCE_SYNTH = ["input_tokens", "output_tokens", "cached_prefix_tokens"]
+SOURCE_SYNTH = ["input_tokens", "output_tokens", "cached_prefix_tokens", "shared_prefix_ratio", "prefix_groups"]
 SOURCE_SESSION = ["new_input_tokens_per_turn", "output_tokens_per_turn", "session"]
 
 source = obj(
@@ -338,6 +374,14 @@ source = obj(
             0,
             maximum=10_000_000,
         ),
+        "shared_prefix_ratio": {
+            "type": "number",
+            "minimum": 0,
+            "maximum": 1,
+            "default": 0.0,
+            "description": "Share of each synthetic prompt taken from a shared prefix family (not with cached_prefix_tokens).",
+        },
+        "prefix_groups": nonneg_int("Shared prefix families (> 0 when shared_prefix_ratio > 0).", 0, maximum=1_000_000),
         "new_input_tokens_per_turn": pos_int("New prompt tokens per turn (synthetic-session).", 1024, maximum=10_000_000),
         "output_tokens_per_turn": pos_int("Output tokens per turn (synthetic-session).", 128, maximum=10_000_000),
         "session": obj(
@@ -425,11 +469,31 @@ router = obj(
     {
         "policy": enum("Placement policy.", ["round_robin", "kv_router"], "round_robin"),
         "kv_event_lag_ms": nonneg_num("KV events reach the router this much later (kv_router only).", 0.0),
-        "host_cache_hit_weight": nonneg_num("Credit of a host-pinned (G2) block beyond the GPU prefix (kv_router only).", 0.75),
+        "host_cache_hit_weight": weight("Credit of a host-pinned (G2) block beyond the GPU prefix (kv_router only).", 0.75),
         "overlap_score_credit": nonneg_num("Credit of a GPU-resident overlap block (kv_router only).", 1.0),
         "prefill_load_scale": nonneg_num("Weight of prefill load in the cost (kv_router only).", 1.0),
         "temperature": nonneg_num("0 = argmin; > 0 = seeded softmax sampling (kv_router only).", 0.0),
         "seed": nonneg_int("Seed of softmax sampling (kv_router, temperature > 0).", 0, maximum=2**64 - 1),
+        "overlap_score_credit_decay": nonneg_num(
+            "Fades the GPU overlap credit of a scheduler with more booked prefill than the least loaded one: "
+            "credit / (1 + decay x excess blocks / request blocks) (kv_router only).",
+            0.0,
+        ),
+        "decode_active_request_weight": nonneg_num(
+            "Cost per request routed to a scheduler and not yet finished (kv_router only).", 0.0
+        ),
+        "disk_cache_hit_weight": weight(
+            "Credit of a G3 (disk) block; G3 overlap is not used by offline routing (kv_router only).", 0.25
+        ),
+        "queue_threshold": nonneg_num(
+            "Queue new requests in the router while every scheduler's booked prefill exceeds this x its "
+            "token budget (kv_router only; unset = no queue)."
+        ),
+        "queue_policy": enum(
+            "Order of the router queue: arrival (`fcfs`), latest arrival (`lcfs`), shortest uncached prompt (`wspt`).",
+            ["fcfs", "lcfs", "wspt"],
+            "fcfs",
+        ),
     },
 )
 
@@ -523,6 +587,12 @@ rank_schema = obj(
         "enable_prefix_caching": {"type": "boolean", "default": True, "description": "G1 prefix caching."},
         "enable_chunked_prefill": {"type": "boolean", "default": True, "description": "Chunked prefill."},
         "prefill_schedule_interval": pos_int("vLLM prefill cadence with DP > 1.", 1),
+        "prefill_decode_interval": nonneg_int("SGLang: decode passes between prefill passes (sglang only).", 0, maximum=2**32 - 1),
+        "sglang": scheduler["properties"]["sglang"] | {
+            "properties": {k: v for k, v in scheduler["properties"]["sglang"]["properties"].items()
+                           if k != "prefill_decode_interval"},
+        },
+        "trtllm": scheduler["properties"]["trtllm"],
         "preemption_mode": enum("Preemption victim order.", ["lifo", "fifo"], "lifo"),
         "speedup_ratio": nonneg_num("Durations are divided by it (0 = unscaled).", 1.0),
         "decode_speedup_ratio": nonneg_num("Decode durations are divided by it.", 1.0),
@@ -575,7 +645,7 @@ workers_count = obj("A worker pool.", {"initial_workers": pos_int("Workers at st
 
 native_placement_config = obj(
     "Router knobs.",
-    {k: v for k, v in router["properties"].items() if k != "policy"},
+    {k: nullable(v) if k == "queue_threshold" else v for k, v in router["properties"].items() if k != "policy"},
 )
 
 native_traffic = obj(

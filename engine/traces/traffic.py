@@ -286,25 +286,29 @@ def _synthetic(f: _Fields, traffic: Mapping[str, Any], *, session: bool,
         f.error("WORKLOAD-LOAD", "load_type", f"synthetic traffic needs load_type concurrency, "
                 f"constant_rate or poisson, found {load!r}")
     f.ignored("speedup", "with synthetic traffic")
+    ratio = f.number("shared_prefix_ratio", 0.0, 1.0) or 0.0
+    groups = f.integer("num_prefix_groups", 0, (1 << 32) - 1) or 0
+    if ratio > 0.0 and groups == 0:
+        f.error("WORKLOAD-VALUE", "num_prefix_groups",
+                "`num_prefix_groups` must be positive when shared_prefix_ratio is positive")
     if session:
         turns = f.integer("turns_per_session", 1, 100_000,
                           required="for synthetic-session traffic")
-        ratio = f.number("shared_prefix_ratio", 0.0, 1.0) or 0.0
-        groups = f.integer("num_prefix_groups", 0, (1 << 32) - 1) or 0
         delay = f.number("inter_turn_delay_ms", 0.0, 1e15) or 0.0
         count = f.integer("stop_sessions", 1, required="for synthetic-session traffic")
         f.ignored("cached_prefix_tokens", "with synthetic-session traffic")
-        if ratio > 0.0 and groups == 0:
-            f.error("WORKLOAD-VALUE", "num_prefix_groups",
-                    "`num_prefix_groups` must be positive when shared_prefix_ratio is positive")
         cached = 0
     else:
-        turns, ratio, groups, delay = 1, 0.0, 0, 0.0
+        turns, delay = 1, 0.0
         cached = f.integer("cached_prefix_tokens", 0, 10_000_000) or 0
         count = f.integer("stop_requests", 1, required="for synthetic traffic")
         if input_tokens is not None and cached > input_tokens:
             f.error("WORKLOAD-VALUE", "cached_prefix_tokens",
                     f"`cached_prefix_tokens` {cached} exceeds input_tokens {input_tokens}")
+        if cached and ratio > 0.0 and groups:
+            f.error("WORKLOAD-VALUE", "shared_prefix_ratio",
+                    "give either `cached_prefix_tokens` (one prefix for every request) or "
+                    "`shared_prefix_ratio` with `num_prefix_groups` (prefix families), not both")
     if any(d.severity == "error" for d in f.found):
         return None
     assert input_tokens is not None and output_tokens is not None and count is not None

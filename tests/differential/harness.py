@@ -1,8 +1,10 @@
 """Differential testing of the bundled engine against the reference engine (ai-dynamo 1.6.1).
 
 A *scenario* is plain JSON: a deployment (aggregated or P/D, workers, DP, one vLLM rank per
-role, optional G2, optional time cap) and a Mooncake trace (rows with sessions, mooncake or
-mooncake-delta). `generate(kind, seed)` draws one at random from a seeded generator;
+role, optional G2, optional time cap, optional KV router knobs) and a Mooncake trace (rows with
+sessions, mooncake or mooncake-delta) or single-turn synthetic traffic. KV-router kinds use one
+scheduler: the reference breaks placement ties at random, so only a lone scheduler compares
+exactly (the cost terms are checked on hand-made flips, test_router_knobs.py). `generate(kind, seed)` draws one at random from a seeded generator;
 `run_reference` and `run_kvreplay` replay it on both engines from the same trace file and
 return comparable results; `compare` lists every difference (per request, matched by session
 and turn, and in the summary); `shrink` reduces a mismatching scenario to a minimal one.
@@ -10,6 +12,7 @@ and turn, and in the summary); `shrink` reduces a mismatching scenario to a mini
 Deliberate differences (docs/engine.md) are handled here by name, nowhere else:
 - `reused_input_tokens` and `decode_reused_input_tokens` are capped at the input length (the
   reference may count a readmitted request's own output blocks).
+- single-turn synthetic requests carry no session (the Dynamo API calls each one a session).
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-KINDS = ("agg", "agg-delta", "agg-dp", "pd", "pd-dp", "g2", "g2-pd")
+KINDS = ("agg", "agg-delta", "agg-dp", "pd", "pd-dp", "g2", "g2-pd", "synth", "kv-queue")
 TIME_KEYS = ("arrival_time_ms", "dispatched_at_ms", "first_admit_ms", "first_token_ms",
              "last_token_ms", "terminal_time_ms", "prefill_admit_ms", "source_held_ms",
              "destination_reserved_ms", "destination_activated_ms", "decode_admit_ms",
@@ -76,7 +79,7 @@ def generate(kind: str, seed: int) -> dict[str, Any]:
                               "kv_transfer_bandwidth": rng.choice([0.5, 1.0, 4.0])})
     else:
         scn["rank"] = rank()
-        scn["workers"] = rng.choice([1, 1, 2, 3])
+        scn["workers"] = 1 if kind == "kv-queue" else rng.choice([1, 1, 2, 3])
         scn["dp"] = rng.choice([2, 3]) if kind == "agg-dp" else 1
         if kind == "agg-dp":
             scn["rank"]["prefill_schedule_interval"] = rng.choice([1, 2, 3])
@@ -90,10 +93,54 @@ def generate(kind: str, seed: int) -> dict[str, Any]:
         for role in ("rank", "prefill", "decode"):
             if role in scn:
                 scn[role]["native_host_offload"] = dict(g2)
+    if kind == "kv-queue":
+        # One scheduler (no placement ties, which the reference breaks at random): the KV
+        # router's queue, its order and its busy test are what differ between scenarios.
+        scn["router"] = {"queue_threshold": rng.choice([None, 0.0, 0.25, 0.5, 1.0, 2.0]),
+                         "queue_policy": rng.choice(["fcfs", "lcfs", "wspt"])}
+    if kind == "synth":
+        scn["synthetic"] = _synthetic(rng, bs, blocks)
+        scn["rows"] = []
+        return scn
     if rng.random() < 0.15:
         scn["max_sim_time_ms"] = float(rng.choice([20, 50, 120]))
     scn["rows"] = _rows(rng, bs, blocks, delta=kind == "agg-delta")
     return scn
+
+
+def _synthetic(rng: random.Random, bs: int, blocks: int) -> dict[str, Any]:
+    """Single-turn synthetic requests (the Dynamo API's `run_synthetic_trace_replay`): a closed
+    loop or open-loop arrivals, optional prefix families."""
+    ratio = rng.choice([0.0, 0.25, 0.5, 0.75, 1.0])
+    load = rng.choice([{"replay_concurrency": rng.choice([1, 2, 3])},
+                       {"request_rate": rng.choice([100.0, 300.0, 1000.0]),
+                        "arrival_seed": rng.randrange(100)},
+                       {"arrival_interval_ms": rng.choice([0.5, 2.0, 5.0])}])
+    return {"input_tokens": rng.randint(1, max(1, blocks - 2) * bs),
+            "output_tokens": rng.choice([1, 2, 3, 5]),
+            "request_count": rng.choice([2, 4, 6, 8]),
+            "shared_prefix_ratio": ratio,
+            "num_prefix_groups": rng.choice([1, 2, 3]) if ratio else 0,
+            "load": load}
+
+
+def synthetic_traffic(syn: dict[str, Any]) -> dict[str, Any]:
+    """kvreplay's native traffic section for a `synth` scenario."""
+    load = syn["load"]
+    section: dict[str, Any] = {
+        "source_type": "synthetic", "input_tokens": syn["input_tokens"],
+        "output_tokens": syn["output_tokens"], "cached_prefix_tokens": 0,
+        "shared_prefix_ratio": syn["shared_prefix_ratio"],
+        "num_prefix_groups": syn["num_prefix_groups"], "stop_requests": syn["request_count"]}
+    if "replay_concurrency" in load:
+        section.update(load_type="concurrency", concurrency=load["replay_concurrency"])
+    elif "request_rate" in load:
+        section.update(load_type="poisson", request_rate=load["request_rate"],
+                       arrival_seed=load["arrival_seed"])
+    else:
+        section.update(load_type="constant_rate",
+                       request_rate=1000.0 / load["arrival_interval_ms"])
+    return section
 
 
 def _rows(rng: random.Random, bs: int, blocks: int, delta: bool) -> list[dict[str, Any]]:
@@ -149,6 +196,15 @@ def native_document(scn: dict[str, Any], trace: str) -> dict[str, Any]:
         return {"dp_size": scn["dp"], "tensor_parallel_size": 1, "speculation": None,
                 "rank": {**rank, "worker_type": worker_type}}
 
+    traffic: dict[str, Any] = {
+        "source_type": "trace", "trace_format": scn["trace_format"], "trace_paths": [trace],
+        "load_type": "trace_timestamps", "trace_block_size": scn["block_size"]}
+    if "synthetic" in scn:
+        traffic = synthetic_traffic(scn["synthetic"])
+    placement: dict[str, Any] = {"provider": "round_robin", "config": None}
+    if "router" in scn:
+        placement = {"provider": scn.get("router_mode", "kv_router"),
+                     "config": dict(scn["router"])}
     if "rank" in scn:
         topology: dict[str, Any] = {"kind": "aggregated",
                                     "workers": {"initial_workers": scn["workers"]}}
@@ -162,13 +218,11 @@ def native_document(scn: dict[str, Any], trace: str) -> dict[str, Any]:
                   "decode": role(scn["decode"], "decode")}
     return {
         "spec": {"version": 1, "model": "diff", "topology": topology, "engine": engine,
-                 "adapters": {"placement": {"provider": "round_robin", "config": None},
+                 "adapters": {"placement": placement,
                               "scaling": {"provider": "none", "config": None}},
                  "max_sim_time_ms": scn.get("max_sim_time_ms"), "record_per_request": True,
                  "sla": None},
-        "traffic": {"source_type": "trace", "trace_format": scn["trace_format"],
-                    "trace_paths": [trace], "load_type": "trace_timestamps",
-                    "trace_block_size": scn["block_size"]}}
+        "traffic": traffic}
 
 
 # -- running --------------------------------------------------------------------------------------
@@ -176,14 +230,36 @@ def native_document(scn: dict[str, Any], trace: str) -> dict[str, Any]:
 def run_reference(scn: dict[str, Any]) -> dict[str, Any]:
     """The reference's {"summary", "per_request"} (raises what the reference raises)."""
     os.environ.setdefault("DYN_LOG", "error")
-    from dynamo.replay import run_trace_replay
+    from dynamo.replay import run_synthetic_trace_replay, run_trace_replay
 
+    if "synthetic" in scn:
+        syn = scn["synthetic"]
+        report = run_synthetic_trace_replay(
+            syn["input_tokens"], syn["output_tokens"], syn["request_count"],
+            extra_engine_args={"engine": scn["rank"], "dp_size": scn["dp"]},
+            num_workers=scn["workers"], router_mode="round_robin", capture_per_request=True,
+            turns_per_session=1, shared_prefix_ratio=syn["shared_prefix_ratio"],
+            num_prefix_groups=syn["num_prefix_groups"], **syn["load"])
+        # Deliberate: the Dynamo API names each single-turn synthetic request a session
+        # ("session_N", turn 0); kvreplay reports no session for `synthetic` traffic.
+        rows = [{**r, "session_id": None, "turn_index": None} for r in report.per_request]
+        return {"summary": dict(report.summary), "per_request": rows}
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "trace.jsonl"
         write_trace(scn, path)
         kwargs: dict[str, Any] = {"trace_format": scn["trace_format"],
                                   "trace_block_size": scn["block_size"],
                                   "router_mode": "round_robin", "capture_per_request": True}
+        if "router" in scn:
+            from dynamo._core import KvRouterConfig
+
+            knobs = scn["router"]
+            kwargs["router_mode"] = scn.get("router_mode", "kv_router")
+            kwargs["router_config"] = KvRouterConfig(
+                router_queue_threshold=knobs.get("queue_threshold"),
+                router_queue_policy=knobs.get("queue_policy", "fcfs"),
+                overlap_score_credit_decay=knobs.get("overlap_score_credit_decay", 0.0),
+                decode_active_request_weight=knobs.get("decode_active_request_weight", 0.0))
         if scn.get("max_sim_time_ms") is not None:
             kwargs["max_sim_time_ms"] = scn["max_sim_time_ms"]
         dp = scn["dp"]
@@ -230,7 +306,8 @@ def _keyed(rows: list[dict[str, Any]]) -> dict[tuple[Any, ...], dict[str, Any]]:
                                           r["requested_output_length"],
                                           r.get("first_admit_ms") or inf,
                                           r.get("terminal_time_ms") or inf,
-                                          str(_placements(r))))
+                                          str(_placements(r)),
+                                          r.get("reused_input_tokens") or 0))
     for row in ordered:
         if row.get("session_id") is not None:
             out[(str(row["session_id"]), int(row.get("turn_index") or 0))] = row
@@ -270,6 +347,10 @@ def compare(ref: dict[str, Any], mine: dict[str, Any]) -> list[str]:
         x, y = _placements(a), _placements(b)
         if x != y:
             out.append(f"{key} placement: reference {x!r}, kvreplay {y!r}")
+        x, y = _queueing(a), _queueing(b)
+        if len(x) != len(y) or not all(_same(u, v) for p, q in zip(x, y, strict=True)
+                                       for u, v in zip(p, q, strict=True)):
+            out.append(f"{key} router queue: reference {x!r}, kvreplay {y!r}")
     for name in SUMMARY_KEYS:
         x, y = ref["summary"].get(name), mine["summary"].get(name)
         if not _same(x, y):
@@ -283,6 +364,12 @@ def compare(ref: dict[str, Any], mine: dict[str, Any]) -> list[str]:
 def _placements(row: dict[str, Any]) -> list[tuple[Any, ...]]:
     """(pool, worker, DP rank) of each routing decision."""
     return [(h.get("pool"), h.get("logical_worker_id"), h.get("dp_rank"))
+            for h in row.get("routing_history") or []]
+
+
+def _queueing(row: dict[str, Any]) -> list[tuple[Any, ...]]:
+    """(outcome, queue entry, wait) of each routing decision (the KV router's queue)."""
+    return [(h.get("outcome"), h.get("queue_entered_at_ms"), h.get("queue_wait_ms"))
             for h in row.get("routing_history") or []]
 
 
@@ -346,6 +433,12 @@ def shrink(scn: dict[str, Any], still_fails: Callable[[dict[str, Any]], bool],
     changed = True
     while changed and tries < budget:
         changed = False
+        if "synthetic" in best:
+            for key, low in (("request_count", 1), ("output_tokens", 1), ("input_tokens", 1)):
+                if best["synthetic"][key] > low:
+                    cand = copy.deepcopy(best)
+                    cand["synthetic"][key] = max(low, cand["synthetic"][key] // 2)
+                    changed |= attempt(cand)
         for s in sorted({r["session_id"] for r in best["rows"]}):
             cand = copy.deepcopy(best)
             cand["rows"] = [r for r in cand["rows"] if r["session_id"] != s]
@@ -376,4 +469,4 @@ def shrink(scn: dict[str, Any], still_fails: Callable[[dict[str, Any]], bool],
 
 
 def _valid(scn: dict[str, Any]) -> bool:
-    return bool(scn["rows"])
+    return bool(scn["rows"]) or "synthetic" in scn

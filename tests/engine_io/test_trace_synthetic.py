@@ -146,3 +146,29 @@ def test_std_rng_draws_match_rand_stdrng() -> None:
     assert [rng.below_u32(5) for _ in range(8)] == [0, 2, 1, 2, 4, 3, 4, 2]
     with pytest.raises(ValueError):
         StdRng(-1)
+
+
+def test_single_turn_requests_draw_prefix_families_like_sessions() -> None:
+    """`synthetic` with shared_prefix_ratio: each request's leading blocks come from a family
+    drawn as for one-turn sessions (same StdRng(42) draws), the rest is unique."""
+    section = traffic(source_type="synthetic", input_tokens=16, output_tokens=2,
+                      cached_prefix_tokens=0, load_type="concurrency", concurrency=1,
+                      stop_requests=8, shared_prefix_ratio=0.5, num_prefix_groups=5)
+    workload = workload_from_traffic(section, base_dir=".", block_size=4)
+    assert isinstance(workload, SyntheticWorkload)
+    done = drive(workload)
+    assert [d.prompt[0] for d in done] == [(SYNTHETIC_GROUP_BASE + g, 8)
+                                           for g in (0, 2, 1, 2, 4, 3, 4, 2)]
+    assert [d.prompt[1] for d in done] == [(SYNTHETIC_UNIQUE_BASE + i, 8) for i in range(8)]
+
+
+def test_single_turn_prefix_families_and_cached_prefix_exclude_each_other() -> None:
+    """Both kinds of shared prefix at once is a WORKLOAD-VALUE error, not a silent choice."""
+    section = traffic(source_type="synthetic", input_tokens=16, output_tokens=2,
+                      cached_prefix_tokens=4, load_type="concurrency", concurrency=1,
+                      stop_requests=8, shared_prefix_ratio=0.5, num_prefix_groups=5)
+    from kvreplay.engine.traces.traffic import check_traffic
+
+    found = check_traffic(section, base_dir=".")
+    assert [(d.rule, "shared_prefix_ratio" in d.message) for d in found] == [
+        ("WORKLOAD-VALUE", True)]
