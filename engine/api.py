@@ -9,6 +9,7 @@ from kvreplay.engine.capabilities import approximations, refusals
 from kvreplay.engine.config import parse_engine_config
 from kvreplay.engine.errors import Unsupported
 from kvreplay.engine.loop import Simulation
+from kvreplay.engine.records import RequestRecord
 from kvreplay.engine.result import RunResult
 from kvreplay.engine.traces.request import Workload
 
@@ -21,6 +22,7 @@ def run_native(
     stepwise: bool = False,
     progress: Callable[[float, float | None], None] | None = None,
     should_stop: Callable[[], bool] | None = None,
+    sink: Callable[[RequestRecord], None] | None = None,
 ) -> RunResult:
     """Replay `workload` on the deployment `document` describes; return records and run facts.
 
@@ -32,6 +34,8 @@ def run_native(
     has a `total_requests` attribute, else None. `stepwise=True` disables fast-forwarding of
     pure decode stretches (same records, slower). `base_dir` is where the document's relative
     paths resolve; the core reads no files itself (the workload is built by the caller).
+    `sink` takes each measured record as it becomes terminal (times already relative to the
+    measured window); the result then keeps only the records that never ended.
     """
     del base_dir
     refused = refusals(document)
@@ -39,5 +43,6 @@ def run_native(
         raise Unsupported(refused)
     cfg = parse_engine_config(document)
     simulation = Simulation(cfg, workload, stepwise=stepwise, progress=progress,
-                            should_stop=should_stop, approximations=approximations(document))
+                            should_stop=should_stop, approximations=approximations(document),
+                            sink=sink)
     return simulation.run()

@@ -69,6 +69,7 @@ class Pool:
 class Simulation:
     def __init__(self, cfg: EngineConfig, workload: Workload, *, stepwise: bool = False,
                  progress: Callable[[float, float | None], None] | None = None,
+                 sink: Callable[[RequestRecord], None] | None = None,
                  should_stop: Callable[[], bool] | None = None,
                  approximations: list[str] | None = None) -> None:
         self.cfg = cfg
@@ -104,7 +105,18 @@ class Simulation:
         self.now = 0
         self.busy_until = 0
         self.cap_ns = None if cfg.max_sim_time_ms is None else ms_to_ns(cfg.max_sim_time_ms)
-        self.records: list[RequestRecord] = []
+        # Records: `open` released and not yet terminal, `done` terminal and measured (kept
+        # unless a `sink` takes each one as it ends, so memory follows the requests in flight).
+        self.open: dict[int, RequestRecord] = {}
+        self.done: list[RequestRecord] = []
+        self.sink = sink
+        # A workload with a warmup measures from its barrier (open_measurement): records end
+        # up in the report, and may be streamed, only from then on.
+        self.measuring = not getattr(workload, "prepares", False)
+        self.unsettled: dict[int, RequestRecord] = {}  # terminal, source release still to come
+        self.streamed = 0  # records handed to the sink
+        self._last_terminal: float | None = None  # ms, measured records
+        self._window: tuple[float, float] | None = None  # (first arrival, last end), completed
         self.live = 0  # released and not yet terminal
         self.dirty: set[int] = set()
         self.chains: dict[int, dict[int, list[int]]] = {}
@@ -243,7 +255,10 @@ class Simulation:
         Records so far leave the report; committed tokens, preemptions and G2 copy totals count
         from here; reported times become relative to now; engine, router and KV state stay."""
         self.origin_ns = self.now
-        self.prep_records, self.records = self.records, []
+        self.measuring = True
+        self.prep_records, self.done = [*self.done, *self.open.values()], []
+        self.open = {}
+        self._last_terminal = self._window = None
         host = None if self.host is None else self.host.totals()
         self._baseline = (self.stats.committed_prompt_tokens, self.stats.preemptions, host)
         if self.cap_ns is not None:
@@ -251,13 +266,14 @@ class Simulation:
 
     def drop_records(self) -> None:
         """The warmup aborted: what ran was preparation, and nothing will be measured."""
-        self.prep_records.extend(self.records)
-        self.records = []
+        self.prep_records.extend([*self.done, *self.open.values()])
+        self.done, self.open = [], {}
+        self._last_terminal = self._window = None
 
     def admission(self, ordinal: int) -> tuple[float | None, int | None]:
         """(first admission time, tokens it reused) of a recent request (preparation)."""
-        for rec in reversed(self.records):
-            if rec.ordinal == ordinal:
+        for rec in (self.open.get(ordinal), *reversed(self.done)):
+            if rec is not None and rec.ordinal == ordinal:
                 first = rec.admission_history[0] if rec.admission_history else None
                 return rec.first_admit_ms, None if first is None else first.reused_input_tokens
         return None, None
@@ -270,8 +286,7 @@ class Simulation:
         if seq is None:  # still in the router queue
             queue = self.pools[0].queue
             assert queue is not None and queue.remove(ordinal), ordinal
-            rec = next(r for r in reversed(self.records) if r.ordinal == ordinal)
-            self._end_canceled(rec, ordinal)
+            self._end_canceled(self.open[ordinal], ordinal)
             return False
         rec = seq.rec
         committed = bool(rec.admission_history)
@@ -295,6 +310,32 @@ class Simulation:
         self.live -= 1
         self.facts.requests_terminal += 1
         self.chains.pop(ordinal, None)
+        self._finished(rec)
+
+    def _finished(self, rec: RequestRecord) -> None:
+        """A record is terminal: measured (kept or streamed), unless preparation dropped it."""
+        if self.open.pop(rec.ordinal, None) is None:
+            return  # released before an aborted warmup: not measured
+        end = rec.terminal_time_ms
+        assert end is not None
+        if self._last_terminal is None or end > self._last_terminal:
+            self._last_terminal = end
+        if rec.terminal_status == "completed" and rec.first_admit_ms is not None:
+            first, last = self._window or (rec.arrival_time_ms, end)
+            self._window = (min(first, rec.arrival_time_ms), max(last, end))
+        if self.sink is None or not self.measuring:
+            self.done.append(rec)
+        elif rec.source_held_ms is not None and rec.source_released_ms is None:
+            self.unsettled[rec.ordinal] = rec  # the prefill side reports its release later
+        else:
+            self._stream(rec)
+
+    def _stream(self, rec: RequestRecord) -> None:
+        assert self.sink is not None
+        if self.origin_ns:
+            shift_times(rec, ns_to_ms(self.origin_ns))
+        self.streamed += 1
+        self.sink(rec)
 
     def _report_progress(self) -> None:
         """Call `progress(sim_ms, fraction)`; a display with a `counts` attribute also gets
@@ -320,22 +361,23 @@ class Simulation:
         facts = self.facts
         committed, preemptions, host_base = self._baseline
         origin = ns_to_ms(self.origin_ns)
+        records = sorted([*self.done, *self.open.values(), *self.unsettled.values()],
+                         key=lambda r: r.ordinal)
         if self.origin_ns:
-            for rec in self.records:
+            for rec in records:
                 shift_times(rec, origin)
         facts.end_ms = ns_to_ms(self.busy_until) - origin
         facts.committed_prefill_tokens = self.stats.committed_prompt_tokens - committed
         facts.preemptions_total = self.stats.preemptions - preemptions
-        facts.duration_ms = max((r.terminal_time_ms for r in self.records
-                                 if r.terminal_time_ms is not None), default=0.0)
+        last = self._last_terminal
+        facts.duration_ms = 0.0 if last is None else last - origin if self.origin_ns else last
         observed = getattr(self.workload, "observed", None)
         if observed is not None:
             # A continuous profile reports the successful requests' span as its duration.
-            ends = [(r.arrival_time_ms, r.terminal_time_ms) for r in self.records
-                    if r.terminal_status == "completed" and r.first_admit_ms is not None
-                    and r.terminal_time_ms is not None]
-            window = (max(e for _, e in ends if e is not None)
-                      - min(a for a, _ in ends)) if ends else 0.0
+            window = 0.0
+            if self._window is not None:
+                first, end = self._window
+                window = (end - origin) - (first - origin) if self.origin_ns else end - first
             if observed(max(window, 0.0)):
                 facts.reported_duration_ms = max(window, 0.0)
         extra = getattr(self.workload, "summary_extra", None)
@@ -350,7 +392,7 @@ class Simulation:
                     if isinstance(value, int) and key != "pools":
                         totals[key] -= value
             facts.host_transfers = totals
-        return RunResult(sorted(self.records, key=lambda r: r.ordinal), facts)
+        return RunResult(records, facts, streamed=self.streamed)
 
     def _start(self, worker: Worker) -> None:
         if not worker.busy:
@@ -406,7 +448,7 @@ class Simulation:
         if req.agentic is not None:
             rec.play_id, rec.agentic, rec.agentic_phase = req.agentic
             rec.dispatched_at_ms = rec.arrival_time_ms
-        self.records.append(rec)
+        self.open[rec.ordinal] = rec
         self.live += 1
         self.facts.requests_released += 1
         pool = self.pools[0]
@@ -525,6 +567,7 @@ class Simulation:
         self.facts.requests_terminal += 1
         self.chains.pop(seq.req.ordinal, None)
         self.seq_of.pop(seq.req.ordinal, None)
+        self._finished(rec)
         self.workload.on_terminal(seq.req, ns_to_ms(self.now), status=status,
                                   output_tokens=rec.output_length)
 
@@ -650,6 +693,9 @@ class Simulation:
             rank.pool.release(seq.blocks)
             seq.blocks = []
             seq.rec.source_released_ms = ns_to_ms(self.now)
+            settled = self.unsettled.pop(seq.rec.ordinal, None)
+            if settled is not None:
+                self._stream(settled)
             self._poke(worker)
 
         self._command(worker, release)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+from array import array
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
@@ -106,53 +107,76 @@ def _mean_tpot(record: RequestRecord) -> float | None:
     return max(record.last_token_ms - record.first_token_ms, 0.0) / (record.output_length - 1)
 
 
-def _summary(records: list[RequestRecord], facts: RunFacts) -> dict[str, Any]:
-    ttfts: list[float] = []
-    ttsts: list[float] = []
-    tpots: list[float] = []
-    e2es: list[float] = []
-    itl = StreamingDistribution()
-    rate = StreamingDistribution()
-    gaps: dict[float, int] = {}
-    sla = facts.sla if facts.sla is not None and facts.sla.is_set else None
-    completed = input_tokens = output_tokens = reused = first_reused = host_reused = 0
-    good_requests = good_tokens = 0
-    last_terminal = 0.0
-    for r in records:
+class SummaryAccumulator:
+    """The summary's inputs, accumulated one terminal record at a time (in any order): counters,
+    every per-request sample (8 bytes each), and token gaps grouped by value."""
+
+    def __init__(self, sla: Sla | None) -> None:
+        self.sla = sla if sla is not None and sla.is_set else None
+        self.ttfts = array("d")
+        self.ttsts = array("d")
+        self.tpots = array("d")
+        self.e2es = array("d")
+        self.gaps: dict[float, int] = {}
+        self.completed = self.input_tokens = self.output_tokens = self.reused = 0
+        self.first_reused = self.host_reused = self.good_requests = self.good_tokens = 0
+        self.last_terminal = 0.0
+
+    def add(self, r: RequestRecord) -> None:
+        """Count a record (only completed ones enter the statistics)."""
         if not _completed(r):
-            continue
+            return
         assert r.terminal_time_ms is not None
-        completed += 1
-        input_tokens += r.input_length
-        output_tokens += r.output_length
+        sla = self.sla
+        self.completed += 1
+        self.input_tokens += r.input_length
+        self.output_tokens += r.output_length
         # The reference's ratio counts a P/D request's better reuse of its two pools.
         decode = r.decode_reused_input_tokens
-        reused += r.reused_input_tokens if decode is None or decode < r.reused_input_tokens \
+        self.reused += r.reused_input_tokens if decode is None or decode < r.reused_input_tokens \
             else decode
-        first_reused += r.admission_history[0].reused_input_tokens if r.admission_history else 0
-        host_reused += r.first_admission_host_reused_input_tokens or 0
-        last_terminal = max(last_terminal, r.terminal_time_ms)
+        self.first_reused += (r.admission_history[0].reused_input_tokens
+                              if r.admission_history else 0)
+        self.host_reused += r.first_admission_host_reused_input_tokens or 0
+        self.last_terminal = max(self.last_terminal, r.terminal_time_ms)
         _check_gaps(r)
+        gaps = self.gaps
         for gap, count in r.itl_gaps:
             gap = max(gap, 0.0)
             gaps[gap] = gaps.get(gap, 0) + count
         if r.first_token_ms is None or r.last_token_ms is None:
             if sla is not None and sla.is_good_without_tokens(
                     max(r.terminal_time_ms - r.arrival_time_ms, 0.0)):
-                good_requests += 1
-            continue
+                self.good_requests += 1
+            return
         ttft = max(r.first_token_ms - r.arrival_time_ms, 0.0)
         e2e = max(r.last_token_ms - r.arrival_time_ms, 0.0)
-        ttfts.append(ttft)
-        e2es.append(e2e)
+        self.ttfts.append(ttft)
+        self.e2es.append(e2e)
         if sla is not None and sla.is_good(ttft, e2e, r.output_length):
-            good_requests += 1
-            good_tokens += r.output_length
+            self.good_requests += 1
+            self.good_tokens += r.output_length
         if r.second_token_ms is not None:
-            ttsts.append(max(r.second_token_ms - r.first_token_ms, 0.0))
+            self.ttsts.append(max(r.second_token_ms - r.first_token_ms, 0.0))
         tpot = _mean_tpot(r)
         if tpot is not None:
-            tpots.append(tpot)
+            self.tpots.append(tpot)
+
+    def finish(self, num_requests: int, facts: RunFacts) -> dict[str, Any]:
+        """The summary of `num_requests` records (terminal or not) given so far."""
+        return _summary(self, num_requests, facts)
+
+
+def _summary(acc: SummaryAccumulator, num_requests: int, facts: RunFacts) -> dict[str, Any]:
+    itl = StreamingDistribution()
+    rate = StreamingDistribution()
+    gaps = acc.gaps
+    sla = acc.sla
+    completed, input_tokens, output_tokens = acc.completed, acc.input_tokens, acc.output_tokens
+    reused, first_reused, host_reused = acc.reused, acc.first_reused, acc.host_reused
+    good_requests, good_tokens, last_terminal = acc.good_requests, acc.good_tokens, \
+        acc.last_terminal
+    ttfts, ttsts, tpots, e2es = acc.ttfts, acc.ttsts, acc.tpots, acc.e2es
 
     # Equal gaps are added as one run (the moments are exact, the sketch counts per bin).
     for gap in sorted(gaps):
@@ -170,7 +194,7 @@ def _summary(records: list[RequestRecord], facts: RunFacts) -> dict[str, Any]:
                  + decode_ws * facts.decode_gpus_per_worker) / 3600.0
     itl_stats = itl.finish()
     summary: dict[str, Any] = {
-        "num_requests": len(records),
+        "num_requests": num_requests,
         "completed_requests": completed,
         "total_input_tokens": input_tokens,
         "total_output_tokens": output_tokens,
@@ -282,10 +306,21 @@ def build_report(records: Iterable[RequestRecord], facts: RunFacts, *,
     seen = {r.ordinal for r in ordered}
     if len(seen) != len(ordered):
         raise ReportError("two records share an ordinal (uuids would collide)")
-    summary = _summary(ordered, facts)
-    rows = ([per_request_row(r) for r in ordered
-             if r.terminal_status is not None and r.terminal_time_ms is not None]
-            if per_request else [])
+    acc = SummaryAccumulator(facts.sla)
+    for r in ordered:
+        acc.add(r)
+    summary = acc.finish(len(ordered), facts)
+    rows = ([per_request_row(r) for r in ordered if listed(r)] if per_request else [])
+    return {"summary": summary, "per_request": rows, "meta": report_meta(summary, facts, version)}
+
+
+def listed(r: RequestRecord) -> bool:
+    """Terminal requests are listed in `per_request`."""
+    return r.terminal_status is not None and r.terminal_time_ms is not None
+
+
+def report_meta(summary: Mapping[str, Any], facts: RunFacts,
+                version: str | None = None) -> dict[str, Any]:
     meta: dict[str, Any] = {
         "report_version": REPORT_VERSION,
         "generator": "kvreplay",
@@ -302,7 +337,7 @@ def build_report(records: Iterable[RequestRecord], facts: RunFacts, *,
         if key in meta:
             raise ReportError(f"meta key {key!r} is reserved")
         meta[key] = value
-    return {"summary": summary, "per_request": rows, "meta": meta}
+    return meta
 
 
 class CorePool(Protocol):
@@ -387,23 +422,23 @@ def _version() -> str:
 
 def dumps_report(report: Mapping[str, Any]) -> str:
     """Canonical text: sorted keys, 2-space indent, one trailing newline; NaN/Infinity refused."""
-    bad = _non_finite(report, "$")
+    bad = non_finite(report, "$")
     if bad is not None:
         raise ReportError(f"non-finite number at {bad}: a report must hold finite numbers only")
     return json.dumps(report, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
 
 
-def _non_finite(value: Any, path: str) -> str | None:
+def non_finite(value: Any, path: str) -> str | None:
     if isinstance(value, float):
         return None if math.isfinite(value) else path
     if isinstance(value, Mapping):
         for key, item in value.items():
-            found = _non_finite(item, f"{path}.{key}")
+            found = non_finite(item, f"{path}.{key}")
             if found is not None:
                 return found
     elif isinstance(value, list | tuple):
         for i, item in enumerate(value):
-            found = _non_finite(item, f"{path}[{i}]")
+            found = non_finite(item, f"{path}[{i}]")
             if found is not None:
                 return found
     return None

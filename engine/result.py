@@ -87,10 +87,12 @@ class RunFacts:
 
 
 class RunResult:
-    """Records in workload order (by ordinal) and the run facts."""
+    """Records in workload order (by ordinal) and the run facts. With a record sink, `records`
+    holds only those never handed to it (not terminal) and `streamed` counts the others."""
 
-    __slots__ = ("facts", "records")
+    __slots__ = ("facts", "records", "streamed")
 
-    def __init__(self, records: list[RequestRecord], facts: RunFacts) -> None:
+    def __init__(self, records: list[RequestRecord], facts: RunFacts, streamed: int = 0) -> None:
         self.records = records
         self.facts = facts
+        self.streamed = streamed

@@ -45,14 +45,20 @@ def replay(
     progress: Callable[[float, float | None], None] | None = None,
     should_stop: Callable[[], bool] | None = None,
     lifecycle: Callable[[str], None] | None = None,
+    stream: bool = False,
+    rows: bool = True,
 ) -> RunOutcome:
     """Replay a compiled spec; raises kvreplay.engine.Interrupted when should_stop() fires.
 
     `lifecycle` receives the agentic lifecycle transcript, one JSONL line at a time (an error
-    when the traffic is not agentic)."""
+    when the traffic is not agentic). `stream`: records leave memory as they end (the summary
+    is accumulated, rows are spilled to a temporary file and the report's `per_request` is a
+    `SpilledRows`; write it with `kvreplay.engine.report_stream.write_report`, then close it).
+    `rows=False` leaves `per_request` empty (nothing will read it)."""
     from kvreplay import __version__
     from kvreplay.engine import EngineError, Interrupted, refusals, run_native
     from kvreplay.engine.report import report_from_run, sla_from_spec
+    from kvreplay.engine.report_stream import ReportStream
     from kvreplay.engine.traces import WorkloadError, workload_from_traffic
 
     found = list(compiled.diagnostics)
@@ -76,17 +82,24 @@ def replay(
             return RunOutcome(None, tuple(sort_unique(found)), error="--lifecycle needs an "
                               "agentic trace (weka or agentic_mooncake)")
         transcript.sink = lifecycle
+    sla = sla_from_spec(native["spec"].get("sla"))
+    keep_rows = rows and bool(native["spec"].get("record_per_request", True))
+    sink = ReportStream(sla, rows=keep_rows) if stream else None
     started = time.perf_counter()
     try:
         result = run_native(native, workload=workload, stepwise=stepwise, progress=progress,
-                            should_stop=should_stop)
-    except Interrupted:
+                            should_stop=should_stop, sink=sink)
+    except BaseException as exc:
+        if sink is not None:
+            sink.close()
+        if isinstance(exc, EngineError) and not isinstance(exc, Interrupted):
+            return RunOutcome(None, tuple(sort_unique(found)), error=str(exc))
         raise
-    except EngineError as exc:
-        return RunOutcome(None, tuple(sort_unique(found)), error=str(exc))
     wall_ms = (time.perf_counter() - started) * 1000.0
-    report = report_from_run(result, sla=sla_from_spec(native["spec"].get("sla")),
-                             wall_time_ms=wall_ms, version=__version__,
-                             per_request=bool(native["spec"].get("record_per_request", True)))
+    if sink is not None:
+        report = sink.finish(result, wall_time_ms=wall_ms, version=__version__)
+    else:
+        report = report_from_run(result, sla=sla, wall_time_ms=wall_ms, version=__version__,
+                                 per_request=keep_rows)
     report["meta"].setdefault("stepwise", stepwise)
     return RunOutcome(report, tuple(sort_unique(found)))

@@ -135,6 +135,7 @@ class AgenticWorkload:
         self._active: list[_PlayState] = []  # profile: the play of each lane
         self._parent: list[int | None] = []  # plain: the spawning node of each node
         self._measuring = not warmup  # profile nodes may dispatch
+        self.prepares = warmup  # the engine measures (and streams records) from the barrier
         self._graph_identity: dict[str, Any] | None = None
         if snapshot_seed is None:
             graph.speed_up(speedup)  # the reference digests the sped-up graph here

@@ -14,7 +14,7 @@ from typing import Any
 
 from kvreplay.cli import exits
 from kvreplay.cli.diagnostics_out import print_diagnostics
-from kvreplay.cli.output import atomic_write, write_stderr, write_stdout
+from kvreplay.cli.output import atomic_write_chunks, write_stderr, write_stdout
 from kvreplay.cli.progress import ProgressDisplay
 
 
@@ -67,7 +67,8 @@ def run(args: argparse.Namespace) -> int:
             outcome = replay(compiled, base_dir=base_dir, trace_paths=args.trace or None,
                              stepwise=args.stepwise, progress=show,
                              should_stop=lambda: stop[0],
-                             lifecycle=transcript.write if transcript else None)
+                             lifecycle=transcript.write if transcript else None,
+                             stream=True, rows=bool(args.output))
     except Interrupted as exc:
         show.close()
         if transcript is not None:
@@ -98,14 +99,19 @@ def run(args: argparse.Namespace) -> int:
         return exits.FINDINGS
     if outcome.report is None:
         return exits.for_diagnostics(outcome.diagnostics) or exits.FINDINGS
-    if args.output:
-        from kvreplay.engine.report import dumps_report
+    try:
+        if args.output:
+            from kvreplay.engine.report_stream import report_chunks
 
-        try:
-            atomic_write(args.output, dumps_report(outcome.report))
-        except OSError as exc:
-            write_stderr(f"kvreplay: cannot write {args.output}: {exc.strerror or exc}\n")
-            return exits.USAGE
+            try:
+                atomic_write_chunks(args.output, report_chunks(outcome.report))
+            except OSError as exc:
+                write_stderr(f"kvreplay: cannot write {args.output}: {exc.strerror or exc}\n")
+                return exits.USAGE
+    finally:
+        close = getattr(outcome.report.get("per_request"), "close", None)
+        if close is not None:
+            close()
     if args.format == "json":
         write_stdout(json.dumps(outcome.report["summary"], sort_keys=True, indent=2) + "\n")
     elif not args.quiet:

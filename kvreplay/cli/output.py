@@ -6,15 +6,22 @@ import contextlib
 import os
 import sys
 import tempfile
+from collections.abc import Iterable
 
 
 def atomic_write(path: str, text: str) -> None:
     """Write text so that readers see the old file or the whole new one, never a partial one."""
+    atomic_write_chunks(path, (text,))
+
+
+def atomic_write_chunks(path: str, chunks: Iterable[str]) -> None:
+    """`atomic_write` of text produced piece by piece (never held whole)."""
     folder = os.path.dirname(os.path.abspath(path)) or "."
     fd, tmp = tempfile.mkstemp(prefix=".kvreplay-", suffix=".tmp", dir=folder)
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
+            for chunk in chunks:
+                fh.write(chunk)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)

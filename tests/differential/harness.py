@@ -4,10 +4,11 @@ A *scenario* is plain JSON: a deployment (aggregated or P/D, workers, DP, one vL
 role, optional G2, optional time cap, optional KV router knobs) and a Mooncake trace (rows with
 sessions, mooncake or mooncake-delta) or single-turn synthetic traffic. KV-router kinds use one
 scheduler: the reference breaks placement ties at random, so only a lone scheduler compares
-exactly (the cost terms are checked on hand-made flips, test_router_knobs.py). `generate(kind, seed)` draws one at random from a seeded generator;
-`run_reference` and `run_kvreplay` replay it on both engines from the same trace file and
-return comparable results; `compare` lists every difference (per request, matched by session
-and turn, and in the summary); `shrink` reduces a mismatching scenario to a minimal one.
+exactly (the cost terms are checked on hand-made flips, test_router_knobs.py).
+`generate(kind, seed)` draws one at random from a seeded generator; `run_reference` and
+`run_kvreplay` replay it on both engines from the same trace file and return comparable results;
+`compare` lists every difference (per request, matched by session and turn, and in the
+summary); `shrink` reduces a mismatching scenario to a minimal one.
 
 Deliberate differences (docs/engine.md) are handled here by name, nowhere else:
 - `reused_input_tokens` and `decode_reused_input_tokens` are capped at the input length (the

@@ -1,0 +1,86 @@
+"""Streamed reports: records leave memory as they end, the written text stays canonical.
+
+The CLI runs with a record sink (`replay(stream=True)`): the summary is accumulated record by
+record and rows are spilled to a temporary file. Its report must equal, byte for byte, the one
+built from every record at the end (the API's path), for every example.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kvreplay.engine.report import dumps_report
+from kvreplay.engine.report_stream import SpilledRows, report_chunks
+
+import kvreplay
+from kvreplay.replay import replay
+
+EXAMPLES = sorted((Path(__file__).resolve().parents[2] / "examples").glob("*.yaml"))
+WALL = ("wall_time_ms", "processed_tokens_per_s", "processed_output_tokens_per_s")
+
+
+def _without_wall(report: dict[str, Any]) -> dict[str, Any]:
+    return {**report, "meta": {k: v for k, v in report["meta"].items() if k not in WALL}}
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
+def test_streamed_report_equals_the_whole_report(path: Path) -> None:
+    """Same summary, rows and meta (wall-clock figures aside) through the sink as at the end."""
+    compiled = kvreplay.compile_config(path)
+    base = str(path.parent)
+    whole = replay(compiled, base_dir=base)
+    streamed = replay(compiled, base_dir=base, stream=True)
+    assert whole.report is not None and streamed.report is not None
+    rows = streamed.report["per_request"]
+    assert isinstance(rows, SpilledRows)
+    text = "".join(report_chunks(_without_wall(streamed.report)))
+    rows.close()
+    assert text == dumps_report(_without_wall(whole.report))
+
+
+def test_rows_spilled_out_of_order_are_written_in_uuid_order() -> None:
+    """Rows reach the spill in terminal order; the report lists them by ordinal."""
+    rows = SpilledRows()
+    for ordinal in (3, 0, 2, 1):
+        rows.add(ordinal, {"uuid": str(ordinal), "value": [ordinal, 0.5]})
+    report = {"summary": {"n": 4}, "per_request": rows, "meta": {"k": None}}
+    text = "".join(report_chunks(report))
+    rows.close()
+    expected = {"summary": {"n": 4}, "meta": {"k": None},
+                "per_request": [{"uuid": str(i), "value": [i, 0.5]} for i in range(4)]}
+    assert text == dumps_report(expected)
+    assert json.loads(text) == expected
+
+
+def test_an_empty_spill_writes_an_empty_list() -> None:
+    """No terminal request: `"per_request": []`, as the whole-report writer prints it."""
+    rows = SpilledRows()
+    text = "".join(report_chunks({"per_request": rows, "summary": {}}))
+    rows.close()
+    assert text == dumps_report({"per_request": [], "summary": {}})
+
+
+def test_the_spill_file_has_no_name(tmp_path: Path) -> None:
+    """Rows live in an anonymous temporary file: nothing is left in the folder, even if the
+    process dies before closing it."""
+    rows = SpilledRows(str(tmp_path))
+    rows.add(0, {"uuid": "0"})
+    assert os.listdir(tmp_path) == []
+    rows.close()
+
+
+def test_cli_report_equals_the_api_report(tmp_path: Path) -> None:
+    """`kvreplay run -o` (streamed) writes the report `run_spec` returns (meta wall aside)."""
+    from kvreplay.cli.main import main
+
+    path = next(p for p in EXAMPLES if p.stem == "g2-restore-mooncake")
+    out = tmp_path / "report.json"
+    assert main(["run", str(path), "-o", str(out), "--quiet"]) == 0
+    written = json.loads(out.read_text(encoding="utf-8"))
+    api = kvreplay.run_spec(path).report
+    assert api is not None
+    assert _without_wall(written) == json.loads(dumps_report(_without_wall(api)))
