@@ -13,8 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from kvreplay.engine.report import dumps_report
-from kvreplay.engine.report_stream import SpilledRows, report_chunks
+from kvreplay.engine.report_stream import SpilledRows, canonical_json, report_chunks
 
 import kvreplay
 from kvreplay.replay import replay
@@ -84,3 +86,28 @@ def test_cli_report_equals_the_api_report(tmp_path: Path) -> None:
     api = kvreplay.run_spec(path).report
     assert api is not None
     assert _without_wall(written) == json.loads(dumps_report(_without_wall(api)))
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+    lambda children: st.lists(children, max_size=4)
+    | st.dictionaries(st.text(max_size=6), children, max_size=4),
+    max_leaves=20)
+
+
+@settings(max_examples=300, deadline=None)
+@given(json_values)
+def test_the_row_encoder_prints_what_json_dumps_prints(value: Any) -> None:
+    """Any JSON value (any float, unicode, surrogates, nesting): the same text as the
+    standard encoder with the report's options."""
+    expected = json.dumps(value, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False)
+    assert canonical_json(value) == expected
+    assert canonical_json(value, "    ") == expected.replace("\n", "\n    ")
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), [1.0, {"a": -float("inf")}]])
+def test_the_row_encoder_refuses_non_finite_numbers(bad: Any) -> None:
+    """NaN and infinities are refused, as allow_nan=False does."""
+    with pytest.raises(ValueError, match="not JSON compliant"):
+        canonical_json(bad)
