@@ -10,13 +10,13 @@ The core gives the finished `RequestRecord`s and a `RunFacts` with what only it 
 
 from __future__ import annotations
 
-import json
 import math
 from array import array
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
 import attrs
+from kvreplay.engine.canonical_json import canonical_json
 from kvreplay.engine.metrics import Distribution, StreamingDistribution, exact_distribution
 from kvreplay.engine.records import RequestRecord
 
@@ -425,7 +425,7 @@ def dumps_report(report: Mapping[str, Any]) -> str:
     bad = non_finite(report, "$")
     if bad is not None:
         raise ReportError(f"non-finite number at {bad}: a report must hold finite numbers only")
-    return json.dumps(report, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    return canonical_json(report) + "\n"
 
 
 def non_finite(value: Any, path: str) -> str | None:

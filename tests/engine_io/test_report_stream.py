@@ -15,8 +15,9 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from kvreplay.engine.canonical_json import canonical_json
 from kvreplay.engine.report import dumps_report
-from kvreplay.engine.report_stream import SpilledRows, canonical_json, report_chunks
+from kvreplay.engine.report_stream import SpilledRows, report_chunks
 
 import kvreplay
 from kvreplay.replay import replay
