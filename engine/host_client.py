@@ -208,6 +208,7 @@ class HostClient:
                         g1.release(transfer.handles)
                         transfer.handles = []
                     self.pending.pop(transfer.id, None)
+                    rank.capacity_gen += 1  # the copy no longer holds or fences G1 capacity
                 elif not transfer.cancelled:
                     seq = transfer.seq
                     assert seq is not None

@@ -222,7 +222,7 @@ class HostRuntime:
         if worker.busy:
             end = worker.sync(sim.now)  # cut a stretch at its next boundary
             if end is not None:
-                sim._push(end, 1, worker.order, (worker, worker.version))
+                sim._push(end, 1, sim._pass_key(worker, end), (worker, worker.version))
             return
         for other in worker.ranks:
             client = other.host

@@ -1,10 +1,14 @@
 """The event loop: one clock for every pool, router and handoff (engine.md sections 4, 5, 8).
 
 At each timestamp T, in this order (the reference's equal-time phases):
-1. pass completions (by worker identity): tokens and terminals, KV events (a lag of 0 applies
-   them with their pass), then commands held for that worker until its pass ended;
+1. pass completions (aggregated: by worker identity; P/D: in the order their passes started,
+   prefill workers before decode workers at one start): tokens and terminals, KV events (a lag
+   of 0 applies them with their pass), a decode rank's reservation retry, then commands held
+   for that worker until its pass ended (P/D: they join the action queue);
 2. router-visible KV events due at T, then P/D transfer completions (by handoff order);
-3. disaggregated only: the workers that completed at T restart;
+3. P/D only: the handoff actions queued at T, FIFO (destination acceptance, activation,
+   source release, commands released by a pass end); then the workers that completed at T
+   restart;
 4. arrivals: every request the workload releases at T is routed and queued, in its order;
 5. every idle worker with work starts a pass (by worker identity).
 So events completing at T are seen by arrivals at T, and in aggregated replay arrivals at T
@@ -15,6 +19,7 @@ the reference).
 from __future__ import annotations
 
 import heapq
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
@@ -22,7 +27,7 @@ from kvreplay.engine.config import EngineConfig, RoleConfig
 from kvreplay.engine.errors import EngineError, Interrupted, ReplayStalled
 from kvreplay.engine.host_runtime import HostRuntime
 from kvreplay.engine.identity import BlockIdentities
-from kvreplay.engine.kv_index import KvIndex
+from kvreplay.engine.kv_index import DEVICE, KvIndex
 from kvreplay.engine.records import RequestRecord, shift_times
 from kvreplay.engine.result import PoolFacts, RunFacts, RunResult
 from kvreplay.engine.router import KvRouter, Overlaps, RoundRobinRouter
@@ -34,7 +39,9 @@ from kvreplay.engine.traces.request import TraceRequest, Workload
 from kvreplay.engine.worker import Worker, stamp_token
 
 # Event kinds, in their order at one instant (G2 copies complete before pass completions).
-HOST_DONE, PASS_DONE, KV_VISIBLE, TRANSFER_DONE, WORKER_READY = 0, 1, 2, 3, 4
+# P/D handoff actions (ACTIONS) run after the instant's completions and transfers, before the
+# workers restart.
+HOST_DONE, PASS_DONE, KV_VISIBLE, TRANSFER_DONE, ACTIONS, WORKER_READY = 0, 1, 2, 3, 4, 5
 PROGRESS_EVERY = 2048
 
 Router = RoundRobinRouter | KvRouter
@@ -99,9 +106,13 @@ class Simulation:
         self.pool_of = {pool.name: pool for pool in self.pools}
         self.host = HostRuntime(self) if has_host else None
         self.lag_ns = ms_to_ns(cfg.router.kv_event_lag_ms) if kv else 0
+        # (pool, scheduler, tier) -> KV event batches published but not yet applied
+        self.kv_pending: dict[tuple[str, int, int], int] = {}
         self.heap: list[tuple[int, int, int, int, int, Any]] = []
         self.seq_no = 0
         self.handoffs = 0
+        self.actions: deque[Callable[[], None]] = deque()  # P/D handoff actions, FIFO
+        self.actions_due = False
         self.now = 0
         self.busy_until = 0
         self.cap_ns = None if cfg.max_sim_time_ms is None else ms_to_ns(cfg.max_sim_time_ms)
@@ -199,9 +210,14 @@ class Simulation:
                     self.host.on_event(payload)
                 elif kind == WORKER_READY:
                     self._start(payload)
+                elif kind == ACTIONS:
+                    self._run_actions()
                 elif kind == KV_VISIBLE:
                     pool, scheduler_id, events, tier = payload
                     pool.index.apply(scheduler_id, events, tier)
+                    stream = (pool.name, scheduler_id, tier)
+                    if stream in self.kv_pending:
+                        self.kv_pending[stream] -= 1
                 else:
                     self._transfer_done(payload)
             if self._at_instant is not None and self._at_instant(ns_to_ms(now)):
@@ -397,10 +413,53 @@ class Simulation:
     def _start(self, worker: Worker) -> None:
         if not worker.busy:
             end = worker.start_pass(self.now, self.stepwise)
+            while end is None and worker.pool_name == "decode" and worker.has_work():
+                # A decode pass that can move nothing still ends (at once) in the reference,
+                # and its end retries the pending destinations; a reservation may unblock the
+                # waiting requests (no pending destination: FCFS admission again).
+                before = sum(len(rank.pending) for rank in worker.ranks)
+                for rank in worker.ranks:
+                    self._retry_destinations(rank)
+                if sum(len(rank.pending) for rank in worker.ranks) == before:
+                    break
+                end = worker.start_pass(self.now, self.stepwise)
             if end is not None:
-                self._push(end, PASS_DONE, worker.order, (worker, worker.version))
+                self._push(end, PASS_DONE, self._pass_key(worker, end), (worker, worker.version))
                 if self.host is not None:
                     self.host.after_start(worker)
+
+    def _enqueue(self, action: Callable[[], None]) -> None:
+        """A P/D handoff action (accept a destination, activate it, release a source, or a
+        command held until a pass end): run in FIFO order after the instant's pass completions
+        and transfer completions, before the workers restart (the reference's pending-action
+        queue)."""
+        self.actions.append(action)
+        if not self.actions_due:
+            self.actions_due = True
+            self._push(self.now, ACTIONS, 0, None)
+
+    def _run_actions(self) -> None:
+        self.actions_due = False
+        actions = self.actions
+        while actions:
+            actions.popleft()()
+
+    def _pass_key(self, worker: Worker, end: int) -> int:
+        """Same-instant order of pass completions."""
+        if self.cfg.mode == "aggregated":
+            return worker.order
+        # Disaggregated: completions at one instant come in the order their passes started
+        # (the reference queues a completion when its pass starts; at one instant it starts
+        # prefill workers before decode workers).
+        start = worker.pass_start
+        if worker.stretch_k:
+            if worker.stretch_ends is None:
+                start = end - worker.stretch_d
+            else:
+                ends = worker.stretch_ends
+                i = ends.index(end)
+                start = ends[i - 1] if i else worker.pass_start
+        return (start << 21) | ((1 << 20) if worker.pool_name == "decode" else 0) | worker.gid
 
     def _wake(self, worker: Worker) -> None:
         """An idle worker got work outside a pass (a G2 completion): start when its pool would."""
@@ -416,11 +475,15 @@ class Simulation:
         if pool.index is None:
             return
         at = visible_ns + self.lag_ns
-        if at <= self.now:
+        stream = (rank.pool_name, rank.scheduler_id, tier)
+        if at <= self.now and not self.kv_pending.get(stream):
             pool.index.apply(rank.scheduler_id, events, tier)
         else:
-            self._push(at, KV_VISIBLE, self.workers_of_rank(rank), (pool, rank.scheduler_id,
-                                                                     events, tier))
+            # Behind a batch still in flight from this rank: it lands after that one (the heap
+            # keeps one rank's batches in publication order), never before.
+            self.kv_pending[stream] = self.kv_pending.get(stream, 0) + 1
+            self._push(max(at, self.now), KV_VISIBLE, self.workers_of_rank(rank),
+                       (pool, rank.scheduler_id, events, tier))
 
     def workers_of_rank(self, rank: Rank) -> int:
         return self.pool_of[rank.pool_name].workers[rank.worker_id].gid
@@ -494,8 +557,14 @@ class Simulation:
     def _cut(self, worker: Worker) -> None:
         """Something for the worker at `now`: a stretch in flight ends at its next boundary."""
         end = worker.sync(self.now)
-        if end is not None:
-            self._push(end, PASS_DONE, worker.order, (worker, worker.version))
+        if end is None:
+            return
+        if end == self.now and self.cfg.mode != "aggregated":
+            # The stretch has a pass boundary right now: step by step, that pass end was
+            # handled before whatever is now touching the worker, so complete it here.
+            self._pass_done((worker, worker.version))
+            return
+        self._push(end, PASS_DONE, self._pass_key(worker, end), (worker, worker.version))
 
     def _poke(self, worker: Worker) -> None:
         """The worker has new work at `now`: cut a stretch in flight, or start at `now`."""
@@ -527,20 +596,17 @@ class Simulation:
             for rank in worker.ranks:
                 events = rank.pool.take_events()
                 if events:
-                    if self.lag_ns:
-                        self._push(now + self.lag_ns, KV_VISIBLE, worker.gid,
-                                   (pool, rank.scheduler_id, events, 0))
-                    else:
-                        pool.index.apply(rank.scheduler_id, events, 0)
+                    self._publish(rank, events, now, DEVICE)
         if self.host is not None:
             self.host.at_boundary(worker)
-        if worker.deferred:
-            deferred, worker.deferred = worker.deferred, []
-            for action in deferred:
-                action()
         if pool.name == "decode":
             for rank in worker.ranks:
                 self._retry_destinations(rank)
+        if worker.deferred:
+            # Commands held for this pass end rejoin the handoff action queue.
+            deferred, worker.deferred = worker.deferred, []
+            for action in deferred:
+                self._enqueue(action)
 
     def _deliver(self, pool: Pool, outcome: PassOutcome) -> None:
         now = self.now
@@ -597,13 +663,24 @@ class Simulation:
         dseq = self._place(decode, seq.req, rec, seq.req.output_length, False)
         dseq.partner = seq
         rank: Rank = dseq.scheduler  # type: ignore[assignment]
-        worker = decode.workers[rank.worker_id]
+        dseq.waiting_order = rank.next_order
+        rank.next_order += 1
+        self._enqueue(lambda: self._accept_destination(dseq))
+
+    def _accept_destination(self, dseq: Seq) -> None:
+        """The decode rank takes the destination (a handoff action)."""
+        rank: Rank = dseq.scheduler  # type: ignore[assignment]
+        worker = self.pools[1].workers[rank.worker_id]
         if worker.busy:
             # Queued now; the worker's pass end makes one reservation attempt for the queue.
             rank.pending.append(dseq)
             self._cut(worker)
         else:
             self._request_destination(dseq)
+            if rank.pending:
+                # A pending destination changes what the rank admits (only handoffs whose KV
+                # has arrived): an idle decode worker with waiting requests runs a pass.
+                self._poke(worker)
 
     def _request_destination(self, dseq: Seq) -> None:
         rank: Rank = dseq.scheduler  # type: ignore[assignment]
@@ -650,27 +727,36 @@ class Simulation:
         return True
 
     def _retry_destinations(self, rank: Rank) -> None:
-        """Reserve for the oldest waiting destination if the rank has a free running slot.
+        """Try to reserve for the oldest waiting destination (one per call).
 
-        One reservation per attempt, attempts at each request, activation and pass end of the
-        rank (checked against the reference: a second destination waits for the next one).
+        Tried when a destination reaches an idle rank, at each activation (after the arrived
+        blocks are registered), at each pass end of the rank (before the commands held for
+        it) and when an idle decode pass could move nothing. The head is tried once per
+        capacity generation of the rank (a finish, rejection, preemption or G2 copy moves it),
+        and not while the running slots are full (checked against the reference).
         """
         pending = rank.pending
-        if pending and len(rank.running) < rank.max_seqs and self._reserve(rank, pending[0]):
+        if not pending:
+            return
+        front = pending[0]
+        gen = rank.capacity_gen
+        if len(rank.running) >= rank.max_seqs or front.last_attempt_gen == gen:
+            front.last_attempt_gen = gen
+            return
+        front.last_attempt_gen = gen
+        if self._reserve(rank, front):
             pending.popleft()
 
     def _transfer_done(self, dseq: Seq) -> None:
         rank: Rank = dseq.scheduler  # type: ignore[assignment]
-        self._command(self.pools[1].workers[rank.worker_id], lambda: self._activate(dseq))
+        worker = self.pools[1].workers[rank.worker_id]
+        self._enqueue(lambda: self._command(worker, lambda: self._activate(dseq)))
 
     def _activate(self, dseq: Seq) -> None:
-        """KV arrived: the destination holds the prompt; the source lets go of it.
-
-        The rank retries a waiting destination first, before the arrived blocks become prefix
-        hits (checked against the reference: a second destination sharing the first one's
-        prefix waits for the first request's pass end)."""
+        """KV arrived: the destination holds the prompt; the source lets go of it (a release
+        queued behind the actions already pending). The arrived blocks become prefix hits
+        before the rank retries its waiting destination."""
         rank: Rank = dseq.scheduler  # type: ignore[assignment]
-        self._retry_destinations(rank)
         if rank.caching:
             full = dseq.input_length // rank.block_size
             if full > dseq.registered:
@@ -678,10 +764,21 @@ class Simulation:
         dseq.computed = dseq.input_length
         dseq.materialized = True
         dseq.status = WAITING
-        rank.waiting.append(dseq)
+        # Back into the waiting queue by acceptance order: ahead of any request the rank
+        # accepted later (a preempted one included), behind the rest.
+        order = dseq.waiting_order
+        waiting = rank.waiting
+        at = len(waiting)
+        for i, queued in enumerate(waiting):
+            if queued.waiting_order > order:
+                at = i
+                break
+        waiting.insert(at, dseq)
         dseq.rec.destination_activated_ms = ns_to_ms(self.now)
+        self._retry_destinations(rank)
         self._poke(self.pools[1].workers[rank.worker_id])
-        self._hand_back_source(dseq.partner)  # type: ignore[arg-type]
+        partner = dseq.partner
+        self._enqueue(lambda: self._hand_back_source(partner))  # type: ignore[arg-type]
 
     def _hand_back_source(self, seq: Seq) -> None:
         """Release the source KV: a command of the prefill worker, applied at once when it is
@@ -696,7 +793,8 @@ class Simulation:
             settled = self.unsettled.pop(seq.rec.ordinal, None)
             if settled is not None:
                 self._stream(settled)
-            self._poke(worker)
+            # The prefill worker restarts with the instant's other restarts, before arrivals.
+            self._wake(worker)
 
         self._command(worker, release)
 

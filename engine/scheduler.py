@@ -82,6 +82,7 @@ class Rank:
         "block_size",
         "budget",
         "caching",
+        "capacity_gen",
         "chunked",
         "connector",
         "dp_rank",
@@ -92,6 +93,7 @@ class Rank:
         "lifo",
         "max_model_len",
         "max_seqs",
+        "next_order",
         "num_blocks",
         "pending",
         "pool",
@@ -129,6 +131,12 @@ class Rank:
         self.running: list[Seq] = []
         self.waiting: deque[Seq] = deque()
         self.pending: deque[Seq] = deque()  # P/D decode: destinations waiting for blocks
+        # P/D decode: acceptance counter (Seq.waiting_order), and the capacity generation: a
+        # pending destination is tried once per generation, which moves when capacity may have
+        # improved (a request finishes or is rejected holding blocks, a preemption, a G2 copy
+        # letting go of G1 blocks).
+        self.next_order = 0
+        self.capacity_gen = 0
         # G2 (set up by the loop when the role has native_host_offload): the rank's pool
         # membership, the connector-waiting queue (vLLM's skipped_waiting: requests whose
         # restore is queued, deferred or done, tried before ordinary waiting ones), and the
@@ -229,11 +237,10 @@ class Rank:
         bs = self.block_size
         pool = self.pool
         while not self._preempted and len(running) < self.max_seqs and waiting:
-            # A decode rank serves handoffs whose KV already arrived before other waiting
-            # requests (a preempted one waiting for capacity cannot starve them; as the
-            # reference).
-            prefer_materialized = bool(self.pending) or (self.is_decode and any(
-                s.materialized for s in waiting))
+            # While a destination waits for blocks, a decode rank admits only handoffs whose
+            # KV already arrived; otherwise FCFS (activated handoffs re-enter the queue by
+            # acceptance order, a preempted request at the front; as the reference).
+            prefer_materialized = bool(self.pending)
             seq = self._next_waiting(prefer_materialized)
             if seq is None:
                 break
@@ -578,6 +585,7 @@ class Rank:
         victim.status = PREEMPTED
         self.waiting.appendleft(victim)
         self.stats.preemptions += 1
+        self.capacity_gen += 1
         outcome.changes += 1
 
     def unqueue(self, seq: Seq) -> None:
@@ -592,12 +600,14 @@ class Rank:
     def _reject(self, seq: Seq, outcome: PassOutcome) -> None:
         self.unqueue(seq)
         if seq.blocks:  # a P/D destination already holding its transferred prompt
+            self.capacity_gen += 1
             self.pool.release(seq.blocks)
             seq.blocks = []
         seq.status = WAITING
         outcome.rejected.append(seq)
 
     def _finish(self, seq: Seq, outcome: PassOutcome) -> None:
+        self.capacity_gen += 1
         if seq.hidden:
             outcome.held.append(seq)  # the source KV stays until the decode side has it
         else:

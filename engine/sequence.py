@@ -34,6 +34,7 @@ class Seq:
         "hidden",
         "in_connector",
         "input_length",
+        "last_attempt_gen",
         "last_token_ns",
         "latest_store",
         "load",
@@ -50,6 +51,7 @@ class Seq:
         "sleeping",
         "status",
         "store_cursor",
+        "waiting_order",
     )
 
     def __init__(self, req: TraceRequest, rec: RequestRecord, block_ids: list[int],
@@ -68,6 +70,10 @@ class Seq:
         self.hidden = hidden  # P/D prefill side: its one token is internal, never reported
         self.materialized = False  # P/D decode side: prompt KV arrived by transfer
         self.last_token_ns = 0
+        # P/D decode: acceptance order on its rank (an activated handoff re-enters the
+        # waiting queue by it), and the rank's capacity generation at the last reservation try.
+        self.waiting_order = 0
+        self.last_attempt_gen = -1
         self.partner: Seq | None = None  # P/D: the prefill-side Seq holding the source KV
         self.scheduler: object = None  # the Rank it was placed on
         # G2 (host_client.py): write-through cursor in prompt blocks, the latest store cohort,

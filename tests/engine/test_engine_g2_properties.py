@@ -130,3 +130,45 @@ def test_g2_reruns_are_byte_identical(reqs: list[TraceRequest], doc: dict[str, A
     for report in (first, second):
         report.pop("meta")
     assert json.dumps(first, sort_keys=True) == json.dumps(second, sort_keys=True)
+
+
+# Found by test_g2_runs_keep_their_invariants: a rank's host batch published at a busy worker's
+# next boundary (removals) was overtaken by a batch published at that same instant (a store).
+def _kv_order_doc() -> dict[str, Any]:
+    host = {"scope": "cluster_shared", "num_host_blocks": 8, "d2h_bandwidth_gbps": 0.0,
+            "h2d_bandwidth_gbps": 0.0, "shared_d2h_bandwidth_gbps": 0.0,
+            "shared_h2d_bandwidth_gbps": 0.0, "kv_layout_id": "L"}
+
+    def role(kind: str, budget: int) -> dict[str, Any]:
+        return {"dp_size": 2, "rank": {
+            "backend": "vllm", "block_size": 4, "num_gpu_blocks": 6, "max_num_seqs": 1,
+            "max_num_batched_tokens": budget, "worker_type": kind,
+            "timing_model": {"type": "fixed", "prefill_ms": 10.0, "decode_ms": 2.0},
+            "kv_transfer_bytes_per_token": 250000, "kv_cache_bytes_per_token": 250000,
+            "native_host_offload": dict(host)}}
+
+    return {"spec": {"topology": {"kind": "disaggregated", "prefill": {"initial_workers": 1},
+                                  "decode": {"initial_workers": 1}},
+                     "engine": {"prefill": role("prefill", 8), "decode": role("decode", 4)},
+                     "adapters": {"placement": {"provider": "kv_router", "config": None}}},
+            "traffic": {"source_type": "trace", "trace_format": "mooncake"}}
+
+
+def test_host_events_published_behind_a_pending_batch_keep_their_order() -> None:
+    """A KV batch of a rank never overtakes one of its batches still in flight: the run ends
+    with the router's mirror consistent (it used to fail on a duplicated host store). The
+    25-token prompt is rejected (6 blocks of 4 hold 24); every other request completes."""
+    reqs = [TraceRequest(0, "r0", 0.0, 16, 0, ((1, 4), (100, 4), (101, 4), (102, 4))),
+            TraceRequest(1, "r1", 0.0, 1, 0, ((110, 1),)),
+            TraceRequest(2, "r2", 0.0, 25, 0, ((120, 4), (121, 4), (122, 4), (123, 4),
+                                                (124, 4), (125, 4), (126, 1))),
+            TraceRequest(3, "r3", 0.0, 8, 0, ((130, 4), (131, 4))),
+            TraceRequest(4, "r4", 40.0, 4, 0, ((140, 4),)),
+            TraceRequest(5, "r5", 40.0, 12, 0, ((150, 4), (151, 4), (152, 4))),
+            TraceRequest(6, "r6", 40.0, 4, 0, ((1, 4),)),
+            TraceRequest(7, "r7", 40.0, 1, 0, ((170, 1),)),
+            TraceRequest(8, "r8", 40.0, 1, 0, ((180, 1),))]
+    result, sim, _ = simulate(_kv_order_doc(), reqs, stepwise=False)
+    assert [r.terminal_status for r in result.records] == (
+        ["completed"] * 2 + ["rejected"] + ["completed"] * 6)
+    assert not any(sim.kv_pending.values())
