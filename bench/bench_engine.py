@@ -1,13 +1,35 @@
-"""Engine speed: kvreplay's bundled engine and the reference engine, side by side.
+"""Engine speed: kvreplay and the reference engine side by side, regime by regime.
 
-    python bench/bench_engine.py [--trace PATH] [--ref-python PATH] [--repeat N]
+    python bench/bench_engine.py [--regimes a,b] [--rows N] [--repeat N] [--scaling]
+                                 [--trace PATH] [--ref-python PATH]
 
-Full Mooncake conversation trace (12,031 requests), 8 aggregated workers, vLLM, 1000 GPU blocks
-of 512 tokens, fixed timing 20 / 5 ms; round robin and kv_router. Each run is a fresh child
-process (so peak RSS is its own); the reference runs under its own venv's python with
-DYN_LOG=error. Prints wall time, the kvreplay/reference ratio, peak RSS, a few summary numbers
-for a sanity check, and kvreplay's cost per request at 2k, 4k, 8k and 12k requests.
-Results are printed, never asserted.
+Every regime replays the Mooncake conversation trace (all 12,031 rows unless `--rows N` keeps the
+first N; hash ids are 512-token blocks) on vLLM ranks of 1000 GPU blocks x 512 tokens:
+
+    fixed-rr   8 aggregated workers, fixed timing 20 ms prefill / 5 ms decode, round robin
+    fixed-kv   fixed-rr with kv_router placement (default router settings)
+    poly       fixed-rr with polynomial timing (the default timing model)
+    load10x    fixed-rr with arrivals compressed 10x (kvreplay traffic `speedup: 10`,
+               reference `arrival_speedup_ratio=10.0`)
+    pd         4 prefill + 4 decode workers, round robin; every rank with
+               kv_cache_bytes_per_token and kv_transfer_bytes_per_token 131072 (64 MiB blocks)
+               and kv_transfer_bandwidth 25 GB/s
+    g2-local   fixed-rr plus G2 host offload per rank (4,000 host blocks, 32 GB/s both ways,
+               kv_cache_bytes_per_token 131072)
+    g2-shared  fixed-rr plus one cluster-shared G2 pool (16,000 host blocks, same links)
+
+Both engines take the path a user takes. kvreplay: a native JSON document, its traffic section
+read by `workload_from_traffic`, `run_native`, then `report_from_run`. Reference:
+`run_trace_replay(..., capture_per_request=True)`, which builds its report too. Each run is a
+fresh child process, the engines alternating within a repetition; the parent reads the child's
+CPU time (user + system) and peak RSS from wait4, and its wall time from launch to exit. The
+machine is shared, so CPU time is the fair comparison; wall time is printed beside it. Per
+regime the table gives min and median over `--repeat` runs (default 3), the kvreplay/reference
+ratios, and the completed requests, prefix reuse ratio, mean TTFT and simulated duration each
+engine reports: a sanity check that both ran the same thing, flagged when they disagree by more
+than 1% (kv_router breaks placement ties at random in the reference, so small drifts there are
+expected). `--scaling` adds kvreplay's CPU cost per request at 2k, 4k, 8k and 12k requests
+(fixed-rr). Results are printed, never asserted.
 """
 
 from __future__ import annotations
@@ -15,9 +37,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -25,166 +50,351 @@ from benchlib import first_rows
 
 REPO = Path(__file__).resolve().parent.parent
 TRACE = REPO.parent / "shared" / "traces" / "mooncake" / "conversation_trace.jsonl"
-REF_PYTHON = os.environ.get("KVREPLAY_REF_PYTHON", "/tmp/refvenv/bin/python")
-RANK = {"backend": "vllm", "block_size": 512, "num_gpu_blocks": 1000,
-        "timing_model": {"type": "fixed", "prefill_ms": 20.0, "decode_ms": 5.0}}
+BLOCK = 512
 WORKERS = 8
-ROUTERS = ("round_robin", "kv_router")
-SIZES = (2000, 4000, 8000, 12031)
+FIXED: dict[str, Any] = {"type": "fixed", "prefill_ms": 20.0, "decode_ms": 5.0}
+BYTES_PER_TOKEN = 131072
+LINK_GBPS = 32.0
+SCALING_SIZES = (2000, 4000, 8000)
+TOLERANCE = 0.01  # relative disagreement of a sanity figure worth flagging
 
 
-# -- children: one run each, JSON on stdout -------------------------------------------------------
+@dataclass(frozen=True)
+class Regime:
+    """One benchmark setting, run the same way by both engines."""
 
-def _peak_rss_mb() -> float:
-    import resource
+    name: str
+    label: str
+    router: str = "round_robin"
+    timing: dict[str, Any] = field(default_factory=lambda: dict(FIXED))
+    speedup: float = 1.0
+    disaggregated: bool = False
+    host: dict[str, Any] | None = None
 
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
-
-
-def child_kvreplay(trace: Path, router: str, rows: int) -> dict[str, Any]:
-    import time
-
-    from kvreplay.engine import run_native
-    from kvreplay.engine.traces.request import TraceRequest, runs_from_hash_ids
-
-    class Rows:
-        """Open-loop workload over Mooncake rows (timestamps normalized to start at 0)."""
-
-        def __init__(self, requests: list[TraceRequest]) -> None:
-            self.requests = requests
-            self.total_requests = len(requests)
-            self.i = 0
-
-        def next_release_ms(self) -> float | None:
-            return self.requests[self.i].release_ms if self.i < len(self.requests) else None
-
-        def release(self, now_ms: float) -> list[TraceRequest]:
-            out = []
-            while self.i < len(self.requests) and self.requests[self.i].release_ms <= now_ms:
-                out.append(self.requests[self.i])
-                self.i += 1
-            return out
-
-        def on_terminal(self, request: TraceRequest, now_ms: float, **_: Any) -> None:
-            pass
-
-        def exhausted(self) -> bool:
-            return self.i >= len(self.requests)
-
-    start = time.perf_counter()
-    requests = []
-    with trace.open() as f:
-        for i, line in zip(range(rows), f, strict=False):
-            row = json.loads(line)
-            length = row.get("input_length", len(row["hash_ids"]) * 512)
-            requests.append(TraceRequest(i, f"row{i}", float(row["timestamp"]), length,
-                                         row["output_length"],
-                                         runs_from_hash_ids(row["hash_ids"], 512, length)))
-    t0 = requests[0].release_ms
-    for r in requests:
-        r.release_ms -= t0
-    topology = {"kind": "aggregated", "workers": {"initial_workers": WORKERS}}
-    document = {"spec": {"topology": topology, "engine": {"dp_size": 1, "rank": dict(RANK)},
-                         "adapters": {"placement": {"provider": router, "config": None}}},
-                "traffic": {"trace_format": "mooncake"}}
-    result = run_native(document, workload=Rows(requests))
-    wall = time.perf_counter() - start
-    records = result.records
-    ttft = [r.first_token_ms - r.arrival_time_ms for r in records if r.first_token_ms is not None]
-    return {"wall_s": wall, "peak_rss_mb": _peak_rss_mb(), "requests": len(records),
-            "reuse": sum(r.reused_input_tokens for r in records)
-            / sum(r.input_length for r in records),
-            "mean_ttft_ms": sum(ttft) / len(ttft), "duration_ms": result.facts.duration_ms,
-            "passes": result.facts.passes,
-            "fast_forwarded_passes": result.facts.fast_forwarded_passes}
+    def rank(self, worker_type: str | None) -> dict[str, Any]:
+        """The engine settings of one rank (`worker_type` None: leave the field out)."""
+        out: dict[str, Any] = {"backend": "vllm", "block_size": BLOCK, "num_gpu_blocks": 1000,
+                               "timing_model": dict(self.timing)}
+        if self.disaggregated:
+            out.update(kv_cache_bytes_per_token=BYTES_PER_TOKEN,
+                       kv_transfer_bytes_per_token=BYTES_PER_TOKEN, kv_transfer_bandwidth=25.0)
+        if self.host is not None:
+            out.update(kv_cache_bytes_per_token=BYTES_PER_TOKEN,
+                       native_host_offload=dict(self.host))
+        if worker_type is not None:
+            out["worker_type"] = worker_type
+        return out
 
 
-def child_reference(trace: Path, router: str, rows: int) -> dict[str, Any]:
-    import time
+AGG = f"{WORKERS} aggregated vLLM workers, 1000 x {BLOCK}-token blocks"
+HOST_LINKS = {"d2h_bandwidth_gbps": LINK_GBPS, "h2d_bandwidth_gbps": LINK_GBPS}
+REGIMES = {r.name: r for r in (
+    Regime("fixed-rr", f"{AGG}, fixed 20/5 ms, round robin"),
+    Regime("fixed-kv", f"{AGG}, fixed 20/5 ms, kv_router", router="kv_router"),
+    Regime("poly", f"{AGG}, polynomial timing, round robin", timing={"type": "polynomial"}),
+    Regime("load10x", f"{AGG}, fixed 20/5 ms, round robin, arrivals 10x faster", speedup=10.0),
+    Regime("pd", f"4 prefill + 4 decode vLLM workers, 1000 x {BLOCK}-token blocks, fixed 20/5 "
+           f"ms, round robin, KV transfer {BYTES_PER_TOKEN} B/token at 25 GB/s",
+           disaggregated=True),
+    Regime("g2-local", f"{AGG}, fixed 20/5 ms, round robin, G2 per rank 4,000 host blocks, "
+           f"{LINK_GBPS:g} GB/s links", host={"num_host_blocks": 4000, **HOST_LINKS}),
+    Regime("g2-shared", f"{AGG}, fixed 20/5 ms, round robin, G2 cluster-shared 16,000 host "
+           f"blocks, {LINK_GBPS:g} GB/s links",
+           host={"scope": "cluster_shared", "num_host_blocks": 16000, "kv_layout_id": "bench",
+                 **HOST_LINKS}),
+)}
 
-    os.environ["DYN_LOG"] = "error"
-    from dynamo.replay import run_trace_replay
 
-    with tempfile.TemporaryDirectory() as tmp:
-        path = first_rows(trace, rows, tmp)
-        start = time.perf_counter()
-        report = run_trace_replay([str(path)], extra_engine_args={"engine": dict(RANK)},
-                                  num_workers=WORKERS, router_mode=router,
-                                  trace_format="mooncake", trace_block_size=512,
-                                  capture_per_request=True)
-        wall = time.perf_counter() - start
-    summary = report.summary
-    return {"wall_s": wall, "peak_rss_mb": _peak_rss_mb(), "requests": summary["num_requests"],
-            "reuse": summary["prefix_cache_reused_ratio"], "mean_ttft_ms": summary["mean_ttft_ms"],
+# -- children: one replay each, its report's sanity figures as JSON on stdout -------------------
+
+def sanity(summary: dict[str, Any]) -> dict[str, Any]:
+    """The report figures both engines print side by side."""
+    return {"requests": summary["num_requests"], "completed": summary["completed_requests"],
+            "reuse": summary["prefix_cache_reused_ratio"], "ttft": summary["mean_ttft_ms"],
             "duration_ms": summary["duration_ms"]}
 
 
-# -- parent ---------------------------------------------------------------------------------------
+def native_document(regime: Regime, trace: Path) -> dict[str, Any]:
+    """kvreplay's native document of a regime (the shapes of tests/differential/harness.py)."""
+    def role(worker_type: str) -> dict[str, Any]:
+        return {"dp_size": 1, "tensor_parallel_size": 1, "speculation": None,
+                "rank": regime.rank(worker_type)}
 
-def spawn(python: str, engine: str, trace: Path, router: str, rows: int) -> dict[str, Any]:
+    traffic: dict[str, Any] = {"source_type": "trace", "trace_format": "mooncake",
+                               "trace_paths": [str(trace)], "load_type": "trace_timestamps",
+                               "trace_block_size": BLOCK}
+    if regime.speedup != 1.0:
+        traffic["speedup"] = regime.speedup
+    topology: dict[str, Any]
+    engine: dict[str, Any]
+    if regime.disaggregated:
+        topology = {"kind": "disaggregated", "prefill": {"initial_workers": WORKERS // 2},
+                    "decode": {"initial_workers": WORKERS // 2}, "handoff_latency_ms": 0.0}
+        engine = {"prefill": role("prefill"), "decode": role("decode")}
+    else:
+        topology = {"kind": "aggregated", "workers": {"initial_workers": WORKERS}}
+        engine = role("aggregated")
+    return {"spec": {"version": 1, "model": "bench", "topology": topology, "engine": engine,
+                     "adapters": {"placement": {"provider": regime.router, "config": None},
+                                  "scaling": {"provider": "none", "config": None}},
+                     "max_sim_time_ms": None, "record_per_request": True, "sla": None},
+            "traffic": traffic}
+
+
+def child_kvreplay(regime: Regime, trace: Path) -> dict[str, Any]:
+    from kvreplay.engine import run_native
+    from kvreplay.engine.report import report_from_run
+    from kvreplay.engine.traces import workload_from_traffic
+
+    document = native_document(regime, trace)
+    workload = workload_from_traffic(document["traffic"], base_dir=str(trace.parent),
+                                     block_size=BLOCK)
+    result = run_native(document, workload=workload)
+    report = report_from_run(result)
+    return {**sanity(report["summary"]), "passes": result.facts.passes,
+            "fast_forwarded_passes": result.facts.fast_forwarded_passes}
+
+
+def child_reference(regime: Regime, trace: Path) -> dict[str, Any]:
+    os.environ["DYN_LOG"] = "error"
+    from dynamo.replay import run_trace_replay
+
+    kwargs: dict[str, Any] = {"router_mode": regime.router, "trace_format": "mooncake",
+                              "trace_block_size": BLOCK, "capture_per_request": True,
+                              "arrival_speedup_ratio": regime.speedup}
+    if regime.disaggregated:
+        kwargs.update(
+            prefill_engine_args={"engine": regime.rank("prefill"), "dp_size": 1},
+            decode_engine_args={"engine": regime.rank("decode"), "dp_size": 1},
+            num_prefill_workers=WORKERS // 2, num_decode_workers=WORKERS // 2)
+    else:
+        kwargs.update(extra_engine_args={"engine": regime.rank(None), "dp_size": 1},
+                      num_workers=WORKERS)
+    report = run_trace_replay([str(trace)], **kwargs)
+    return sanity(dict(report.summary))
+
+
+# -- parent: spawn, measure, tabulate --------------------------------------------------------------
+
+@dataclass
+class Run:
+    """One child: the wait4 figures, and its JSON result (or the reason it failed)."""
+
+    cpu_s: float
+    wall_s: float
+    rss_mb: float
+    result: dict[str, Any]
+    error: str | None = None
+
+
+def spawn(python: str, engine: str, regime: str, trace: Path) -> Run:
+    """Run one child to completion; CPU and peak RSS are the child's own, read by wait4."""
+    cmd = [python, __file__, "--child", engine, "--regimes", regime, "--trace", str(trace)]
     env = dict(os.environ, DYN_LOG="error")
-    cmd = [python, __file__, "--child", engine, "--trace", str(trace), "--router", router,
-           "--rows", str(rows)]
-    done = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
-    if done.returncode != 0:
-        return {"error": done.stderr.strip().splitlines()[-1] if done.stderr else "failed"}
-    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    return result
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        actions = [(os.POSIX_SPAWN_DUP2, out.fileno(), 1), (os.POSIX_SPAWN_DUP2, err.fileno(), 2)]
+        start = time.perf_counter()
+        pid = os.posix_spawnp(python, cmd, env, file_actions=actions)
+        _, status, usage = os.wait4(pid, 0)
+        wall = time.perf_counter() - start
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read().decode(), err.read().decode()
+    run = Run(usage.ru_utime + usage.ru_stime, wall, usage.ru_maxrss / 1024.0, {})
+    lines, code = stdout.strip().splitlines(), os.waitstatus_to_exitcode(status)
+    if code != 0 or not lines:
+        tail = stderr.strip().splitlines()
+        run.error = f"exit status {code}" + (f": {tail[-1][:160]}" if tail else "")
+    else:
+        run.result = json.loads(lines[-1])
+    return run
 
 
-def best_of(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    good = [r for r in runs if "error" not in r]
-    return min(good, key=lambda r: r["wall_s"]) if good else runs[0]
+@dataclass
+class Cell:
+    """All runs of one engine in one regime."""
+
+    runs: list[Run]
+
+    @property
+    def good(self) -> list[Run]:
+        return [r for r in self.runs if r.error is None]
+
+    @property
+    def error(self) -> str | None:
+        return None if self.good else self.runs[0].error
+
+    def cpu(self) -> tuple[float, float]:
+        return min(r.cpu_s for r in self.good), statistics.median(r.cpu_s for r in self.good)
+
+    def wall(self) -> tuple[float, float]:
+        return min(r.wall_s for r in self.good), statistics.median(r.wall_s for r in self.good)
+
+    def rss(self) -> float:
+        return max(r.rss_mb for r in self.good)
+
+    def figures(self) -> dict[str, Any]:
+        return self.good[0].result
+
+
+COLUMNS = (f"{'':<10} {'CPU s min':>9} {'med':>7} {'wall s min':>10} {'med':>7} {'RSS MB':>7} "
+           f"{'completed':>10} {'reuse':>7} {'TTFT ms':>9} {'sim s':>8}")
+
+
+def print_regime(regime: Regime, cells: dict[str, Cell]) -> dict[str, float] | None:
+    """The regime's table; returns its kvreplay/reference ratios (None if a side failed)."""
+    print(f"\n== {regime.name}: {regime.label}")
+    print(COLUMNS)
+    for engine, cell in cells.items():
+        if cell.error is not None:
+            print(f"{engine:<10} failed: {cell.error}")
+            continue
+        (cpu_min, cpu_med), (wall_min, wall_med) = cell.cpu(), cell.wall()
+        f = cell.figures()
+        failed = [r.error for r in cell.runs if r.error is not None]
+        note = f"  ({len(failed)} of {len(cell.runs)} runs failed: {failed[0]})" if failed else ""
+        print(f"{engine:<10} {cpu_min:>9.2f} {cpu_med:>7.2f} {wall_min:>10.2f} {wall_med:>7.2f} "
+              f"{cell.rss():>7.0f} {f['completed']:>10} {f['reuse']:>7.4f} {f['ttft']:>9.2f} "
+              f"{f['duration_ms'] / 1000:>8.1f}{note}")
+    mine, ref = cells["kvreplay"], cells["reference"]
+    if mine.error is not None or ref.error is not None:
+        return None
+    ratios = {"cpu_min": mine.cpu()[0] / ref.cpu()[0], "cpu_med": mine.cpu()[1] / ref.cpu()[1],
+              "wall_min": mine.wall()[0] / ref.wall()[0],
+              "wall_med": mine.wall()[1] / ref.wall()[1], "rss": mine.rss() / ref.rss()}
+    print(f"{'ratio':<10} {ratios['cpu_min']:>9.2f} {ratios['cpu_med']:>7.2f} "
+          f"{ratios['wall_min']:>10.2f} {ratios['wall_med']:>7.2f} {ratios['rss']:>7.2f}"
+          "   (kvreplay / reference)")
+    agree = f"the engines agree (within {TOLERANCE:.0%}, counts exactly)"
+    for line in sanity_lines(regime, mine, ref) or [agree]:
+        print(f"sanity: {line}")
+    return ratios
+
+
+FIGURES = {"requests": "requests", "completed": "completed requests", "reuse": "reuse ratio",
+           "ttft": "mean TTFT", "duration_ms": "simulated duration"}
+EXACT = ("requests", "completed")
+
+
+def spread(cell: Cell, key: str) -> tuple[float, float]:
+    """The lowest and highest value of a sanity figure over the cell's runs."""
+    values = [float(r.result[key]) for r in cell.good]
+    return min(values), max(values)
+
+
+def shown(low: float, high: float) -> str:
+    return f"{low:.4g}" if low == high else f"{low:.4g}..{high:.4g}"
+
+
+def sanity_lines(regime: Regime, mine: Cell, ref: Cell) -> list[str]:
+    """What is odd about the sanity figures: an engine varying run to run, or kvreplay outside
+    the reference's range by more than the tolerance (nothing when all agree)."""
+    lines = []
+    for engine, cell in (("kvreplay", mine), ("reference", ref)):
+        varying = [f"{name} {shown(*spread(cell, key))}" for key, name in FIGURES.items()
+                   if spread(cell, key)[0] != spread(cell, key)[1]]
+        if varying:
+            lines.append(f"{engine} varies run to run: {', '.join(varying)}")
+    found = []
+    for key, name in FIGURES.items():
+        (low, high), (ref_low, ref_high) = spread(mine, key), spread(ref, key)
+        slack = 0.0 if key in EXACT else TOLERANCE * max(abs(ref_low), abs(ref_high))
+        if low < ref_low - slack or high > ref_high + slack:
+            middle, ref_middle = (low + high) / 2, (ref_low + ref_high) / 2
+            change = f" ({(middle - ref_middle) / ref_middle:+.1%})" if ref_middle else ""
+            found.append(f"{name} {shown(low, high)} vs {shown(ref_low, ref_high)}{change}")
+    if found:
+        hint = ("; the reference's kv_router breaks placement ties at random, --repeat > 1 "
+                "shows its spread" if regime.router == "kv_router" else "")
+        lines.append(f"DISAGREE (kvreplay vs reference): {'; '.join(found)}{hint}")
+    return lines
+
+
+def run_regimes(names: list[str], trace: Path, repeat: int, ref_python: str) -> None:
+    summary: dict[str, dict[str, float] | None] = {}
+    for name in names:
+        runs: dict[str, list[Run]] = {"kvreplay": [], "reference": []}
+        for _ in range(repeat):  # alternate the engines, so load drift hits both alike
+            runs["kvreplay"].append(spawn(sys.executable, "kvreplay", name, trace))
+            runs["reference"].append(spawn(ref_python, "reference", name, trace))
+        summary[name] = print_regime(REGIMES[name], {e: Cell(r) for e, r in runs.items()})
+    print("\nkvreplay / reference, all regimes")
+    print(f"{'regime':<10} {'CPU min':>8} {'CPU med':>8} {'wall min':>9} {'wall med':>9} "
+          f"{'RSS':>6}")
+    for name, ratios in summary.items():
+        if ratios is None:
+            print(f"{name:<10} (a side failed, see above)")
+            continue
+        print(f"{name:<10} {ratios['cpu_min']:>8.2f} {ratios['cpu_med']:>8.2f} "
+              f"{ratios['wall_min']:>9.2f} {ratios['wall_med']:>9.2f} {ratios['rss']:>6.2f}")
+
+
+def run_scaling(trace: Path, rows: int, repeat: int, folder: str) -> None:
+    """kvreplay alone on fixed-rr: CPU cost per request as the trace grows."""
+    sizes = [s for s in SCALING_SIZES if s < rows] + [rows]
+    print(f"\nkvreplay cost per request, fixed-rr ({REGIMES['fixed-rr'].label}), min of {repeat}")
+    print(f"{'requests':>9} {'CPU s':>7} {'wall s':>7} {'CPU us/request':>15} {'RSS MB':>7} "
+          f"{'passes':>8} {'fast-forwarded':>15}")
+    for size in sizes:
+        sub = Path(folder) / f"scaling-{size}"
+        sub.mkdir()
+        path = first_rows(trace, size, str(sub))
+        cell = Cell([spawn(sys.executable, "kvreplay", "fixed-rr", path) for _ in range(repeat)])
+        if cell.error is not None:
+            print(f"{size:>9} failed: {cell.error}")
+            continue
+        f = cell.figures()
+        cpu = cell.cpu()[0]
+        print(f"{f['requests']:>9} {cpu:>7.2f} {cell.wall()[0]:>7.2f} "
+              f"{cpu / f['requests'] * 1e6:>15.0f} {cell.rss():>7.0f} {f['passes']:>8} "
+              f"{f['fast_forwarded_passes']:>15}")
+
+
+def reference_version(python: str) -> str:
+    code = "import importlib.metadata as m; print(m.version('ai-dynamo'))"
+    done = subprocess.run([python, "-c", code], capture_output=True, text=True, check=False)
+    return done.stdout.strip() or "version unknown"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--trace", type=Path, default=TRACE)
-    parser.add_argument("--ref-python", default=REF_PYTHON)
-    parser.add_argument("--repeat", type=int, default=1, help="runs per cell (best is kept)")
-    parser.add_argument("--child", choices=("kvreplay", "reference"))
-    parser.add_argument("--router", default="round_robin")
-    parser.add_argument("--rows", type=int, default=0)
+    parser.add_argument("--ref-python", default=os.environ.get("KVREPLAY_REF_PYTHON",
+                                                               sys.executable),
+                        help="python with ai-dynamo installed (default: this one)")
+    parser.add_argument("--repeat", type=int, default=3, help="runs per engine and regime")
+    parser.add_argument("--rows", type=int, default=0, help="first N trace rows (0 = all)")
+    parser.add_argument("--regimes", default=",".join(REGIMES),
+                        help=f"comma-separated, of {', '.join(REGIMES)} ('' for none)")
+    parser.add_argument("--scaling", action="store_true",
+                        help="add kvreplay's cost per request at 2k/4k/8k/all rows")
+    parser.add_argument("--child", choices=("kvreplay", "reference"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    names = [n for n in args.regimes.split(",") if n]
+    unknown = [n for n in names if n not in REGIMES]
+    if unknown:
+        parser.error(f"unknown regime(s) {', '.join(unknown)}; known: {', '.join(REGIMES)}")
     if args.child:
         run = child_kvreplay if args.child == "kvreplay" else child_reference
-        print(json.dumps(run(args.trace, args.router, args.rows or 10**9)))
+        print(json.dumps(run(REGIMES[names[0]], args.trace)))
         return
 
-    have_ref = Path(args.ref_python).exists()
-    print(f"trace {args.trace.name}, {WORKERS} aggregated workers, 1000 blocks x 512 tokens, "
-          "fixed 20/5 ms")
-    print(f"{'router':<12} {'engine':<9} {'wall s':>7} {'RSS MB':>7} {'reuse':>7} "
-          f"{'TTFT ms':>8} {'duration ms':>12}")
-    for router in ROUTERS:
-        cells = {"kvreplay": best_of([spawn(sys.executable, "kvreplay", args.trace, router, 0)
-                                      for _ in range(args.repeat)])}
-        if have_ref:
-            cells["reference"] = best_of([spawn(args.ref_python, "reference", args.trace, router,
-                                                0) for _ in range(args.repeat)])
-        for engine, cell in cells.items():
-            if "error" in cell:
-                print(f"{router:<12} {engine:<9} error: {cell['error']}")
-                continue
-            print(f"{router:<12} {engine:<9} {cell['wall_s']:>7.2f} {cell['peak_rss_mb']:>7.0f} "
-                  f"{cell['reuse']:>7.4f} {cell['mean_ttft_ms']:>8.2f} "
-                  f"{cell['duration_ms']:>12.0f}")
-        mine, ref = cells["kvreplay"], cells.get("reference")
-        if ref and "error" not in ref and "error" not in mine:
-            wall = mine["wall_s"] / ref["wall_s"]
-            rss = mine["peak_rss_mb"] / ref["peak_rss_mb"]
-            print(f"{router:<12} ratio     kvreplay/reference wall {wall:.2f}, RSS {rss:.2f}")
-    print("\nkvreplay cost per request (round robin)")
-    print(f"{'requests':>9} {'wall s':>7} {'us/request':>11} {'passes':>8} {'fast-forwarded':>15}")
-    for size in SIZES:
-        cell = best_of([spawn(sys.executable, "kvreplay", args.trace, "round_robin", size)
-                        for _ in range(args.repeat)])
-        if "error" in cell:
-            print(f"{size:>9} error: {cell['error']}")
-            continue
-        print(f"{cell['requests']:>9} {cell['wall_s']:>7.2f} "
-              f"{cell['wall_s'] / cell['requests'] * 1e6:>11.0f} {cell['passes']:>8} "
-              f"{cell['fast_forwarded_passes']:>15}")
+    with args.trace.open() as f:
+        total = sum(1 for _ in f)
+    rows = min(args.rows, total) if args.rows > 0 else total
+    print(f"kvreplay vs reference (ai-dynamo {reference_version(args.ref_python)}): "
+          f"{args.trace.name}, first {rows:,} of {total:,} rows, {BLOCK}-token hash blocks; "
+          f"{args.repeat} run(s) per engine and regime, each a fresh child process")
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"The machine is shared ({os.cpu_count()} CPUs, load average {load}): CPU time (user "
+          "+ system of the child, from wait4) is the fair comparison; wall time runs from launch "
+          "to exit. Ratios are kvreplay / reference (below 1: kvreplay cheaper).")
+    with tempfile.TemporaryDirectory() as folder:
+        trace = first_rows(args.trace, rows if rows < total else 0, folder)
+        if names:
+            run_regimes(names, trace, args.repeat, args.ref_python)
+        if args.scaling:
+            run_scaling(args.trace, rows, args.repeat, folder)
 
 
 if __name__ == "__main__":
