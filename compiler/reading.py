@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import os
-
 from kvreplay.diagnostics import Diagnostic, Span
+from kvreplay.files import NotRegularFile, read_capped
 
 # Configs and specs are small; anything bigger is almost certainly the wrong file.
 MAX_CONFIG_BYTES = 8 * 1024 * 1024
@@ -19,30 +18,34 @@ def _io(rule: str, file: str, message: str, hint: str | None = None, line: int |
 
 
 def read_config_text(path: str, display: str | None = None) -> tuple[str | None, list[Diagnostic]]:
-    """Read a config as UTF-8 text, or explain in one diagnostic why it cannot be read."""
+    """Read a config as UTF-8 text, or explain in one diagnostic why it cannot be read.
+
+    Only regular files are read (a FIFO or a device is refused without blocking), and never more
+    than MAX_CONFIG_BYTES + 1 bytes, whatever size the file claims.
+    """
     name = display or path
     try:
-        if os.path.isdir(path):
-            return None, [_io("FILE-UNREADABLE", name, "is a directory, not a file")]
-        size = os.path.getsize(path)
-        if size > MAX_CONFIG_BYTES:
-            return None, [
-                _io(
-                    "FILE-TOO-LARGE",
-                    name,
-                    f"file is {size:,} bytes; configs and specs are limited to "
-                    f"{MAX_CONFIG_BYTES:,} bytes",
-                    hint="is this a trace? traces are given under traffic.source.paths",
-                )
-            ]
-        with open(path, "rb") as fh:
-            raw = fh.read()
+        raw = read_capped(path, MAX_CONFIG_BYTES)
+    except NotRegularFile as exc:
+        hint = None if exc.kind == "a directory" else \
+            "save the text to a file first: FIFOs, devices and <(...) are not read"
+        return None, [_io("FILE-UNREADABLE", name, str(exc), hint=hint)]
     except FileNotFoundError:
         return None, [_io("FILE-UNREADABLE", name, "no such file")]
     except PermissionError:
         return None, [_io("FILE-UNREADABLE", name, "permission denied")]
     except OSError as exc:
         return None, [_io("FILE-UNREADABLE", name, f"cannot read: {exc.strerror or exc}")]
+    if len(raw) > MAX_CONFIG_BYTES:
+        return None, [
+            _io(
+                "FILE-TOO-LARGE",
+                name,
+                f"file is larger than {MAX_CONFIG_BYTES:,} bytes, the limit for configs and "
+                "specs",
+                hint="is this a trace? traces are given under traffic.source.paths",
+            )
+        ]
     return decode_config_bytes(raw, name)
 
 

@@ -17,7 +17,7 @@ class CodeInfo:
 
 
 _CODES = [
-    CodeInfo("FILE-UNREADABLE", "The file cannot be read (missing, a directory, no permission).", "file"),
+    CodeInfo("FILE-UNREADABLE", "The file cannot be read (missing, no permission, or not a regular file: a directory, FIFO, device or socket).", "file"),
     CodeInfo("FILE-TOO-LARGE", "The file is larger than a config or spec can be.", "file"),
     CodeInfo("FILE-BINARY", "The file holds binary data, not YAML or JSON text.", "file"),
     CodeInfo("FILE-ENCODING", "The file is not valid UTF-8.", "file"),

@@ -10,6 +10,7 @@ from kvreplay.cli import exits
 from kvreplay.cli.diagnostics_out import print_diagnostics
 from kvreplay.cli.output import emit, write_stderr, write_stdout
 from kvreplay.compiler.overrides import OverrideError
+from kvreplay.files import open_regular
 
 
 def run(args: argparse.Namespace) -> int:
@@ -55,8 +56,8 @@ def _check(path: str, expected: str) -> int:
         write_stderr(f"kvreplay: {path}: is a directory\n")
         return exits.USAGE
     try:
-        with open(path, encoding="utf-8", newline="") as fh:
-            current = fh.read()
+        with open_regular(path) as fh:  # a FIFO or device is refused, never waited on
+            current = fh.read().decode("utf-8")
     except FileNotFoundError:
         current = ""
         write_stderr(f"kvreplay: {path} does not exist: it is not up to date\n")
