@@ -1,10 +1,16 @@
-"""Expanding lint arguments into files: files, directories (recursively) and globs."""
+"""Expanding lint arguments into files: files, directories (recursively) and globs.
+
+Walks never loop: a directory walk does not follow symlinked directories, and a glob's `**`
+follows them but enters each physical directory at most once (so a link to an ancestor ends).
+"""
 
 from __future__ import annotations
 
+import fnmatch
 import glob
 import os
-from collections.abc import Iterable
+import stat
+from collections.abc import Iterable, Iterator
 
 import attrs
 
@@ -30,6 +36,76 @@ def _walk(folder: str) -> list[str]:
     return found
 
 
+def _names(folder: str) -> list[str]:
+    try:
+        return sorted(os.listdir(folder or os.curdir))
+    except OSError:
+        return []
+
+
+def _is_dir(path: str) -> tuple[int, int] | None:
+    """The identity (device, inode) of a directory, following symlinks; None if not one."""
+    try:
+        info = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return (info.st_dev, info.st_ino) if stat.S_ISDIR(info.st_mode) else None
+
+
+def _below(folder: str) -> Iterator[str]:
+    """`folder` and every directory under it (`**`), hidden ones excluded, each physical
+    directory once."""
+    seen: set[tuple[int, int]] = set()
+    pending = [folder]
+    while pending:
+        here = pending.pop()
+        identity = _is_dir(here or os.curdir)
+        if identity is None or identity in seen:
+            continue
+        seen.add(identity)
+        yield here
+        children = [os.path.join(here, n) for n in _names(here) if not n.startswith(".")]
+        pending.extend(reversed(children))
+
+
+def _match(base: str, parts: list[str]) -> Iterator[str]:
+    """Paths under `base` that match the glob components `parts` (glob's rules for `*`, `?`,
+    `[...]`, `**` and hidden names)."""
+    if not parts:
+        if os.path.lexists(base or os.curdir):
+            yield base
+        return
+    head, rest = parts[0], parts[1:]
+    if head == "**":
+        for folder in _below(base):
+            if rest:
+                yield from _match(folder, rest)
+            else:
+                yield from (os.path.join(folder, n) for n in _names(folder)
+                            if not n.startswith("."))
+    elif glob.has_magic(head):
+        for name in _names(base):
+            if (head.startswith(".") or not name.startswith(".")) \
+                    and fnmatch.fnmatchcase(name, head):
+                yield from _match(os.path.join(base, name), rest)
+    elif head:
+        yield from _match(os.path.join(base, head), rest)
+    else:  # `a//b`
+        yield from _match(base, rest)
+
+
+def glob_files(pattern: str) -> list[str]:
+    """What a glob pattern matches, sorted, without repeats: every existing path that is not a
+    directory (a FIFO or device among them is reported when read, not skipped)."""
+    parts = pattern.split(os.sep)
+    literal = 0
+    while literal < len(parts) - 1 and not glob.has_magic(parts[literal]):
+        literal += 1
+    base = os.sep.join(parts[:literal]) or (os.sep if pattern.startswith(os.sep) else "")
+    return sorted({p for p in _match(base, parts[literal:])
+                   if os.path.exists(p) and not os.path.isdir(p)})
+
+
 def expand(arguments: Iterable[str]) -> list[Target]:
     """Targets in argument order, directories walked in sorted order, each file once."""
     seen: set[str] = set()
@@ -48,8 +124,7 @@ def expand(arguments: Iterable[str]) -> list[Target]:
         elif os.path.lexists(argument):
             add(argument)
         elif glob.has_magic(argument):
-            matches = sorted(glob.glob(argument, recursive=True))
-            files = [m for m in matches if os.path.isfile(m)]
+            files = glob_files(argument)
             if not files:
                 targets.append(Target(argument, missing=True))
             for path in files:
