@@ -94,6 +94,8 @@ def replay(
             sink.close()
         if isinstance(exc, EngineError) and not isinstance(exc, Interrupted):
             return RunOutcome(None, tuple(sort_unique(found)), error=str(exc))
+        if isinstance(exc, WorkloadError):  # a row re-read during the replay (the file changed)
+            return RunOutcome(None, tuple(sort_unique([*found, *exc.diagnostics])))
         raise
     wall_ms = (time.perf_counter() - started) * 1000.0
     if sink is not None:

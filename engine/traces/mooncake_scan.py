@@ -7,7 +7,6 @@ replay pass re-reads rows by offset when they are due, so neither pass holds the
 
 from __future__ import annotations
 
-import os
 from array import array
 from typing import Any
 
@@ -16,6 +15,7 @@ from kvreplay.engine.traces.mooncake_rows import MooncakeRow, check_row, unknown
 from kvreplay.engine.traces.rules import diag
 
 from kvreplay.diagnostics import Diagnostic, Related, Span
+from kvreplay.files import NotRegularFile, open_regular
 
 MAX_LISTED_ERRORS = 200
 
@@ -219,20 +219,20 @@ def scan_mooncake(path: str, display: str, *, block_size: int, timestamps: bool,
                   stop_sessions: int | None = None) -> tuple[TraceIndex | None, list[Diagnostic]]:
     """Check every row of one trace file; the index is None when any error was found."""
     index = TraceIndex(path, display)
-    if not os.path.exists(path):
-        return None, [diag("TRACE-PATH", f"trace file not found: {display}", file=display)]
-    if not os.path.isfile(path):
-        return None, [diag("TRACE-PATH", f"trace path is not a regular file: {display}",
-                           file=display)]
     scan = _Scan(index, block_size=block_size, timestamps=timestamps, speedup=speedup,
                  stop_requests=stop_requests, stop_sessions=stop_sessions)
     try:
-        with open(path, "rb") as stream:
+        with open_regular(path) as stream:
             for number, offset, raw in iter_lines(stream):
                 scan.row(number, offset, raw)
+    except FileNotFoundError:
+        return None, [diag("TRACE-PATH", f"trace file not found: {display}", file=display)]
+    except NotRegularFile as exc:
+        return None, [diag("TRACE-PATH", f"trace path is not a regular file: {display} (it is "
+                           f"{exc.kind})", file=display)]
     except OSError as exc:
-        return None, [diag("TRACE-PATH", f"cannot read trace file {display}: {exc.strerror}",
-                           file=display)]
+        return None, [diag("TRACE-PATH", f"cannot read trace file {display}: "
+                           f"{exc.strerror or exc}", file=display)]
     scan.finish()
     has_errors = any(d.severity == "error" for d in scan.found) or scan.unlisted > 0
     return (None if has_errors else index), scan.found

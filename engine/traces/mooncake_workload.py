@@ -32,6 +32,7 @@ from kvreplay.engine.traces.rules import diag
 from kvreplay.engine.traces.values import Runs, output_runs
 
 from kvreplay.diagnostics import Diagnostic
+from kvreplay.files import open_regular
 
 _ENDS_SESSION = frozenset({"canceled", "failed"})
 
@@ -192,7 +193,11 @@ class MooncakeWorkload(HeapReleases):
     def _read(self, row_index: int) -> MooncakeRow:
         index = self._index
         if self._stream is None:
-            self._stream = open(index.path, "rb")  # noqa: SIM115 - kept open across calls
+            try:
+                self._stream = open_regular(index.path)  # kept open across calls
+            except OSError as exc:
+                raise WorkloadError([diag("TRACE-PATH", f"cannot reopen the trace file: "
+                                          f"{exc.strerror or exc}", file=index.display)]) from None
         self._stream.seek(index.offsets[row_index])
         raw = self._stream.readline()
         line = index.lines[row_index]

@@ -185,7 +185,8 @@ def test_missing_file_and_directory(tmp_path: Path) -> None:
     assert _project(missing) == [("TRACE-PATH", None, None, None, None,
                                   f"trace file not found: {tmp_path / 'nope.jsonl'}")]
     assert _project(folder) == [("TRACE-PATH", None, None, None, None,
-                                 f"trace path is not a regular file: {tmp_path}")]
+                                 f"trace path is not a regular file: {tmp_path} "
+                                 "(it is a directory)")]
 
 
 def test_trace_paths_resolve_against_base_dir_unless_given(tmp_path: Path) -> None:

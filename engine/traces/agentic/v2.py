@@ -35,6 +35,7 @@ from kvreplay.engine.traces.agentic.graph import (
 from kvreplay.engine.traces.rules import diag
 
 from kvreplay.diagnostics import Diagnostic
+from kvreplay.files import open_regular
 
 MAX_DIAGNOSTICS = 50
 
@@ -62,7 +63,7 @@ def read_agentic_mooncake(path: str, display: str | None = None, *,
 
     lines: list[tuple[int, str]] = []
     try:
-        with open(path, "rb") as f:
+        with open_regular(path) as f:
             for number, raw in enumerate(f, start=1):
                 try:
                     text = raw.decode("utf-8")

@@ -38,6 +38,7 @@ from kvreplay.engine.traces.agentic.serde import seconds_to_ms
 from kvreplay.engine.traces.rules import diag
 
 from kvreplay.diagnostics import Diagnostic
+from kvreplay.files import kind_of, open_regular
 
 EPS = 1e-6  # seconds
 SEAM_MAX_GAP = 3600.0
@@ -126,8 +127,8 @@ def _collect(path: str, display: str, report: _Report) -> list[_File]:
             return []
         return [_File(os.path.basename(path), display, path, lower.endswith(".jsonl"))]
     if not stat.S_ISDIR(info.st_mode):
-        report.add("TRACE-PATH", f"Weka source is neither a file nor a directory: {display}",
-                   display)
+        report.add("TRACE-PATH", f"Weka source is neither a file nor a directory: {display} "
+                   f"(it is {kind_of(info.st_mode)})", display)
         return []
     files: list[_File] = []
     _walk(path, display, "", files, report)
@@ -150,13 +151,21 @@ def _walk(root: str, display: str, prefix: str, out: list[_File], report: _Repor
         relative = f"{prefix}/{name}" if prefix else name
         full = os.path.join(root, relative)
         shown = f"{display.rstrip('/')}/{relative}"
-        info = os.lstat(full)
+        try:
+            info = os.lstat(full)
+        except OSError as exc:
+            report.add("TRACE-PATH", f"cannot read {shown}: {exc.strerror or exc}", shown)
+            continue
+        wanted = name.lower().endswith((".json", ".jsonl"))
         if stat.S_ISLNK(info.st_mode):
             report.add("TRACE-PATH", f"Weka corpus may not contain symlinks: {shown}", shown)
         elif stat.S_ISDIR(info.st_mode):
             _walk(root, display, relative, out, report)
-        elif stat.S_ISREG(info.st_mode) and name.lower().endswith((".json", ".jsonl")):
+        elif stat.S_ISREG(info.st_mode) and wanted:
             out.append(_File(relative, shown, full, name.lower().endswith(".jsonl")))
+        elif wanted:
+            report.add("TRACE-PATH", f"Weka corpus entry {shown} is {kind_of(info.st_mode)}, "
+                       "not a regular file", shown)
 
 
 _DECODER = serde.STRICT
@@ -165,7 +174,7 @@ _DECODER = serde.STRICT
 def _values(file: _File, report: _Report) -> list[tuple[int, Any]]:
     """The file's JSON values with the line each starts on (any whitespace separates them)."""
     try:
-        with open(file.path, "rb") as f:
+        with open_regular(file.path) as f:
             file.data = f.read()
     except OSError as exc:
         report.add("TRACE-PATH", f"cannot read {file.display}: {exc.strerror or exc}",
