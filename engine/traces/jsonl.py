@@ -8,7 +8,10 @@ failing the whole file.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
+from itertools import repeat
+from json.decoder import scanstring  # type: ignore[attr-defined]
 from typing import Any, BinaryIO
 
 _BOM = b"\xef\xbb\xbf"
@@ -116,48 +119,58 @@ def shown(value: object, limit: int = 40) -> str:
 def locate(text: str, key: str, index: int | None = None) -> tuple[int, int] | None:
     """1-based columns [start, end) of a top-level key's value (or of its `index`-th item).
 
-    A small scanner over the line: strings and nesting are tracked, so a key name inside a string
-    value never matches. Only called when a diagnostic is made.
+    Walks the top-level object one member at a time and skips each value with the C decoder, so
+    a key after a 50 MB value is found about as fast as json parses it. Only called when a
+    diagnostic is made, on a line that parsed.
     """
-    i, n, depth = 0, len(text), 0
-    while i < n:
-        ch = text[i]
-        if ch == '"':
-            end = _string_end(text, i)
-            if depth == 1:
-                j = _skip_space(text, end)
-                if j < n and text[j] == ":" and json.loads(text[i:end]) == key:
-                    start = _skip_space(text, j + 1)
-                    stop = _value_end(text, start)
-                    if index is None:
-                        return start + 1, stop + 1
-                    return _item_span(text, start, stop, index)
-            i = end
-            continue
-        if ch in "{[":
-            depth += 1
-        elif ch in "}]":
-            depth -= 1
-        i += 1
+    n = len(text)
+    i = _skip_space(text, 0)
+    if i >= n or text[i] != "{":
+        return None
+    i = _skip_space(text, i + 1)
+    while i < n and text[i] == '"':
+        end = _string_end(text, i)
+        j = _skip_space(text, end)
+        if j >= n or text[j] != ":":
+            return None
+        start = _skip_space(text, j + 1)
+        if _is_key(text[i:end], key):
+            if index is None:
+                return start + 1, _value_end(text, start) + 1
+            return _item_span(text, start, index)
+        i = _skip_space(text, _value_end(text, start))
+        if i >= n or text[i] != ",":
+            return None
+        i = _skip_space(text, i + 1)
     return None
 
 
+_SPACE = re.compile(r"[ \t\r\n]*")
+_SCALAR_END = re.compile(r"[,}\] \t\r\n]")
+_STRUCTURE = re.compile(r'["\[\]{}]')
+_BLOCK = 1 << 16
+_PLAIN = json.JSONDecoder()
+
+
+def _is_key(quoted: str, key: str) -> bool:
+    if len(quoted) - 2 < len(key):  # escapes only make the quoted form longer
+        return False
+    try:
+        return bool(json.loads(quoted) == key)
+    except ValueError:
+        return False
+
+
 def _string_end(text: str, i: int) -> int:
-    j = i + 1
-    while j < len(text):
-        if text[j] == "\\":
-            j += 2
-            continue
-        if text[j] == '"':
-            return j + 1
-        j += 1
-    return len(text)
+    try:
+        return int(scanstring(text, i + 1, False)[1])
+    except ValueError:
+        return len(text)
 
 
 def _skip_space(text: str, i: int) -> int:
-    while i < len(text) and text[i] in " \t\r\n":
-        i += 1
-    return i
+    match = _SPACE.match(text, i)
+    return match.end() if match else i
 
 
 def _value_end(text: str, i: int) -> int:
@@ -168,34 +181,53 @@ def _value_end(text: str, i: int) -> int:
     if text[i] == '"':
         return _string_end(text, i)
     if text[i] in "{[":
-        depth = 0
-        j = i
-        while j < n:
-            ch = text[j]
-            if ch == '"':
-                j = _string_end(text, j)
-                continue
-            if ch in "{[":
-                depth += 1
-            elif ch in "}]":
-                depth -= 1
-                if depth == 0:
-                    return j + 1
-            j += 1
-        return n
-    j = i
-    while j < n and text[j] not in ",}] \t\r\n":
-        j += 1
-    return j
+        try:
+            return int(_PLAIN.raw_decode(text, i)[1])
+        except (ValueError, RecursionError):
+            return n
+    match = _SCALAR_END.search(text, i)
+    return match.start() if match else n
 
 
-def _item_span(text: str, start: int, stop: int, index: int) -> tuple[int, int]:
+def _item_span(text: str, start: int, index: int) -> tuple[int, int]:
+    """The index-th item of the array at `start` (else the whole value): commas between nested
+    values are counted in bulk, so an item near the end of a 5-million-item array is found at C
+    speed."""
     if start >= len(text) or text[start] != "[":
-        return start + 1, stop + 1
-    j = _skip_space(text, start + 1)
-    for _ in range(index):
-        j = _skip_space(text, _value_end(text, j))
-        if j >= stop or text[j] != ",":
-            return start + 1, stop + 1
-        j = _skip_space(text, j + 1)
+        return start + 1, _value_end(text, start) + 1
+    j = start + 1
+    remaining = index  # commas of this array still to pass
+    while remaining:
+        end = _next_structure(text, j)
+        commas = text.count(",", j, end)
+        if commas >= remaining:
+            j = _after_nth_comma(text, j, remaining)
+            break
+        remaining -= commas
+        if end >= len(text) or text[end] in "]}":
+            return start + 1, _value_end(text, start) + 1
+        j = _value_end(text, end)
+    j = _skip_space(text, j)
     return j + 1, _value_end(text, j) + 1
+
+
+def _next_structure(text: str, j: int) -> int:
+    """Index of the next quote or bracket from j (len(text) if none): five memchr-speed finds
+    beat one regex search over a long run of numbers."""
+    found = [at for at in map(text.find, '"[]{}', repeat(j)) if at >= 0]
+    return min(found) if found else len(text)
+
+
+def _after_nth_comma(text: str, j: int, n: int) -> int:
+    """Index just past the n-th comma from j (there are at least n before any bracket)."""
+    while True:
+        block = j + _BLOCK
+        count = text.count(",", j, block)
+        if count >= n:
+            break
+        n -= count
+        j = block
+    at = j - 1
+    for _ in range(n):
+        at = text.find(",", at + 1, block)
+    return at + 1

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import stat
 import struct
 from collections.abc import Callable
@@ -169,6 +170,7 @@ def _walk(root: str, display: str, prefix: str, out: list[_File], report: _Repor
 
 
 _DECODER = serde.STRICT
+_SPACE = re.compile(r"[ \t\r\n]+")
 
 
 def _values(file: _File, report: _Report) -> list[tuple[int, Any]]:
@@ -194,10 +196,10 @@ def _values(file: _File, report: _Report) -> list[tuple[int, Any]]:
     out: list[tuple[int, Any]] = []
     i, line, n = 0, 1, len(text)
     while True:
-        while i < n and text[i] in " \t\r\n":
-            if text[i] == "\n":
-                line += 1
-            i += 1
+        gap = _SPACE.match(text, i)
+        if gap is not None:
+            line += text.count("\n", i, gap.end())
+            i = gap.end()
         if i >= n:
             break
         try:
