@@ -87,6 +87,10 @@ class _Parser:
         try:
             result, end = scanstring(self.text, i + 1, True)
         except json.JSONDecodeError as exc:
+            if exc.msg.startswith("Invalid control character"):
+                code = ord(self.text[exc.pos])
+                raise _Fail(exc.pos, f"raw control character U+{code:04X} in a string (write "
+                            f"it as the escape \\u{code:04x})") from None
             raise _Fail(exc.pos, exc.msg) from None
         if _SURROGATE.search(result):
             raise _Fail(i, "string holds a lone UTF-16 surrogate escape, which is not valid text")

@@ -8,9 +8,11 @@ import re
 from typing import Any
 
 from kvreplay.compiler.source import Loaded, Path, Position, SourceMap, format_path
+from kvreplay.compiler.yaml_errors import MAX_DEPTH, too_deep, unprintable
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+from ruamel.yaml.reader import ReaderError
 
 from kvreplay.diagnostics import Diagnostic, Related, Span
 
@@ -30,6 +32,12 @@ _NON_JSON = {
 
 class _AliasLimit(Exception):
     pass
+
+
+class _TooDeep(Exception):
+    def __init__(self, node: Node) -> None:
+        super().__init__()
+        self.node = node
 
 
 def _pos(node: Node) -> Position:
@@ -58,6 +66,8 @@ class _Builder:
         self.expanded += 1
         if self.expanded > MAX_EXPANDED_NODES:
             raise _AliasLimit
+        if len(path) > MAX_DEPTH:
+            raise _TooDeep(node)
         if id(node) in self.stack:
             self.problem("YAML-ALIAS", "recursive alias: this node contains itself", node, path)
             return None
@@ -266,11 +276,15 @@ def _load(text: str, file: str | None, want_mapping: bool) -> Loaded:
         # same whether or not ruamel's C extension is installed.
         try:
             documents = _compose(text, pure=True)
+        except ReaderError as exc:
+            found = unprintable(exc, file, text) or _syntax(exc, file, text)
+            return Loaded(None, source, text, (found,))
         except YAMLError as exc:
             return Loaded(None, source, text, (_syntax(exc, file, text),))
+        except RecursionError:
+            return Loaded(None, source, text, (too_deep(file, text),))
     except RecursionError:
-        return Loaded(None, source, text, (Diagnostic(
-            "YAML-SYNTAX", "error", "document nests too deeply", Span(file, "$")),))
+        return Loaded(None, source, text, (too_deep(file, text),))
     documents = [d for d in documents if d is not None]
     if not documents and not want_mapping:
         return Loaded(None, source, text, ())
@@ -297,9 +311,11 @@ def _load(text: str, file: str | None, want_mapping: bool) -> Loaded:
             f"aliases expand to more than {MAX_EXPANDED_NODES:,} nodes (an alias bomb?)",
             Span(file, "$", p.line, p.column, p.end_line, p.end_column),
             hint="write the config without nested aliases"),))
+    except _TooDeep as exc:
+        p = _pos(exc.node)
+        return Loaded(None, source, text, (too_deep(file, text, (p.line, p.column)),))
     except RecursionError:
-        return Loaded(None, source, text, (Diagnostic(
-            "YAML-SYNTAX", "error", "document nests too deeply", Span(file, "$")),))
+        return Loaded(None, source, text, (too_deep(file, text),))
     diagnostics = builder.diagnostics + extra
     if not want_mapping:
         return Loaded(data, source, text, tuple(diagnostics))

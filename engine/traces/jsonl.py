@@ -15,6 +15,10 @@ from json.decoder import scanstring  # type: ignore[attr-defined]
 from typing import Any, BinaryIO
 
 _BOM = b"\xef\xbb\xbf"
+# The decoder recurses per level and runs out of stack somewhere past 900 levels; the place
+# reported then is where the value passes this many.
+MAX_NESTING = 200
+TOO_DEEP = "arrays and objects nest too deeply"
 
 
 class LineError(Exception):
@@ -86,11 +90,35 @@ def decode_object(raw: bytes, *, first_line: bool = False) -> tuple[str, dict[st
         raise LineError("TRACE-JSON", f"invalid JSON: {exc.msg}", exc.colno) from None
     except _BadToken as exc:
         raise LineError("TRACE-JSON", f"invalid JSON: {exc}", _find(text, exc.token)) from None
-    except (ValueError, RecursionError) as exc:
+    except RecursionError:
+        raise LineError("TRACE-JSON", f"invalid JSON: {TOO_DEEP}", too_deep(text) + 1) from None
+    except ValueError as exc:
         raise LineError("TRACE-JSON", f"invalid JSON: {exc}") from None
     if not isinstance(value, dict):
         raise LineError("TRACE-JSON", f"expected a JSON object, found {json_type(value)}", 1)
     return text, value
+
+
+def too_deep(text: str, start: int = 0) -> int:
+    """Offset of the first `[` or `{` nested more than MAX_NESTING levels deep in the value at
+    `start` (else of the deepest one): where to point when the decoder ran out of stack."""
+    depth = deepest = 0
+    at = i = start
+    while (found := _STRUCTURE.search(text, i)) is not None:
+        i = found.end()
+        if found.group() == '"':
+            i = _string_end(text, found.start())
+        elif found.group() in "[{":
+            depth += 1
+            if depth > deepest:
+                deepest, at = depth, found.start()
+                if depth > MAX_NESTING:
+                    break
+        else:
+            depth -= 1
+            if depth <= 0:
+                break
+    return at
 
 
 def json_type(value: object) -> str:

@@ -32,6 +32,7 @@ from kvreplay.engine.traces.agentic.graph import (
     Header,
     build_graph,
 )
+from kvreplay.engine.traces.jsonl import MAX_NESTING, TOO_DEEP, too_deep
 from kvreplay.engine.traces.rules import diag
 
 from kvreplay.diagnostics import Diagnostic
@@ -47,7 +48,11 @@ class _Bad(Exception):
 
 
 def _parse(text: str) -> Any:
-    return serde.STRICT.decode(text)
+    try:
+        return serde.STRICT.decode(text)
+    except RecursionError:
+        raise ValueError(f"{TOO_DEEP} (past {MAX_NESTING} levels at column "
+                         f"{too_deep(text) + 1})") from None
 
 
 def read_agentic_mooncake(path: str, display: str | None = None, *,

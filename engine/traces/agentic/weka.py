@@ -36,6 +36,7 @@ from kvreplay.engine.traces.agentic.graph import (
     build_graph,
 )
 from kvreplay.engine.traces.agentic.serde import seconds_to_ms
+from kvreplay.engine.traces.jsonl import MAX_NESTING, TOO_DEEP, too_deep
 from kvreplay.engine.traces.rules import diag
 
 from kvreplay.diagnostics import Diagnostic
@@ -204,6 +205,13 @@ def _values(file: _File, report: _Report) -> list[tuple[int, Any]]:
             break
         try:
             value, end = _DECODER.raw_decode(text, i)
+        except RecursionError:
+            deep = too_deep(text, i)
+            column = deep - text.rfind("\n", 0, deep)
+            report.add("TRACE-JSON", f"parsing Weka source {file.display} object "
+                       f"{len(out) + 1}: {TOO_DEEP} (past {MAX_NESTING} levels at column "
+                       f"{column})", file.display, line + text.count("\n", i, deep))
+            return []
         except (json.JSONDecodeError, ValueError) as exc:
             where = line + (text.count("\n", i, exc.pos) if isinstance(exc, json.JSONDecodeError)
                             else 0)
