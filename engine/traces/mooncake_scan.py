@@ -73,6 +73,7 @@ class _Scan:
         self.found: list[Diagnostic] = []
         self.errors = 0
         self.unlisted = 0
+        self.last_error = (0, 0)  # (line, column): where the TRUNCATED note sorts after all
         self.unknown_seen: set[str] = set()
         self.first_ts = array("d")
         self.monotone = True
@@ -80,6 +81,7 @@ class _Scan:
     def add(self, d: Diagnostic) -> None:
         if d.severity == "error":
             self.errors += 1
+            self.last_error = max(self.last_error, (d.line or 0, d.column or 0))
             if self.errors > MAX_LISTED_ERRORS:
                 self.unlisted += 1
                 return
@@ -206,9 +208,11 @@ class _Scan:
             order = sorted(range(len(ts)), key=lambda i: (ts[i] - low) / speedup)
             index.first_order = array("q", (index.first_rows[i] for i in order))
         if self.unlisted:
+            line, column = self.last_error
             self.found.append(diag("TRACE-TRUNCATED",
                                    f"{self.unlisted} more error(s) in this trace are not listed",
-                                   file=index.display, severity="note"))
+                                   file=index.display, line=line, column=column or None,
+                                   severity="note"))
         if self.valid_rows == 0 and self.errors == 0:
             self.found.append(diag("TRACE-EMPTY", "the trace holds no request (no non-blank line)",
                                    file=index.display))

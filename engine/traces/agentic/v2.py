@@ -62,9 +62,14 @@ def read_agentic_mooncake(path: str, display: str | None = None, *,
     display = display or path
     found: list[Diagnostic] = []
 
+    unlisted = [0, 0]  # problems past MAX_DIAGNOSTICS, the last line among them
+
     def add(rule: str, message: str, line: int | None = None, hint: str | None = None) -> None:
         if len(found) < MAX_DIAGNOSTICS:
             found.append(diag(rule, message, file=display, line=line, hint=hint))
+        else:
+            unlisted[0] += 1
+            unlisted[1] = max(unlisted[1], line or 0)
 
     lines: list[tuple[int, str]] = []
     try:
@@ -133,6 +138,9 @@ def read_agentic_mooncake(path: str, display: str | None = None, *,
         seen.add(row.request_id)
         row.line = number
         graph_rows.append(row)
+    if unlisted[0]:
+        found.append(diag("TRACE-TRUNCATED", f"{unlisted[0]} more problem(s) in this trace are "
+                          "not listed", file=display, line=unlisted[1] or None, severity="note"))
     if any(d.severity == "error" for d in found):
         return None, found
     if legacy:

@@ -492,8 +492,11 @@ def read_weka(path: str, display: str | None = None, *, basis: str = "auto",
 def _finish(report: _Report) -> list[Diagnostic]:
     out = list(report.found)
     if report.truncated:
+        # Placed at the last finding, so that sorted output shows it after what it summarizes.
+        last = max(out, key=Diagnostic.sort_key)
         out.append(diag("TRACE-TRUNCATED", f"more than {MAX_DIAGNOSTICS} problems; the rest are "
-                        "not listed"))
+                        "not listed", file=last.file, line=last.line, column=last.column,
+                        severity="note"))
     return out
 
 
