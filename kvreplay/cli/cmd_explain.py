@@ -9,16 +9,17 @@ from kvreplay.cli.output import write_stderr, write_stdout
 
 
 def run(args: argparse.Namespace) -> int:
-    from kvreplay.catalog import catalog
-    from kvreplay.codes import CODES
+    from kvreplay.catalog import builtin_codes, catalog
     from kvreplay.compiler.suggest import hint_for
     from kvreplay.rules import explain
 
     rule_id = args.rule.strip().upper()
     text = explain(rule_id)
-    if text is None and rule_id in CODES:
-        info = CODES[rule_id]
-        text = f"{info.code} ({info.category})\n\n{info.summary}\n"
+    if text is None:
+        info = next((c for c in builtin_codes() if c.code == rule_id), None)
+        if info is not None:
+            severity = catalog()[info.code][1]
+            text = f"{info.code} ({info.category}, {severity})\n\n{info.summary}\n"
     if text is None:
         hint = hint_for(rule_id, catalog(), "rule IDs") or ""
         write_stderr(f"kvreplay: unknown rule ID `{args.rule}`; {hint}\n")
