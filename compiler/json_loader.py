@@ -13,6 +13,7 @@ import re
 from json.decoder import scanstring  # type: ignore[attr-defined]
 from typing import Any
 
+from kvreplay.compiler.numbers import bounded_int, number_text
 from kvreplay.compiler.source import Loaded, Path, PathStyle, Position, SourceMap, format_path
 
 from kvreplay.diagnostics import Diagnostic, Related, Span
@@ -109,12 +110,16 @@ class _Parser:
             snippet = self.text[i:i + 12].split("\n")[0]
             raise _Fail(i, f"expected a value, found `{snippet}`")
         text = match.group(0)
+        value: int | float | None
         if match.group(1) is None and match.group(2) is None:
-            return int(text), match.end()
-        value = float(text)
-        if not math.isfinite(value):
+            magnitude = bounded_int(text.lstrip("-"))
+            value = None if magnitude is None else -magnitude if text[0] == "-" else magnitude
+        else:
+            value = float(text)
+        if value is None or not math.isfinite(value):
             self.diagnostics.append(Diagnostic(
-                "JSON-NON-FINITE", "error", f"`{text}` is out of the range of a finite number",
+                "JSON-NON-FINITE", "error",
+                f"{number_text(text)} is out of the range of a finite number",
                 self.span(path, i, match.end()), hint="use a finite number"))
             return None, match.end()
         return value, match.end()

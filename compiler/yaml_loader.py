@@ -7,6 +7,7 @@ import math
 import re
 from typing import Any
 
+from kvreplay.compiler.numbers import bounded_int, number_text
 from kvreplay.compiler.source import Loaded, Path, Position, SourceMap, format_path
 from kvreplay.compiler.yaml_errors import MAX_DEPTH, too_deep, unprintable
 from ruamel.yaml import YAML
@@ -16,7 +17,8 @@ from ruamel.yaml.reader import ReaderError
 
 from kvreplay.diagnostics import Diagnostic, Related, Span
 
-# A config has hundreds of nodes; an alias bomb has billions. Cap what aliases may expand to.
+# A config has hundreds of nodes; an alias bomb has billions. Cap the nodes that aliases add
+# (a node built again through an alias or a merge key), not the document's own size.
 MAX_EXPANDED_NODES = 50_000
 
 _T = "tag:yaml.org,2002:"
@@ -52,7 +54,8 @@ class _Builder:
         self.source = source
         self.lines = text.splitlines()
         self.diagnostics: list[Diagnostic] = []
-        self.expanded = 0
+        self.built = 0
+        self.distinct: set[int] = set()
         self.stack: set[int] = set()
 
     def problem(self, rule: str, message: str, node: Node, path: Path, hint: str | None = None,
@@ -63,8 +66,9 @@ class _Builder:
             Diagnostic(rule, "error", message, span, hint=hint, related=related))
 
     def build(self, node: Node, path: Path) -> Any:
-        self.expanded += 1
-        if self.expanded > MAX_EXPANDED_NODES:
+        self.built += 1
+        self.distinct.add(id(node))
+        if self.built - len(self.distinct) > MAX_EXPANDED_NODES:
             raise _AliasLimit
         if len(path) > MAX_DEPTH:
             raise _TooDeep(node)
@@ -185,36 +189,42 @@ class _Builder:
             return None
         if tag == _T + "bool":
             return text.lower() == "true"
-        if tag == _T + "int":
-            return _to_int(text)
-        if tag == _T + "float":
-            value = _to_float(text)
-            if not math.isfinite(value):
-                self.problem(
-                    "YAML-NON-FINITE",
-                    f"`{text}` is not a finite number",
-                    node,
-                    path,
-                    hint="use a finite decimal number",
-                )
-                return None
-            self.source.scalar_text[path] = text
-            return value
+        if tag in (_T + "int", _T + "float"):
+            return self.number(node, path)
         self.problem("YAML-TAG", f"unsupported scalar type `{tag}`", node, path)
         return None
 
+    def number(self, node: ScalarNode, path: Path) -> int | float | None:
+        text = node.value
+        try:
+            value = _to_int(text) if node.tag == _T + "int" else _to_float(text)
+        except ValueError:  # YAML 1.1 forms (`%YAML 1.1`): sexagesimal 190:20:30
+            self.problem("YAML-NON-JSON", f"`{text}` is read as a YAML 1.1 base-60 number, "
+                         "which configs do not accept", node, path,
+                         hint=f'quote it if a string is meant: "{text}"')
+            return None
+        if value is None:
+            self.problem("YAML-NON-FINITE",
+                         f"{number_text(text)} is out of the range of a finite number",
+                         node, path, hint="use a finite number")
+            return None
+        if isinstance(value, float):
+            if not math.isfinite(value):
+                self.problem("YAML-NON-FINITE", f"`{text}` is not a finite number", node, path,
+                             hint="use a finite decimal number")
+                return None
+            self.source.scalar_text[path] = text
+        return value
 
-def _to_int(text: str) -> int:
+
+def _to_int(text: str) -> int | None:
+    """The integer, or None beyond a float's range (compiler/numbers.py)."""
     t = text.replace("_", "")
     sign = -1 if t.startswith("-") else 1
     t = t.lstrip("+-")
-    if t.startswith(("0x", "0X")):
-        return sign * int(t[2:], 16)
-    if t.startswith(("0o", "0O")):
-        return sign * int(t[2:], 8)
-    if t.startswith(("0b", "0B")):
-        return sign * int(t[2:], 2)
-    return sign * int(t)
+    base = {"0x": 16, "0o": 8, "0b": 2}.get(t[:2].lower(), 10)
+    value = bounded_int(t[2:] if base != 10 else t, base)
+    return None if value is None else sign * value
 
 
 def _to_float(text: str) -> float:

@@ -28,7 +28,7 @@ _CODES = [
     CodeInfo("YAML-MULTI-DOCUMENT", "The file holds more than one YAML document.", "yaml"),
     CodeInfo("YAML-ALIAS", "Aliases expand too far (alias bomb) or recursively.", "yaml"),
     CodeInfo("YAML-NON-JSON", "A value is a YAML-only type (date, timestamp, binary, set).", "yaml"),
-    CodeInfo("YAML-NON-FINITE", "A number is NaN or infinite.", "yaml"),
+    CodeInfo("YAML-NON-FINITE", "A number is NaN, infinite or out of range.", "yaml"),
     CodeInfo("YAML-KEY", "A mapping key is not a string.", "yaml"),
     CodeInfo("JSON-SYNTAX", "The JSON cannot be parsed.", "json"),
     CodeInfo("JSON-DUPLICATE-KEY", "A JSON object defines the same key twice.", "json"),
