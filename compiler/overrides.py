@@ -10,6 +10,7 @@ so removing it and setting it to null mean the same.)
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -17,19 +18,71 @@ import attrs
 from kvreplay.compiler.source import Loaded, Path, format_path, parse_jsonpath
 from kvreplay.compiler.yaml_loader import load_yaml_value
 
+# The JSON loader's nesting bound: a deeper document would overflow the recursive validators.
+MAX_DEPTH = 200
+# A value that does not parse is a usage error (exit 2), not a finding about the config.
+_UNPARSED = frozenset({"YAML-SYNTAX", "YAML-MULTI-DOCUMENT"})
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+
 
 class OverrideError(ValueError):
     """A --set argument that cannot be applied (a usage error)."""
 
 
+def _quoted(argument: str) -> str:
+    text = repr(argument)
+    return text if len(text) <= 80 else text[:76] + "...'"
+
+
+def _printable(text: str) -> str:
+    return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
+
+
 def parse_assignment(argument: str) -> tuple[Path, str]:
+    where = f"--set {_quoted(argument)}"
+    if _SURROGATE.search(argument):
+        raise OverrideError(f"{where}: the argument is not valid UTF-8 text")
     key, sep, value = argument.partition("=")
     if not sep:
-        raise OverrideError(f"--set {argument!r}: expected PATH=VALUE, e.g. engine.backend=vllm")
+        raise OverrideError(f"{where}: expected PATH=VALUE, e.g. engine.backend=vllm")
     parts = key.strip().split(".")
     if not key.strip() or any(not p for p in parts):
-        raise OverrideError(f"--set {argument!r}: the path must be dotted keys like a.b.c")
+        raise OverrideError(f"{where}: the path must be dotted keys like a.b.c")
+    if any(_CONTROL.search(p) for p in parts):
+        raise OverrideError(f"{where}: a key of the path holds a control character")
+    if len(parts) > MAX_DEPTH:
+        raise OverrideError(f"{where}: the path has {len(parts)} keys; a config nests at most "
+                            f"{MAX_DEPTH} levels")
     return tuple(parts), value
+
+
+def _depth(value: Any) -> int:
+    """Nesting levels of a parsed value (0 for a scalar), without recursion."""
+    deepest, stack = 0, [(value, 0)]
+    while stack:
+        node, level = stack.pop()
+        deepest = max(deepest, level)
+        if isinstance(node, dict):
+            stack.extend((child, level + 1) for child in node.values())
+        elif isinstance(node, list):
+            stack.extend((child, level + 1) for child in node)
+    return deepest
+
+
+def _unparsed(argument: str, parsed: Loaded, offset: int) -> OverrideError | None:
+    """The usage error of a value that is not one YAML value, if it is not."""
+    problem = next((d for d in parsed.diagnostics if d.rule in _UNPARSED), None)
+    if problem is None:
+        return None
+    message = problem.message.removeprefix("YAML syntax error: ")
+    if problem.rule == "YAML-MULTI-DOCUMENT":
+        message = "it holds more than one YAML document"
+    at = ""
+    if problem.span.line == 1 and problem.span.column is not None:
+        at = f" (character {max(problem.span.column - offset, 1)} of the value)"
+    return OverrideError(f"--set {_quoted(argument)}: the value is not valid YAML: "
+                         f"{_printable(message)}{at}")
 
 
 def apply_overrides(loaded: Loaded, assignments: Sequence[str]) -> Loaded:
@@ -46,6 +99,12 @@ def apply_overrides(loaded: Loaded, assignments: Sequence[str]) -> Loaded:
         label = f"--set {argument}"
         offset = len(label) - len(value_text)  # columns index into the label as printed
         parsed = load_yaml_value(" " * offset + value_text, label)
+        error = _unparsed(argument, parsed, offset)
+        if error is not None:
+            raise error
+        if len(path) + _depth(parsed.data) > MAX_DEPTH:
+            raise OverrideError(f"--set {_quoted(argument)}: the value nests the config deeper "
+                                f"than {MAX_DEPTH} levels")
         diagnostics.extend(
             attrs.evolve(d, span=attrs.evolve(d.span, path=format_path(
                 path + parse_jsonpath(d.span.path or "$"), loaded.source.style)))
@@ -58,8 +117,9 @@ def apply_overrides(loaded: Loaded, assignments: Sequence[str]) -> Loaded:
                 child = node[part] = {}
             if not isinstance(child, dict):
                 where = ".".join(map(str, path[: i + 1]))
-                raise OverrideError(f"--set {argument!r}: `{where}` is not a mapping, so "
-                                    f"`{'.'.join(map(str, path))}` cannot be set")
+                raise OverrideError(f"--set {_quoted(argument)}: `{_printable(where)}` is not a "
+                                    f"mapping, so `{_printable('.'.join(map(str, path)))}` "
+                                    "cannot be set")
             node = child
         if parsed.data is None and not parsed.diagnostics:
             node.pop(path[-1], None)
