@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import math
 import operator
+import re
 from collections.abc import Sequence
 from itertools import compress, count, repeat
 from typing import Any
@@ -17,6 +17,7 @@ MAX_TOKENS = 10_000_000  # per prompt or output; the same bound the native schem
 MAX_TIME_MS = 1e15  # about 31,700 years: beyond this, float milliseconds lose sub-ms precision
 MAX_HASH_ID = (1 << 64) - 1
 MAX_TOKEN_ID = (1 << 32) - 1
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 KNOWN_FIELDS = frozenset({
     "timestamp", "input_length", "output_length", "hash_ids", "session_id", "request_id", "delay",
@@ -90,14 +91,16 @@ class _RowCheck:
             self.report("TRACE-FIELD", key,
                         f"`{key}` must be a number, found {json_type(value)} {shown(value)}")
             return None
-        number = float(value)
-        if not math.isfinite(number) or not low <= number <= high:
+        # Compared before any float(): exact for integers of any size, False for NaN.
+        if not low <= value <= high:
             where = locate(self.text, key)
             found = self.text[where[0] - 1: where[1] - 1] if where is not None else shown(value)
+            if len(found) > 40:
+                found = f"{found[:16]}...{found[-8:]} ({len(found):,} characters)"
             self.report("TRACE-VALUE", key,
                         f"`{key}` must be a finite number in {low:g}..{high:g}, found {found}")
             return None
-        return number
+        return float(value)
 
     def string(self, obj: dict[str, Any], key: str) -> str | None:
         if key not in obj or obj[key] is None:
@@ -106,6 +109,13 @@ class _RowCheck:
         if not isinstance(value, str):
             self.report("TRACE-FIELD", key,
                         f"`{key}` must be a string, found {json_type(value)} {shown(value)}")
+            return None
+        surrogate = _SURROGATE.search(value)
+        if surrogate is not None:
+            # JSON allows the escape, but no UTF-8 report or transcript could hold it.
+            self.report("TRACE-VALUE", key,
+                        f"`{key}` holds a lone UTF-16 surrogate "
+                        f"(\\u{ord(surrogate.group()):04x}), which is not valid text")
             return None
         return value
 

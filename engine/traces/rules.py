@@ -13,7 +13,8 @@ RULES: dict[str, str] = {
                   "duplicate key)",
     "TRACE-MISSING": "a required field is absent",
     "TRACE-FIELD": "a field has the wrong JSON type",
-    "TRACE-VALUE": "a field's value is out of range (negative, zero, non-finite, too large, empty)",
+    "TRACE-VALUE": "a field's value is out of range (negative, zero, non-finite, too large, empty) "
+                   "or is not valid text (a lone UTF-16 surrogate)",
     "TRACE-CAPACITY": "input_length exceeds len(hash_ids) * trace_block_size",
     "TRACE-SESSION": "a session's first turn sets a non-zero delay",
     "TRACE-ORDER": "a session turn's timestamp precedes the previous turn's (negative gap), or its "
