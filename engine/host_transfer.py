@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import math
 
+from kvreplay.engine.simtime import float_ns
+
 D2H, H2D = 0, 1
 INF = math.inf
 
@@ -30,7 +32,7 @@ def copy_ns(nbytes: int, rate: float) -> int:
     """Duration of a copy at a constant rate, rounded once to the nanosecond."""
     if rate == INF:
         return 0
-    return math.floor(nbytes / rate + 0.5)
+    return float_ns(nbytes / rate)
 
 
 class FifoLanes:
@@ -115,7 +117,7 @@ class FairShare:
                 if rate == INF:
                     event = now
                 else:
-                    event = math.floor(now + job.remaining / rate + 0.5)
+                    event = float_ns(now + job.remaining / rate)
                     if event < now:
                         event = now
             job.event = event

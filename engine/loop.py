@@ -34,7 +34,7 @@ from kvreplay.engine.router import KvRouter, Overlaps, RoundRobinRouter
 from kvreplay.engine.router_queue import RouterQueue
 from kvreplay.engine.scheduler import PassOutcome, Rank, RankStats
 from kvreplay.engine.sequence import WAITING, Seq
-from kvreplay.engine.simtime import ms_to_ns, ns_to_ms
+from kvreplay.engine.simtime import check_ns, limit_to_ns, ms_to_ns, ns_to_ms
 from kvreplay.engine.traces.request import TraceRequest, Workload
 from kvreplay.engine.worker import Worker, stamp_token
 
@@ -115,7 +115,7 @@ class Simulation:
         self.actions_due = False
         self.now = 0
         self.busy_until = 0
-        self.cap_ns = None if cfg.max_sim_time_ms is None else ms_to_ns(cfg.max_sim_time_ms)
+        self.cap_ns = None if cfg.max_sim_time_ms is None else limit_to_ns(cfg.max_sim_time_ms)
         # Records: `open` released and not yet terminal, `done` terminal and measured (kept
         # unless a `sink` takes each one as it ends, so memory follows the requests in flight).
         self.open: dict[int, RequestRecord] = {}
@@ -196,7 +196,7 @@ class Simulation:
                     if worker.busy and worker.pass_end > self.cap_ns:
                         self.stats.committed_prompt_tokens -= worker.committed
                 break
-            self.now = now
+            self.now = check_ns(now)
             while heap and heap[0][0] == now:
                 _, kind, _, _, _, payload = heapq.heappop(heap)
                 if kind != KV_VISIBLE:

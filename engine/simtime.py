@@ -9,14 +9,49 @@ from __future__ import annotations
 
 import math
 
+from kvreplay.engine.errors import EngineError
+
 NS_PER_MS = 1_000_000
+# About 285,000 years. Past it float milliseconds (arrivals, the report) no longer tell
+# neighbouring milliseconds apart, so a replay that gets there is refused, not approximated.
+HORIZON_MS = float(2**53)
+HORIZON_NS = 2**53 * NS_PER_MS
+
+
+class ClockOverflow(EngineError):
+    """A time or duration past the horizon: a tiny speedup, rate, bandwidth or speedup_ratio."""
+
+    def __init__(self, ms: float) -> None:
+        super().__init__(
+            f"simulated time would reach {ms:.3g} ms, past the engine's horizon of 2**53 ms "
+            "(about 285,000 years): a very small speedup, request rate, bandwidth or "
+            "speedup_ratio stretches the replay that far")
 
 
 def ms_to_ns(ms: float) -> int:
     """Nearest nanosecond of a duration or instant given in milliseconds (half rounds up)."""
-    if not math.isfinite(ms):
-        raise ValueError(f"simulated time must be finite, got {ms!r}")
+    if not -HORIZON_MS <= ms <= HORIZON_MS:  # also NaN
+        raise ClockOverflow(ms)
     return math.floor(ms * NS_PER_MS + 0.5)
+
+
+def float_ns(ns: float) -> int:
+    """Nearest nanosecond of a time computed in float nanoseconds (copy durations)."""
+    if not -HORIZON_NS <= ns <= HORIZON_NS:
+        raise ClockOverflow(ns / NS_PER_MS)
+    return math.floor(ns + 0.5)
+
+
+def check_ns(ns: int) -> int:
+    """The instant itself, when the clock may reach it."""
+    if ns > HORIZON_NS:
+        raise ClockOverflow(ns / NS_PER_MS)
+    return ns
+
+
+def limit_to_ns(ms: float) -> int:
+    """A limit (a time cap, a deadline) in nanoseconds; one past the horizon is never reached."""
+    return ms_to_ns(min(ms, HORIZON_MS))
 
 
 def ns_to_ms(ns: int) -> float:

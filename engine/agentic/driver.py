@@ -35,7 +35,7 @@ from kvreplay.engine.agentic.profile import Profile, ProfileOptions
 from kvreplay.engine.agentic.snapshot import Instance, SnapshotContext, SnapshotError
 from kvreplay.engine.errors import EngineError
 from kvreplay.engine.metrics import exact_distribution
-from kvreplay.engine.simtime import ms_to_ns
+from kvreplay.engine.simtime import limit_to_ns, ms_to_ns
 from kvreplay.engine.traces.agentic.graph import AgenticGraph
 from kvreplay.engine.traces.request import TraceRequest
 
@@ -708,7 +708,7 @@ class AgenticWorkload:
 
 def _due(deadline: float, now: float) -> bool:
     """Whether `now` reached `deadline` on the simulation's nanosecond clock."""
-    return ms_to_ns(deadline) <= ms_to_ns(now)
+    return limit_to_ns(deadline) <= ms_to_ns(now)
 
 
 def _status(play: _PlayState) -> str:
