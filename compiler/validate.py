@@ -135,13 +135,47 @@ def _instance(err: ValidationError) -> Any:
     return err.instance
 
 
+_JSON_TYPES: dict[str, tuple[type, ...]] = {
+    "null": (type(None),), "boolean": (bool,), "integer": (int,), "number": (int, float),
+    "string": (str,), "object": (dict,), "array": (list,),
+}
+
+
+def _has_type(value: Any, kind: Any) -> bool:
+    if isinstance(value, bool) and kind in ("integer", "number"):
+        return False
+    return isinstance(kind, str) and isinstance(value, _JSON_TYPES.get(kind, ()))
+
+
+def _branch_errors(err: ValidationError) -> list[ValidationError] | None:
+    """The errors of the one anyOf branch whose type the value has, if exactly one has it:
+    a mapping with a bad key is about that key, an integer out of range about its range."""
+    branches = _value(err) if isinstance(_value(err), list) else []
+    typed = [i for i, branch in enumerate(branches)
+             if isinstance(branch, Mapping) and _has_type(_instance(err), branch.get("type"))]
+    if len(typed) != 1:
+        return None
+    return [e for e in err.context or () if e.relative_schema_path[0] == typed[0]]
+
+
 class _Mapper:
-    def __init__(self, source: SourceMap, data: Any, required: dict[Path, list[str]]) -> None:
+    def __init__(self, source: SourceMap, data: Any, required: dict[Path, list[str]],
+                 bad: list[Path]) -> None:
         self.source = source
         self.data = data
         self.required_by_path = required
+        self.bad = bad
         self.out: list[Diagnostic] = []
         self.prune: set[Path] = set()
+
+    def reported(self, err: ValidationError) -> bool:
+        """Whether the loader already reported this value (it was replaced by null)."""
+        path: Path = tuple(err.absolute_path)
+        if _under(path, self.bad):
+            return True
+        if err.validator == "required" and "'" in err.message:
+            return _under(path + (err.message.split("'")[1],), self.bad)
+        return False
 
     def emit(self, rule: str, message: str, path: Path, *, key: bool = False,
              hint: str | None = None) -> None:
@@ -149,8 +183,15 @@ class _Mapper:
         self.out.append(Diagnostic(rule, "error", message, span, hint=hint))
 
     def handle(self, err: ValidationError) -> None:
+        if self.reported(err):
+            return
         path: Path = tuple(err.absolute_path)
         kw = err.validator
+        branch = _branch_errors(err) if kw == "anyOf" else None
+        if branch:
+            for sub in branch:
+                self.handle(sub)
+            return
         if kw == "additionalProperties":
             allowed = list((_schema(err).get("properties") or {}).keys())
             for key in sorted(set(_instance(err)) - set(allowed)):
@@ -307,15 +348,8 @@ def validate(data: Any, source: SourceMap, schema: str = "config",
     for err in errors:
         if err.validator == "required" and "'" in err.message:
             required.setdefault(tuple(err.absolute_path), []).append(err.message.split("'")[1])
-    mapper = _Mapper(source, data, required)
+    mapper = _Mapper(source, data, required, bad)
     for err in errors:
-        path: Path = tuple(err.absolute_path)
-        if _under(path, bad):
-            continue
-        if err.validator == "required" and "'" in err.message:
-            missing = err.message.split("'")[1]
-            if _under(path + (missing,), bad):
-                continue
         mapper.handle(err)
     return Validation(tuple(_fold_typos(mapper.out)), frozenset(mapper.prune))
 

@@ -808,6 +808,28 @@ def render_reference() -> str:
     return "\n".join(out)
 
 
+def state_bounds(node: Any) -> None:
+    """Append an integer's own maximum to its description (editors show the description, and a
+    bound below the generic ones is a policy the user cannot guess)."""
+    if isinstance(node, list):
+        for item in node:
+            state_bounds(item)
+        return
+    if not isinstance(node, dict):
+        return
+    for child in node.values():
+        state_bounds(child)
+    typed = [node, *node.get("anyOf", [])]
+    bound = next((b["maximum"] for b in typed if isinstance(b, dict)
+                  and b.get("type") == "integer" and b.get("maximum", 1e9) < 1e9), None)
+    text = node.get("description")
+    if bound is not None and isinstance(text, str) and f"..{bound})" not in text \
+            and "At most" not in text:
+        node["description"] = f"{text.rstrip('.')}. At most {bound:,}."
+
+
+state_bounds(schema)
+state_bounds(native_schema)
 TARGETS = {"config.schema.json": schema, "native.schema.json": native_schema}
 
 
