@@ -59,7 +59,7 @@ def parse_path(text: str) -> Path | None:
         return parse_jsonpath(text)
     if text == "" or text.startswith("/"):
         parts = [p.replace("~1", "/").replace("~0", "~") for p in text.split("/")[1:]]
-        return tuple(int(p) if p.isdigit() else p for p in parts)
+        return tuple(int(p) if p.isascii() and p.isdigit() else p for p in parts)
     return None
 
 
