@@ -9,6 +9,7 @@ import attrs
 from kvreplay.compiler.origin import Origin
 from kvreplay.compiler.source import Loaded
 from kvreplay.compiler.spec import Spec
+from kvreplay.compiler.unknown import forget_refused, refused_paths
 
 from kvreplay.diagnostics import Diagnostic, has_errors, sort_unique
 
@@ -79,7 +80,7 @@ def compile_yaml_loaded(loaded: Loaded, rules: RuleRunner | None = None) -> Comp
     spec, lowering = lower(config, origin)
     diagnostics.extend(lowering)
     if rules is not None:
-        diagnostics.extend(rules(spec, origin))
+        diagnostics.extend(rules(forget_refused(spec, origin, refused_paths(diagnostics)), origin))
     return Compiled(loaded.source.file, "yaml", spec, origin, tuple(sort_unique(diagnostics)),
                     loaded.text)
 
@@ -104,7 +105,7 @@ def compile_native_loaded(loaded: Loaded, rules: RuleRunner | None = None,
     spec, origin, shape = spec_from_native(repaired, loaded.source, file)
     diagnostics.extend(shape)
     if rules is not None:
-        diagnostics.extend(rules(spec, origin))
+        diagnostics.extend(rules(forget_refused(spec, origin, refused_paths(diagnostics)), origin))
     return Compiled(file, kind, spec, origin, tuple(sort_unique(diagnostics)), loaded.text)
 
 

@@ -25,8 +25,9 @@ class Builtin:
 
 
 def role_layout_id(role: s.Role) -> str | None:
-    """derive_layout_id of a role, or unknown (None) while its KV bytes per token are unknown."""
-    if role.kv_cache_bytes_per_token is None:
+    """derive_layout_id of a role, or unknown (None) while an input of it is unknown."""
+    if None in (role.backend, role.block_size, role.kv_cache_bytes_per_token,
+                role.tensor_parallel_size):
         return None
     return derive_layout_id(role.backend, role.block_size, role.kv_cache_bytes_per_token,
                             role.tensor_parallel_size, role.prefill_context_parallel_size,
