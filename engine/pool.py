@@ -20,7 +20,7 @@ REMOVED = 0
 
 
 class BlockPool:
-    __slots__ = ("by_ident", "capacity", "dep", "events", "free_slots", "ident", "lru",
+    __slots__ = ("blank", "by_ident", "capacity", "dep", "events", "free_slots", "ident", "lru",
                  "n_copies", "next_handle", "pending", "refs")
 
     def __init__(self, capacity: int, record_events: bool) -> None:
@@ -39,12 +39,15 @@ class BlockPool:
         self.pending: dict[int, int] | None = None  # store id -> completion time (ns)
         self.dep: dict[int, int] = {}
         self.free_slots: list[int | None] = []
+        self.blank = 0  # never-used free slots under free_slots (no copy waits on them)
 
     def track_copies(self, pending: dict[int, int]) -> None:
         """Track D2H copies reading G1 blocks (`pending`: store id -> deadline, owned by the
         rank's G2 client, entries removed when the copy's completion is delivered)."""
         self.pending = pending
-        self.free_slots = [None] * (self.capacity - self.n_copies)
+        # Implicit, not a list of None: a schema-valid capacity of billions of blocks fits.
+        self.blank = self.capacity - self.n_copies
+        self.free_slots = []
 
     # -- queries -------------------------------------------------------------------------------
 
@@ -122,6 +125,11 @@ class BlockPool:
         take = fresh if fresh <= len(free) else len(free)
         reserved = free[len(free) - take:]
         del free[len(free) - take:]
+        blank = min(fresh - take, self.blank)
+        if blank:
+            reserved[:0] = [None] * blank
+            self.blank -= blank
+            take += blank
         for _ in range(fresh - take):
             reserved.append(self.evict_one())
         for slot in reversed(reserved):
@@ -221,7 +229,7 @@ class BlockPool:
         """Invariants (tests): copies within capacity, LRU = cached copies nobody references."""
         assert 0 <= self.n_copies <= self.capacity, (self.n_copies, self.capacity)
         if self.pending is not None:
-            assert len(self.free_slots) == self.capacity - self.n_copies
+            assert len(self.free_slots) + self.blank == self.capacity - self.n_copies
         assert len(self.ident) == len(self.refs) == self.n_copies
         idle = {h for h, r in self.refs.items() if r == 0}
         assert idle == set(self.lru), "LRU must hold exactly the unreferenced cached copies"

@@ -61,3 +61,12 @@ def test_a_surrogate_id_refuses_the_run_and_writes_no_report(cli: Callable[..., 
     ran = cli("run", CONFIG, "--trace", str(trace), "-o", str(report))
     assert ran.code == 2 and f"{trace}:2:" in ran.err and "TRACE-VALUE" in ran.err
     assert not report.exists()
+
+
+def test_billions_of_gpu_blocks_with_private_g2_run(cli: Callable[..., Any],
+                                                     tmp_path: Path) -> None:
+    """A schema-valid capacity of 3e9 blocks is no MemoryError: free capacity is implicit."""
+    ran = cli("run", CONFIG, "-q", "--set",
+              "engine.workers.aggregated.kv_cache.capacity.blocks=3175008305",
+              "-o", str(tmp_path / "report.json"))
+    assert ran.code == 0, ran.err
