@@ -122,6 +122,13 @@ class Checker:
                     self.problem(_pos(arg), f"`{e.name}` takes a field variable")
                     return None
                 continue
+            if want == "path":
+                if not isinstance(arg, s.Path):
+                    self.problem(_pos(arg), f"`{e.name}` takes a field path")
+                    return None
+                if self.path(arg, scope) is None:
+                    return None
+                continue
             kind = self.value(arg, scope)
             if kind is None:
                 return None

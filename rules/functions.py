@@ -7,6 +7,8 @@ gives an unknown result, never a guess.
 from __future__ import annotations
 
 import json as _json
+import re
+from collections.abc import Callable
 from typing import Any
 
 import attrs
@@ -34,6 +36,24 @@ def role_layout_id(role: s.Role) -> str | None:
                             role.decode_context_parallel_size)
 
 
+# key(p) renders as a marker the runner replaces with the key as the checked document writes it
+# (the Spec path goes through the entry point's Origin), so one rule text suits every source.
+_KEY = "\x1f"
+_KEY_PART = "\x1e"
+_KEY_MARKS = re.compile(f"{_KEY}([^{_KEY}]*){_KEY}")
+
+
+def key_ref(path: SpecPath) -> str:
+    return _KEY + _KEY_PART.join(path) + _KEY
+
+
+def resolve_keys(text: str, render: Callable[[SpecPath], str]) -> str:
+    """Replace every key(p) marker in a message by render(p)."""
+    if _KEY not in text:
+        return text
+    return _KEY_MARKS.sub(lambda m: render(tuple(m.group(1).split(_KEY_PART))), text)
+
+
 def is_blank(text: str | None) -> bool | None:
     return None if text is None else text.strip() == ""
 
@@ -52,8 +72,11 @@ BUILTINS: dict[str, Builtin] = {
         Builtin("blank", ("str",), "bool", "the text is empty or only spaces", "is_blank"),
         Builtin("json", ("any",), "str", "the value written as JSON (for hints to paste)",
                 "to_json"),
-        # name(f) is compiled specially: it reads the bound field's name, not its value.
+        # name(f) and key(p) are compiled specially: they read the field's name or path.
         Builtin("name", ("field",), "str", "the name of the field a field variable is bound to",
+                None),
+        Builtin("key", ("path",), "str", "the field's key as the checked document writes it "
+                "(`traffic.stop.requests` in YAML, `traffic.stop_requests` in native JSON)",
                 None),
     )
 }

@@ -6,8 +6,9 @@ import functools
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from kvreplay.compiler.origin import Origin
+from kvreplay.compiler.origin import Origin, SpecPath
 from kvreplay.compiler.spec import Spec
+from kvreplay.rules.functions import resolve_keys
 from kvreplay.rules.loader import shipped_module
 
 from kvreplay.diagnostics import Diagnostic, Related, Severity, sort_unique
@@ -78,11 +79,16 @@ class Runner:
         return out
 
     def __call__(self, spec: Spec, origin: Origin) -> list[Diagnostic]:
+        def key(spec_path: SpecPath) -> str:
+            return ".".join(str(part) for part in origin.to_source(spec_path))
+
         diagnostics = []
         for rule_id, severity, (message, at, hint, related) in self.findings(spec):
             diagnostics.append(Diagnostic(
-                rule_id, severity, message, origin.span(at), hint=hint,
-                related=tuple(Related(text, origin.span(path)) for path, text in related),
+                rule_id, severity, resolve_keys(message, key), origin.span(at),
+                hint=None if hint is None else resolve_keys(hint, key),
+                related=tuple(Related(resolve_keys(text, key), origin.span(path))
+                              for path, text in related),
             ))
         return sort_unique(diagnostics)
 

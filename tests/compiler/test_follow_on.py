@@ -56,3 +56,16 @@ def test_a_non_ascii_digit_key_is_a_key() -> None:
     """`"²"` is an unknown key, not a list index (it crashed path parsing)."""
     assert _rules('{"spec": {"²": null, "version": 1}}', "spec.json").count(
         "SCHEMA-UNKNOWN-KEY") == 1
+
+
+def test_native_specs_are_told_native_keys() -> None:
+    """A synthetic native spec without a stop count hears `traffic.stop_requests`, not YAML's
+    `stop.requests`; the YAML config hears `traffic.stop.requests`."""
+    native = compile_text(_native(source_type="synthetic", load_type="concurrency", concurrency=2,
+                                  stop_requests=None), "spec.json", rules=matrix_rules())
+    (stop,) = [d for d in native.diagnostics if d.rule == "TRAFFIC-STOP"]
+    assert "`traffic.stop_requests`" in stop.message and "stop.requests" not in str(stop)
+    config = compile_text(EXAMPLE.read_text(), str(EXAMPLE), rules=matrix_rules(), overrides=[
+        "traffic={source: {type: synthetic}, load: {type: concurrency, concurrency: 2}}"])
+    (stop,) = [d for d in config.diagnostics if d.rule == "TRAFFIC-STOP"]
+    assert stop.message == "a `synthetic` source needs `traffic.stop.requests`"

@@ -104,6 +104,10 @@ def ev(e: s.Expr, env: Env, spec: sp.Spec) -> Any:
             arg = e.args[0]
             assert isinstance(arg, s.Path)
             return env[arg.root][2]
+        if e.name == "key":
+            arg = e.args[0]
+            assert isinstance(arg, s.Path)
+            return fn.key_ref(_span(arg, env, spec))
         impl = getattr(fn, fn.BUILTINS[e.name].py or "")
         return impl(*(ev(a, env, spec) for a in e.args))
     raise AssertionError(e)

@@ -284,3 +284,23 @@ def test_predicates_expand_with_their_arguments() -> None:
             + "  for each role r\n  when big(r)\n  at r\n  message \"{r.name}\"\n}\n")
     found = runner_for(text)(TWO_ROLES, path_origin())
     assert [d.message for d in found] == ["decode"]
+
+
+def test_key_names_a_field_as_the_entry_point_writes_it() -> None:
+    """`key(p)` goes through the origin: each entry point sees its own key, role paths too."""
+    from kvreplay.compiler.origin import Origin
+
+    runner = runner_for(RULE_HEAD + "  for each role r\n  when r.dp_size > 3\n  at r.dp_size\n"
+                        '  message "set {key(r.dp_size)}"\n  hint "or {key(traffic.stop_requests)}"'
+                        "\n}\n")
+    (found,) = runner(TWO_ROLES, Origin(None, lambda p: ("doc",) + p, file="spec"))
+    assert (found.message, found.hint) == ("set doc.roles.decode.dp_size",
+                                           "or doc.traffic.stop_requests")
+
+
+def test_key_takes_a_known_field_path() -> None:
+    """`key` of a literal or of a misspelt field is a load-time error."""
+    assert check('  when has mode\n  at mode\n  message "{key(3)}"') == [
+        'rules/bad.rules:6:17: `key` takes a field path']
+    assert check('  when has mode\n  at mode\n  message "{key(traffic.stop_request)}"')[0] \
+        .endswith("has no field `stop_request` (did you mean `stop_requests`?)")
