@@ -85,26 +85,31 @@ def _unparsed(argument: str, parsed: Loaded, offset: int) -> OverrideError | Non
                          f"{_printable(message)}{at}")
 
 
+def parse_override(argument: str) -> tuple[Path, Loaded]:
+    """The path and the parsed value of one `--set` argument; OverrideError when either is
+    malformed (whatever the document it would apply to)."""
+    path, value_text = parse_assignment(argument)
+    label = f"--set {argument}"
+    offset = len(label) - len(value_text)  # columns index into the label as printed
+    parsed = load_yaml_value(" " * offset + value_text, label)
+    error = _unparsed(argument, parsed, offset)
+    if error is not None:
+        raise error
+    if len(path) + _depth(parsed.data) > MAX_DEPTH:
+        raise OverrideError(f"--set {_quoted(argument)}: the value nests the config deeper "
+                            f"than {MAX_DEPTH} levels")
+    return path, parsed
+
+
 def apply_overrides(loaded: Loaded, assignments: Sequence[str]) -> Loaded:
     """Apply assignments left to right; raises OverrideError for malformed ones."""
-    if not assignments:
-        return loaded
-    if not isinstance(loaded.data, dict):
+    parsed_all = [(argument, *parse_override(argument)) for argument in assignments]
+    if not parsed_all or not isinstance(loaded.data, dict):
         return loaded
     data: Any = copy.deepcopy(loaded.data)
     diagnostics = list(loaded.diagnostics)
     source = attrs.evolve(loaded.source, overlays=list(loaded.source.overlays))
-    for argument in assignments:
-        path, value_text = parse_assignment(argument)
-        label = f"--set {argument}"
-        offset = len(label) - len(value_text)  # columns index into the label as printed
-        parsed = load_yaml_value(" " * offset + value_text, label)
-        error = _unparsed(argument, parsed, offset)
-        if error is not None:
-            raise error
-        if len(path) + _depth(parsed.data) > MAX_DEPTH:
-            raise OverrideError(f"--set {_quoted(argument)}: the value nests the config deeper "
-                                f"than {MAX_DEPTH} levels")
+    for argument, path, parsed in parsed_all:
         diagnostics.extend(
             attrs.evolve(d, span=attrs.evolve(d.span, path=format_path(
                 path + parse_jsonpath(d.span.path or "$"), loaded.source.style)))
@@ -127,4 +132,3 @@ def apply_overrides(loaded: Loaded, assignments: Sequence[str]) -> Loaded:
         node[path[-1]] = parsed.data
         source.overlays.append((path, parsed.source))
     return Loaded(data, source, loaded.text, tuple(diagnostics))
-

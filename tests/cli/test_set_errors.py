@@ -38,3 +38,12 @@ def test_a_value_that_parses_but_is_refused_is_a_finding(cli: Callable[..., Any]
     """A value that is one YAML value but not allowed (NaN) stays a finding at the argument."""
     ran = cli("lint", "--format", "concise", CONFIG, "--set", "engine.model=.nan")
     assert ran.code == 1 and ran.out.startswith("--set engine.model=.nan:1:20: YAML-NON-FINITE")
+
+
+def test_a_bad_set_is_a_usage_error_even_when_the_file_is_broken(cli: Callable[..., Any],
+                                                                 tmp_path: Path) -> None:
+    """The argument is checked whatever the document: a YAML syntax error does not hide it."""
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("a: [\n")
+    ran = cli("lint", str(broken), "--set", "engine.workers=[[[")
+    assert ran.code == 2 and "the value is not valid YAML" in ran.err
