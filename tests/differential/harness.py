@@ -2,13 +2,15 @@
 
 A *scenario* is plain JSON: a deployment (aggregated or P/D, workers, DP, one vLLM rank per
 role, optional G2, optional time cap, optional KV router knobs) and a Mooncake trace (rows with
-sessions, mooncake or mooncake-delta) or single-turn synthetic traffic. KV-router kinds use one
-scheduler: the reference breaks placement ties at random, so only a lone scheduler compares
-exactly (the cost terms are checked on hand-made flips, test_router_knobs.py).
+sessions, mooncake or mooncake-delta), an Agentic Mooncake v2 graph (`header` and request rows
+with dependencies, optional `agentic_lanes`) or single-turn synthetic traffic. KV-router kinds
+use one scheduler: the reference breaks placement ties at random, so only a lone scheduler
+compares exactly (the cost terms are checked on hand-made flips, test_router_knobs.py).
 `generate(kind, seed)` draws one at random from a seeded generator; `run_reference` and
 `run_kvreplay` replay it on both engines from the same trace file and return comparable results;
-`compare` lists every difference (per request, matched by session and turn, and in the
-summary); `shrink` reduces a mismatching scenario to a minimal one.
+`compare` lists every difference (per request, matched by session and turn, agentic requests by
+play and request id, and in the summary, agentic keys included); `shrink` reduces a
+mismatching scenario to a minimal one.
 
 Deliberate differences (docs/engine.md) are handled here by name, nowhere else:
 - `reused_input_tokens` and `decode_reused_input_tokens` are capped at the input length (the
@@ -23,11 +25,12 @@ import json
 import os
 import random
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-KINDS = ("agg", "agg-delta", "agg-dp", "pd", "pd-dp", "g2", "g2-pd", "synth", "kv-queue")
+KINDS = ("agg", "agg-delta", "agg-dp", "pd", "pd-dp", "g2", "g2-pd", "synth", "kv-queue",
+         "agentic")
 TIME_KEYS = ("arrival_time_ms", "dispatched_at_ms", "first_admit_ms", "first_token_ms",
              "last_token_ms", "terminal_time_ms", "prefill_admit_ms", "source_held_ms",
              "destination_reserved_ms", "destination_activated_ms", "decode_admit_ms",
@@ -39,6 +42,15 @@ COUNT_KEYS = ("input_length", "output_length", "requested_output_length",
               "readmission_count")
 SUMMARY_KEYS = ("num_requests", "completed_requests", "committed_prefill_tokens", "duration_ms",
                 "total_input_tokens", "total_output_tokens", "g2_domains")
+# Agentic rows: the request's identity (matched by play and request id) ...
+AGENTIC_ROW_KEYS = ("uuid", "session_id", "agentic")
+# ... and the agentic summary (graph, play outcomes, lifecycle transcript, trajectories).
+AGENTIC_SUMMARY_KEYS = (
+    "agentic_graph", "agentic_play_outcomes", "agentic_lifecycle_event_count",
+    "agentic_lifecycle_digest", "agentic_model_projection", "total_trajectories",
+    "completed_trajectories", "incomplete_trajectories") + tuple(
+    f"{stat}_trajectory_e2e_latency_ms"
+    for stat in ("mean", "min", "max", "median", "p50", "p75", "p90", "p95", "p99", "std"))
 TOLERANCE_MS = 1e-5  # 10 ns: the reference sums float milliseconds
 
 
@@ -69,6 +81,8 @@ def generate(kind: str, seed: int) -> dict[str, Any]:
     scn: dict[str, Any] = {"kind": kind, "seed": seed, "block_size": bs,
                            "trace_format": "mooncake-delta" if kind == "agg-delta"
                            else "mooncake"}
+    if kind == "agentic":
+        return _agentic_scenario(rng, scn, rank(), blocks)
     if kind.endswith("pd") or kind == "pd-dp":
         scn["prefill"] = rank()
         scn["decode"] = rank()
@@ -185,8 +199,109 @@ def _rows(rng: random.Random, bs: int, blocks: int, delta: bool) -> list[dict[st
     return rows
 
 
+AGENTIC_MODEL = "diff"  # the deployment's model; trace rows name another (projected onto it)
+
+
+def _agentic_scenario(rng: random.Random, scn: dict[str, Any], rank: dict[str, Any],
+                      blocks: int) -> dict[str, Any]:
+    """An Agentic Mooncake v2 corpus on a small aggregated round-robin deployment: 1-2
+    workers, optional lanes, optional private G2, sometimes a time cap."""
+    scn.update(trace_format="agentic_mooncake", rank=rank, workers=rng.choice([1, 1, 2]), dp=1,
+               agentic_lanes=rng.choice([None, 1, 1, 2]))
+    if rng.random() < 0.3:
+        rank["native_host_offload"] = {
+            "scope": "dp_rank_local", "num_host_blocks": rng.choice([2, 4, 8, 12]),
+            "d2h_bandwidth_gbps": rng.choice([0.1, 0.5, 1.0, 4.0]),
+            "h2d_bandwidth_gbps": rng.choice([0.1, 0.5, 1.0, 4.0])}
+    scn["header"] = {"schema": "dynamo.agentic_mooncake", "version": 2,
+                     "block_size": scn["block_size"], "hash_id_scope": "local",
+                     "source": {"format": "difftest", "digest": f"agentic-{scn['seed']}"}}
+    scn["rows"] = _agentic_rows(rng, scn["block_size"], blocks)
+    if rng.random() < 0.1:
+        scn["max_sim_time_ms"] = float(rng.choice([10, 20, 50]))
+    return scn
+
+
+def _agentic_rows(rng: random.Random, bs: int, blocks: int) -> list[dict[str, Any]]:
+    """Plays of a root session (1-4 requests in sequence) whose requests spawn child sessions
+    (on dispatch or completion) that a later request of the spawning session joins, or that run
+    in the background; children may spawn grandchildren the same way, and a play may have a
+    second, parallel root session. Request ids are drawn at random (node order, hence uuid and
+    same-instant dispatch order, is request-id order); hash ids are play-local and shared along
+    the play (the same numbers in another play are other blocks)."""
+    max_blocks = max(1, min(5, blocks - 2))
+    taken: set[int] = set()
+
+    def new_id() -> str:
+        while True:
+            n = rng.randrange(100, 1000)
+            if n not in taken:
+                taken.add(n)
+                return f"r{n}"
+
+    def delay() -> float:
+        return float(rng.choice([0, 0, 0.5, 1, 2, 3, 5, 10]))
+
+    def floor() -> float:
+        return float(rng.choice([0, 0, 0, 0, 2, 5, 10, 20]))
+
+    def edge(pred: str, trigger: str, relation: str) -> dict[str, Any]:
+        return {"request_id": pred, "trigger": trigger, "delay_ms": delay(),
+                "relation": relation}
+
+    def session(play: str, name: str, turns: int, prefix: list[int],
+                first_deps: list[dict[str, Any]], first_floor: float,
+                depth: int) -> list[dict[str, Any]]:
+        """One conversation of `turns` requests in sequence, each prompt extending the shared
+        prefix; turns may spawn child sessions (depth < 2) that a later turn joins."""
+        out: list[dict[str, Any]] = []
+        joins: list[list[str]] = [[] for _ in range(turns)]
+        used = 0
+        last = ""
+        for i in range(turns):
+            used = min(len(prefix), max(used, rng.randint(1, len(prefix))))
+            deps = first_deps if i == 0 else (
+                [edge(last, "completion", "sequence")]
+                + [edge(c, "completion", "join") for c in joins[i]])
+            hashes = prefix[:used]
+            if rng.random() < 0.02:  # more blocks than the pool holds: rejected, play fails
+                hashes = hashes + [rng.randrange(900, 999)
+                                   for _ in range(blocks + 1 - len(hashes))]
+            row = {"request_id": new_id(), "play_id": play, "session_id": name,
+                   "model": "agent-model", "input_length": len(hashes) * bs - rng.randrange(bs),
+                   "output_length": rng.choice([1, 1, 2, 3, 4] if rng.random() < 0.97 else [0]),
+                   "hash_ids": hashes, "not_before_ms": first_floor if i == 0 else floor(),
+                   "dependencies": deps}
+            out.append(row)
+            last = row["request_id"]
+            if depth < 2 and rng.random() < (0.45 if depth == 0 else 0.2):
+                for j in range(rng.choice([1, 1, 2])):
+                    own = prefix[:rng.randint(0, used)] + [rng.randrange(60, 120)
+                                                           for _ in range(2)]
+                    spawn = edge(last, rng.choice(["dispatch", "completion"]), "spawn")
+                    child = session(play, f"{name}.{i}{j}", rng.choice([1, 1, 2]),
+                                    own[:max_blocks + 1], [spawn], floor(), depth + 1)
+                    out += child
+                    if i + 1 < turns and rng.random() < 0.6:
+                        joins[rng.randrange(i + 1, turns)].append(child[-1]["request_id"])
+        return out
+
+    rows: list[dict[str, Any]] = []
+    for p in range(rng.choice([1, 1, 2, 3])):
+        play = f"p{p}"
+        prefix = [rng.randrange(1, 60) for _ in range(max_blocks)]
+        rows += session(play, "root", rng.choice([1, 2, 2, 3, 4]), prefix, [],
+                        float(rng.choice([0, 0, 1, 3, 5, 10])), 0)
+        if rng.random() < 0.15:  # a parallel root session
+            rows += session(play, "side", rng.choice([1, 2]), prefix, [],
+                            float(rng.choice([0, 2, 5])), 1)
+    return rows
+
+
 def write_trace(scn: dict[str, Any], path: Path) -> None:
     with path.open("w") as f:
+        if "header" in scn:
+            f.write(json.dumps(scn["header"]) + "\n")
         for row in scn["rows"]:
             f.write(json.dumps(row) + "\n")
 
@@ -202,6 +317,8 @@ def native_document(scn: dict[str, Any], trace: str) -> dict[str, Any]:
         "load_type": "trace_timestamps", "trace_block_size": scn["block_size"]}
     if "synthetic" in scn:
         traffic = synthetic_traffic(scn["synthetic"])
+    if "header" in scn:
+        traffic["agentic_lanes"] = scn.get("agentic_lanes")
     placement: dict[str, Any] = {"provider": "round_robin", "config": None}
     if "router" in scn:
         placement = {"provider": scn.get("router_mode", "kv_router"),
@@ -218,7 +335,7 @@ def native_document(scn: dict[str, Any], trace: str) -> dict[str, Any]:
         engine = {"prefill": role(scn["prefill"], "prefill"),
                   "decode": role(scn["decode"], "decode")}
     return {
-        "spec": {"version": 1, "model": "diff", "topology": topology, "engine": engine,
+        "spec": {"version": 1, "model": AGENTIC_MODEL, "topology": topology, "engine": engine,
                  "adapters": {"placement": placement,
                               "scaling": {"provider": "none", "config": None}},
                  "max_sim_time_ms": scn.get("max_sim_time_ms"), "record_per_request": True,
@@ -263,6 +380,8 @@ def run_reference(scn: dict[str, Any]) -> dict[str, Any]:
                 decode_active_request_weight=knobs.get("decode_active_request_weight", 0.0))
         if scn.get("max_sim_time_ms") is not None:
             kwargs["max_sim_time_ms"] = scn["max_sim_time_ms"]
+        if "header" in scn:
+            kwargs.update(agentic_lanes=scn.get("agentic_lanes"), execution_model=AGENTIC_MODEL)
         dp = scn["dp"]
         if "rank" in scn:
             report = run_trace_replay([str(path)],
@@ -289,7 +408,7 @@ def run_kvreplay(scn: dict[str, Any]) -> dict[str, Any]:
         write_trace(scn, path)
         doc = native_document(scn, str(path))
         workload = workload_from_traffic(doc["traffic"], base_dir=tmp,
-                                         block_size=scn["block_size"])
+                                         block_size=scn["block_size"], model=AGENTIC_MODEL)
         return report_from_run(run_native(doc, workload=workload))
 
 
@@ -310,6 +429,9 @@ def _keyed(rows: list[dict[str, Any]]) -> dict[tuple[Any, ...], dict[str, Any]]:
                                           str(_placements(r)),
                                           r.get("reused_input_tokens") or 0))
     for row in ordered:
+        if row.get("play_id") is not None:  # agentic: request ids are unique in the corpus
+            out[("agentic", str(row["play_id"]), str(row["request_id"]))] = row
+            continue
         if row.get("session_id") is not None:
             out[(str(row["session_id"]), int(row.get("turn_index") or 0))] = row
             continue
@@ -321,6 +443,10 @@ def _keyed(rows: list[dict[str, Any]]) -> dict[tuple[Any, ...], dict[str, Any]]:
 
 
 def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, dict) and isinstance(b, dict):  # agentic summaries: nested figures
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, float) and isinstance(b, float):
         return abs(a - b) <= TOLERANCE_MS
     if isinstance(a, int | float) and isinstance(b, int | float) and not isinstance(a, bool):
@@ -338,7 +464,8 @@ def compare(ref: dict[str, Any], mine: dict[str, Any]) -> list[str]:
         out.append(f"{key}: only in the {where}")
     for key in sorted(set(theirs) & set(ours)):
         a, b = theirs[key], ours[key]
-        for name in TIME_KEYS + COUNT_KEYS:
+        agentic = AGENTIC_ROW_KEYS if key[0] == "agentic" else ()
+        for name in TIME_KEYS + COUNT_KEYS + agentic:
             x, y = a.get(name), b.get(name)
             if name in ("reused_input_tokens", "decode_reused_input_tokens") \
                     and isinstance(x, int):
@@ -352,7 +479,8 @@ def compare(ref: dict[str, Any], mine: dict[str, Any]) -> list[str]:
         if len(x) != len(y) or not all(_same(u, v) for p, q in zip(x, y, strict=True)
                                        for u, v in zip(p, q, strict=True)):
             out.append(f"{key} router queue: reference {x!r}, kvreplay {y!r}")
-    for name in SUMMARY_KEYS:
+    agentic_summary = AGENTIC_SUMMARY_KEYS if "agentic_graph" in ref["summary"] else ()
+    for name in SUMMARY_KEYS + agentic_summary:
         x, y = ref["summary"].get(name), mine["summary"].get(name)
         if not _same(x, y):
             out.append(f"summary {name}: reference {x!r}, kvreplay {y!r}")
@@ -387,8 +515,11 @@ def _reuse_ratio(rows: list[dict[str, Any]]) -> float:
 
 def reduced(report: dict[str, Any]) -> dict[str, Any]:
     """Only what `compare` reads (to store a reference result beside a regression case)."""
-    keys = ("session_id", "turn_index", "routing_history") + TIME_KEYS + COUNT_KEYS
-    return {"summary": {k: report["summary"].get(k) for k in SUMMARY_KEYS},
+    keys = ("session_id", "turn_index", "routing_history", "request_id", "play_id", "uuid",
+            "agentic") + TIME_KEYS + COUNT_KEYS
+    summary_keys = SUMMARY_KEYS + (AGENTIC_SUMMARY_KEYS if "agentic_graph" in report["summary"]
+                                   else ())
+    return {"summary": {k: report["summary"].get(k) for k in summary_keys},
             "per_request": [{k: r.get(k) for k in keys} for r in report["per_request"]]}
 
 
@@ -416,8 +547,9 @@ def check(scn: dict[str, Any]) -> tuple[str, list[str]]:
 
 def shrink(scn: dict[str, Any], still_fails: Callable[[dict[str, Any]], bool],
            budget: int = 200) -> dict[str, Any]:
-    """A smaller scenario that still fails: drop sessions, then rows, shorten outputs, drop
-    workers; each step kept only when the failure persists."""
+    """A smaller scenario that still fails: drop sessions, then rows (agentic: plays, leaf
+    requests, lanes, G2, delays), shorten outputs, drop workers; each step kept only when the
+    failure persists."""
     best = copy.deepcopy(scn)
     tries = 0
 
@@ -440,11 +572,16 @@ def shrink(scn: dict[str, Any], still_fails: Callable[[dict[str, Any]], bool],
                     cand = copy.deepcopy(best)
                     cand["synthetic"][key] = max(low, cand["synthetic"][key] // 2)
                     changed |= attempt(cand)
-        for s in sorted({r["session_id"] for r in best["rows"]}):
+        # agentic: a smaller graph, then start over from it
+        if "header" in best and any(attempt(cand) for cand in _agentic_smaller(best)):
+            changed = True
+            continue
+        rows = [] if "header" in best else best["rows"]
+        for s in sorted({r["session_id"] for r in rows}):
             cand = copy.deepcopy(best)
             cand["rows"] = [r for r in cand["rows"] if r["session_id"] != s]
             changed |= attempt(cand)
-        for i in range(len(best["rows"]) - 1, -1, -1):
+        for i in range(len(rows) - 1, -1, -1):
             if i >= len(best["rows"]):
                 continue
             cand = copy.deepcopy(best)
@@ -469,5 +606,42 @@ def shrink(scn: dict[str, Any], still_fails: Callable[[dict[str, Any]], bool],
     return best
 
 
+def _agentic_smaller(scn: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """Smaller agentic corpora, each still a valid graph: without one play, without one leaf
+    request (no other request depends on it), without lanes or G2, without one edge delay or
+    `not_before_ms` floor."""
+    rows = scn["rows"]
+    for play in sorted({r["play_id"] for r in rows}):
+        cand = copy.deepcopy(scn)
+        cand["rows"] = [r for r in rows if r["play_id"] != play]
+        yield cand
+    needed = {d["request_id"] for r in rows for d in r["dependencies"]}
+    for i in range(len(rows) - 1, -1, -1):
+        if rows[i]["request_id"] not in needed:
+            cand = copy.deepcopy(scn)
+            del cand["rows"][i]
+            yield cand
+    if scn.get("agentic_lanes") is not None:
+        yield {**copy.deepcopy(scn), "agentic_lanes": None}
+    if "native_host_offload" in scn["rank"]:
+        cand = copy.deepcopy(scn)
+        del cand["rank"]["native_host_offload"]
+        yield cand
+    for i, row in enumerate(rows):
+        if row["not_before_ms"] and row["dependencies"]:
+            cand = copy.deepcopy(scn)
+            cand["rows"][i]["not_before_ms"] = 0.0
+            yield cand
+        for k, dep in enumerate(row["dependencies"]):
+            if dep["delay_ms"]:
+                cand = copy.deepcopy(scn)
+                cand["rows"][i]["dependencies"][k]["delay_ms"] = 0.0
+                yield cand
+
+
 def _valid(scn: dict[str, Any]) -> bool:
+    if "header" in scn:  # an agentic graph: every dependency present
+        ids = {r["request_id"] for r in scn["rows"]}
+        return bool(ids) and all(d["request_id"] in ids
+                                 for r in scn["rows"] for d in r["dependencies"])
     return bool(scn["rows"]) or "synthetic" in scn

@@ -6,12 +6,15 @@ A bounded run per kind in the suite (the kinds listed as clean here must match e
 
 from __future__ import annotations
 
+from typing import Any
+
 import harness
 import pytest
 
 pytestmark = pytest.mark.reference
 
-CLEAN_KINDS = ("agg", "agg-delta", "agg-dp", "pd", "g2", "synth", "kv-queue")  # every seed matches
+# every seed matches
+CLEAN_KINDS = ("agg", "agg-delta", "agg-dp", "pd", "g2", "synth", "kv-queue", "agentic")
 CASES = 60
 
 
@@ -48,3 +51,23 @@ def test_a_scenario_is_plain_json_and_deterministic() -> None:
     for kind in harness.KINDS:
         assert json.dumps(harness.generate(kind, 7)) == json.dumps(harness.generate(kind, 7))
     assert harness.generate("agg", 1) != harness.generate("agg", 2)
+
+
+def test_agentic_shrink_keeps_a_valid_graph() -> None:
+    """Shrinking an agentic scenario drops plays, leaf requests, lanes, G2 and delays, and
+    every step is a graph kvreplay reads: a join reduces to one play whose only leaf is the
+    joining request."""
+    def joined(scn: dict[str, Any]) -> bool:
+        return any(d["relation"] == "join" for r in scn["rows"] for d in r["dependencies"])
+
+    seed = next(s for s in range(100) if joined(harness.generate("agentic", s))
+                and len(harness.generate("agentic", s)["rows"]) > 5)
+    small = harness.shrink(harness.generate("agentic", seed), joined)
+    rows = small["rows"]
+    needed = {d["request_id"] for r in rows for d in r["dependencies"]}
+    leaves = [r for r in rows if r["request_id"] not in needed]
+    assert len(leaves) == 1 and joined({"rows": leaves})
+    assert len({r["play_id"] for r in rows}) == 1 and small.get("agentic_lanes") is None
+    assert all(d["delay_ms"] == 0 for r in rows for d in r["dependencies"])
+    report = harness.run_kvreplay(small)
+    assert report["summary"]["agentic_graph"]["node_count"] == len(rows)
