@@ -311,9 +311,7 @@ class Rank:
                     break
             known = seq.input_length + seq.generated
             known_blocks = -(-known // bs)
-            if (self.max_model_len is not None and seq.input_length >= self.max_model_len) or (
-                    not seq.materialized and seq.pool_admissions == 0
-                    and known_blocks > self.num_blocks):
+            if self.max_model_len is not None and seq.input_length >= self.max_model_len:
                 self._reject(seq, outcome)  # rejected before any G2 lookup
                 continue
             hit_base = hit_blocks = raw = 0
@@ -334,6 +332,11 @@ class Rank:
                 if found == DEFER:
                     host.pool.stats.restores_deferred += 1
                     self._skip(seq, until_progress=True)
+                    continue
+                if seq.pool_admissions == 0 and known_blocks > self.num_blocks:
+                    # A prompt the pool can never hold is rejected after its G2 lookup (which
+                    # touched the host LRU, or deferred it behind a pending store) (ref).
+                    self._reject(seq, outcome)
                     continue
                 if found == MISS:
                     hit_blocks = 0
