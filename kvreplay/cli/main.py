@@ -9,6 +9,13 @@ from collections.abc import Sequence
 
 from kvreplay import __version__
 from kvreplay.cli import exits
+from kvreplay.cli.output import (
+    OutputError,
+    flush_stdout,
+    stdout_error,
+    write_stderr,
+    write_stdout,
+)
 
 FORMATS = ["auto", "text", "concise", "json", "sarif", "github"]
 
@@ -152,25 +159,43 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if args.command is None:
-        parser.print_help()
-        return exits.USAGE
-    module = importlib.import_module(f"kvreplay.cli.cmd_{args.command}")
+    """Run one command; whatever stops it becomes an exit code and one line on stderr."""
+    debug = False
     try:
+        parser = build_parser()
+        try:
+            args = parser.parse_args(argv)
+        except OSError as exc:  # --help or --version to a stdout that cannot take it
+            raise stdout_error(exc) from None
+        debug = args.debug
+        if args.command is None:
+            write_stdout(parser.format_help())
+            return exits.USAGE
+        module = importlib.import_module(f"kvreplay.cli.cmd_{args.command}")
         code: int = module.run(args)
         return code
     except KeyboardInterrupt:
-        sys.stderr.write("kvreplay: interrupted\n")
+        write_stderr("kvreplay: interrupted\n")
         return exits.INTERRUPTED
+    except OutputError as exc:
+        write_stderr(f"kvreplay: {exc}\n")
+        return exits.USAGE
     except Exception as exc:  # the last line of defence: no traceback without --debug
-        if args.debug:
+        if debug:
             raise
-        sys.stderr.write(f"kvreplay: internal error: {type(exc).__name__}: {exc} "
-                         "(run with --debug for the traceback)\n")
+        write_stderr(f"kvreplay: internal error: {type(exc).__name__}: {exc} "
+                     "(run with --debug for the traceback)\n")
         return exits.USAGE
 
 
 def entry() -> None:
-    sys.exit(main())
+    """The console script (and `python -m kvreplay`); stdout is flushed here, where a full disk
+    can still be reported."""
+    code: int | str | None
+    try:
+        code = main()
+    except SystemExit as exc:  # argparse: --help, --version, usage errors
+        code = exc.code
+    if not flush_stdout() and not code:
+        code = exits.USAGE
+    sys.exit(code)

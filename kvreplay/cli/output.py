@@ -1,4 +1,5 @@
-"""Writing results: atomic files (temp file + rename) and stdout that survives a closed pipe."""
+"""Writing results: atomic files (temp file + rename), and a stdout that reports a full disk
+instead of failing at exit (a reader that went away is not an error)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,11 @@ import os
 import sys
 import tempfile
 from collections.abc import Iterable
+from typing import IO
+
+
+class OutputError(Exception):
+    """An output that cannot or must not be written: the command stops with exit 2."""
 
 
 def atomic_write(path: str, text: str) -> None:
@@ -71,18 +77,53 @@ def emit(path: str | None, text: str) -> bool:
 
 
 def write_stdout(text: str) -> None:
+    """Print to stdout. A reader that went away (`| head`) is not an error; anything else that
+    stops the write (a full disk, a closed stdout) is an OutputError."""
+    if sys.stdout is None:
+        raise OutputError("cannot write to stdout: it is closed")
     try:
         sys.stdout.write(text)
         sys.stdout.flush()
     except BrokenPipeError:
-        # The reader went away (e.g. `| head`): silence the interpreter's own flush at exit.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        _silence(sys.stdout)
+    except OSError as exc:
+        raise stdout_error(exc) from None
+
+
+def stdout_error(exc: OSError) -> OutputError:
+    """The error for a stdout that failed (silenced, so that the flush at exit does not fail
+    again)."""
+    _silence(sys.stdout)
+    return OutputError(f"cannot write to stdout: {exc.strerror or exc}")
+
+
+def flush_stdout() -> bool:
+    """Flush what is left for stdout (argparse writes its help there); False, reported, if it
+    cannot be written."""
+    if sys.stdout is None:  # closed from the start: already reported if anything was due
+        return True
+    try:
+        write_stdout("")
+    except OutputError as exc:
+        write_stderr(f"kvreplay: {exc}\n")
+        return False
+    return True
 
 
 def write_stderr(text: str) -> None:
+    if sys.stderr is None:
+        return
     try:
         sys.stderr.write(text)
         sys.stderr.flush()
-    except BrokenPipeError:
-        pass
+    except OSError:  # nowhere left to report it
+        _silence(sys.stderr)
+
+
+def _silence(stream: IO[str]) -> None:
+    """Point a failed stream at /dev/null so the interpreter's flush at exit does not fail again
+    (what it still buffers is dropped)."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, stream.fileno())
+        os.close(devnull)
