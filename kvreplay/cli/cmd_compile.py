@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import difflib
 import os
 
 from kvreplay.cli import exits
 from kvreplay.cli.diagnostics_out import print_diagnostics
-from kvreplay.cli.output import emit, write_stderr, write_stdout
+from kvreplay.cli.output import Output, same_file, write_stderr, write_stdout
 from kvreplay.compiler.overrides import OverrideError
 from kvreplay.files import open_regular
 
@@ -25,7 +26,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _sibling(config: str) -> str | None:
     candidate = os.path.splitext(config)[0] + ".json"
-    return candidate if os.path.isfile(candidate) and candidate != config else None
+    return candidate if os.path.isfile(candidate) and not same_file(candidate, config) else None
 
 
 def _compile_one(args: argparse.Namespace, config: str, check: str | None) -> int:
@@ -34,20 +35,31 @@ def _compile_one(args: argparse.Namespace, config: str, check: str | None) -> in
 
     if args.check_sibling and check is None:
         return exits.OK
-    try:
-        result = compile_path(config, overrides=args.overrides,
-                              rules=None if args.no_matrix else matrix_rules())
-    except OverrideError as exc:
-        write_stderr(f"kvreplay: {exc}\n")
+    if check and same_file(check, config):
+        write_stderr(f"kvreplay: --check {check} is the config {config} itself: check it against "
+                     "the JSON it compiles to\n")
         return exits.USAGE
-    print_diagnostics([(result.file, result.text, result.diagnostics)], args)
-    code = exits.for_diagnostics(result.diagnostics)
-    if code != exits.OK or result.spec is None:
-        return code or exits.FINDINGS
-    text = result.emitted()
-    if check:
-        return _check(check, text)
-    return exits.OK if emit(args.output, text) else exits.USAGE
+    with contextlib.ExitStack() as stack:
+        # Opened before compiling: an output that is the config is refused before any work.
+        out = None if check else stack.enter_context(
+            Output(args.output or "-", [("the config", config)]))
+        try:
+            result = compile_path(config, overrides=args.overrides,
+                                  rules=None if args.no_matrix else matrix_rules())
+        except OverrideError as exc:
+            write_stderr(f"kvreplay: {exc}\n")
+            return exits.USAGE
+        print_diagnostics([(result.file, result.text, result.diagnostics)], args)
+        code = exits.for_diagnostics(result.diagnostics)
+        if code != exits.OK or result.spec is None:
+            return code or exits.FINDINGS
+        text = result.emitted()
+        if check:
+            return _check(check, text)
+        assert out is not None
+        out.write(text)
+        out.commit()
+    return exits.OK
 
 
 def _check(path: str, expected: str) -> int:

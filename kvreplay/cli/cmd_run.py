@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import signal
@@ -14,7 +15,7 @@ from typing import Any
 
 from kvreplay.cli import exits
 from kvreplay.cli.diagnostics_out import print_diagnostics
-from kvreplay.cli.output import atomic_write_chunks, write_stderr, write_stdout
+from kvreplay.cli.output import Output, write_stderr, write_stdout
 from kvreplay.cli.progress import ProgressDisplay
 
 
@@ -45,73 +46,62 @@ def run(args: argparse.Namespace) -> int:
     from kvreplay.engine import Interrupted
     from kvreplay.replay import replay
 
-    try:
-        compiled = compile_path(args.config, overrides=args.overrides, rules=matrix_rules())
-    except OverrideError as exc:
-        write_stderr(f"kvreplay: {exc}\n")
-        return exits.USAGE
-    base_dir = os.path.dirname(os.path.abspath(args.config))
-    show = ProgressDisplay(enabled=sys.stderr.isatty() and not args.no_progress
-                           and not args.quiet)
-    transcript = None
-    if args.lifecycle:
-        from kvreplay.cli.output import AtomicLines
-
+    inputs = [("the config", args.config), *(("the trace", path) for path in args.trace)]
+    with contextlib.ExitStack() as stack:
+        # Outputs are opened before any work: one that is an input is refused at once, and an
+        # interrupted run leaves the previous files as they were.
+        transcript = _open(stack, args.lifecycle, inputs)
+        if args.lifecycle:
+            inputs.append(("the --lifecycle output", args.lifecycle))
+        report = _open(stack, args.output, inputs)
         try:
-            transcript = AtomicLines(args.lifecycle)
-        except OSError as exc:
-            write_stderr(f"kvreplay: cannot write {args.lifecycle}: {exc.strerror or exc}\n")
+            compiled = compile_path(args.config, overrides=args.overrides, rules=matrix_rules())
+        except OverrideError as exc:
+            write_stderr(f"kvreplay: {exc}\n")
             return exits.USAGE
-    try:
-        with _interruptible() as stop:
-            outcome = replay(compiled, base_dir=base_dir, trace_paths=args.trace or None,
-                             stepwise=args.stepwise, progress=show,
-                             should_stop=lambda: stop[0],
-                             lifecycle=transcript.write if transcript else None,
-                             stream=True, rows=bool(args.output))
-    except Interrupted as exc:
-        show.close()
-        if transcript is not None:
-            transcript.abort()
-        write_stderr(f"kvreplay: {exc}; no report written\n")
-        return exits.INTERRUPTED
-    except BaseException:
-        if transcript is not None:
-            transcript.abort()
-        raise
-    show.close()
-    if transcript is not None:
+        base_dir = os.path.dirname(os.path.abspath(args.config))
+        if not args.trace and compiled.spec is not None:
+            traces = [("the trace", path) for path in _spec_traces(compiled.native(), base_dir)]
+            for out in (transcript, report):
+                if out is not None:
+                    out.refuse(traces)
+        show = ProgressDisplay(enabled=sys.stderr.isatty() and not args.no_progress
+                               and not args.quiet)
+        try:
+            with _interruptible() as stop:
+                outcome = replay(compiled, base_dir=base_dir, trace_paths=args.trace or None,
+                                 stepwise=args.stepwise, progress=show,
+                                 should_stop=lambda: stop[0],
+                                 lifecycle=transcript.write if transcript else None,
+                                 stream=True, rows=bool(args.output))
+        except Interrupted as exc:
+            write_stderr(f"kvreplay: {exc}; no report written\n")
+            return exits.INTERRUPTED
+        finally:
+            show.close()
+        rows = outcome.report.get("per_request") if outcome.report is not None else None
+        close = getattr(rows, "close", None)  # rows spilled to an anonymous file
+        if close is not None:
+            stack.callback(close)
+        if transcript is not None and outcome.report is not None:
+            transcript.commit()
+        print_diagnostics([(compiled.file, compiled.text, outcome.diagnostics)], args)
+        if outcome.refusals:
+            write_stderr("kvreplay: the bundled engine cannot run this spec (it never "
+                         "approximates silently):\n"
+                         + "".join(f"  - {r}\n" for r in outcome.refusals))
+            return exits.FINDINGS
+        if outcome.error is not None:
+            write_stderr(f"kvreplay: replay failed: {outcome.error}\n")
+            return exits.FINDINGS
         if outcome.report is None:
-            transcript.abort()
-        else:
-            try:
-                transcript.commit()
-            except OSError as exc:
-                write_stderr(f"kvreplay: cannot write {args.lifecycle}: {exc.strerror or exc}\n")
-                return exits.USAGE
-    print_diagnostics([(compiled.file, compiled.text, outcome.diagnostics)], args)
-    if outcome.refusals:
-        write_stderr("kvreplay: the bundled engine cannot run this spec (it never approximates "
-                     "silently):\n" + "".join(f"  - {r}\n" for r in outcome.refusals))
-        return exits.FINDINGS
-    if outcome.error is not None:
-        write_stderr(f"kvreplay: replay failed: {outcome.error}\n")
-        return exits.FINDINGS
-    if outcome.report is None:
-        return exits.for_diagnostics(outcome.diagnostics) or exits.FINDINGS
-    try:
-        if args.output:
+            return exits.for_diagnostics(outcome.diagnostics) or exits.FINDINGS
+        if report is not None:
             from kvreplay.engine.report_stream import report_chunks
 
-            try:
-                atomic_write_chunks(args.output, report_chunks(outcome.report))
-            except OSError as exc:
-                write_stderr(f"kvreplay: cannot write {args.output}: {exc.strerror or exc}\n")
-                return exits.USAGE
-    finally:
-        close = getattr(outcome.report.get("per_request"), "close", None)
-        if close is not None:
-            close()
+            for chunk in report_chunks(outcome.report):
+                report.write(chunk)
+            report.commit()
     if args.format == "json":
         write_stdout(json.dumps(outcome.report["summary"], sort_keys=True, indent=2) + "\n")
     elif not args.quiet:
@@ -122,6 +112,17 @@ def run(args: argparse.Namespace) -> int:
                      "nothing was measured\n")
         return exits.FINDINGS
     return exits.OK
+
+
+def _open(stack: contextlib.ExitStack, path: str | None,
+          inputs: list[tuple[str, str]]) -> Output | None:
+    return stack.enter_context(Output(path, inputs)) if path else None
+
+
+def _spec_traces(native: dict[str, Any], base_dir: str) -> list[str]:
+    """The trace files the spec names (resolved as the workload reader resolves them)."""
+    given = native.get("traffic", {}).get("trace_paths") or []
+    return [os.path.join(base_dir, p) for p in given if isinstance(p, str)]
 
 
 def _ms(value: Any) -> str:

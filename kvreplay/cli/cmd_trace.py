@@ -18,7 +18,7 @@ def run(args: argparse.Namespace) -> int:
     if graph is None:
         return exits.for_diagnostics(found) or exits.USAGE
     text = "".join(line + "\n" for line in graph.v2_lines())
-    if not emit(args.output, text):
+    if not emit(args.output, text, [("the trace", args.trace)]):
         return exits.USAGE
     if args.output and not args.quiet:
         write_stderr(f"{len(graph.nodes)} requests in {len(graph.plays)} play(s), nested "
