@@ -1,5 +1,12 @@
 """`python -m kvreplay`."""
 
-from kvreplay.cli.main import entry
+from kvreplay.cli import signals
 
-entry()
+signals.install()  # before the CLI's own imports, so that an early Ctrl-C exits quietly too
+try:
+    from kvreplay.cli.main import entry
+
+    entry()
+except signals.STOPS as exc:
+    signals.uninstall()
+    raise SystemExit(signals.stopped(exc)) from None

@@ -6,11 +6,7 @@ import argparse
 import contextlib
 import json
 import os
-import signal
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
-from types import FrameType
 from typing import Any
 
 from kvreplay.cli import exits
@@ -19,31 +15,10 @@ from kvreplay.cli.output import Output, write_stderr, write_stdout
 from kvreplay.cli.progress import ProgressDisplay
 
 
-@contextmanager
-def _interruptible() -> Iterator[list[bool]]:
-    """The first Ctrl-C asks the engine to stop at the next event; a second one is immediate."""
-    flag = [False]
-
-    def handler(signum: int, frame: FrameType | None) -> None:
-        flag[0] = True
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-
-    try:
-        previous = signal.signal(signal.SIGINT, handler)
-    except ValueError:  # not the main thread: no handler, KeyboardInterrupt still works
-        yield flag
-        return
-    try:
-        yield flag
-    finally:
-        signal.signal(signal.SIGINT, previous)
-
-
 def run(args: argparse.Namespace) -> int:
     from kvreplay.api import matrix_rules
     from kvreplay.compiler.documents import compile_path
     from kvreplay.compiler.overrides import OverrideError
-    from kvreplay.engine import Interrupted
     from kvreplay.replay import replay
 
     inputs = [("the config", args.config), *(("the trace", path) for path in args.trace)]
@@ -68,15 +43,10 @@ def run(args: argparse.Namespace) -> int:
         show = ProgressDisplay(enabled=sys.stderr.isatty() and not args.no_progress
                                and not args.quiet)
         try:
-            with _interruptible() as stop:
-                outcome = replay(compiled, base_dir=base_dir, trace_paths=args.trace or None,
-                                 stepwise=args.stepwise, progress=show,
-                                 should_stop=lambda: stop[0],
-                                 lifecycle=transcript.write if transcript else None,
-                                 stream=True, rows=bool(args.output))
-        except Interrupted as exc:
-            write_stderr(f"kvreplay: {exc}; no report written\n")
-            return exits.INTERRUPTED
+            outcome = replay(compiled, base_dir=base_dir, trace_paths=args.trace or None,
+                             stepwise=args.stepwise, progress=show,
+                             lifecycle=transcript.write if transcript else None,
+                             stream=True, rows=bool(args.output))
         finally:
             show.close()
         rows = outcome.report.get("per_request") if outcome.report is not None else None

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
-from kvreplay.diagnostics import Diagnostic
+if TYPE_CHECKING:  # imported before the signal handlers are installed: keep it light
+    from kvreplay.diagnostics import Diagnostic
 
 OK = 0
 FINDINGS = 1
 USAGE = 2
-INTERRUPTED = 130
+INTERRUPTED = 130  # SIGINT (Ctrl-C)
+TERMINATED = 143  # SIGTERM
 
 # Findings that mean "the input could not be read or the command was misused": exit 2. So is
 # any error in a trace's content (TRACE-*): the config is fine, the data it points to is not.
@@ -32,3 +35,8 @@ def for_diagnostics(diagnostics: Iterable[Diagnostic], *, strict: bool = False) 
     if strict and any(d.severity == "warning" for d in found):
         return FINDINGS
     return OK
+
+
+def for_signal(signum: int) -> int:
+    """A command stopped by a signal exits 128 + its number, as a shell reports it."""
+    return 128 + signum

@@ -8,9 +8,10 @@ import sys
 from collections.abc import Sequence
 
 from kvreplay import __version__
-from kvreplay.cli import exits
+from kvreplay.cli import exits, signals
 from kvreplay.cli.output import (
     OutputError,
+    discard_pending,
     flush_stdout,
     stdout_error,
     write_stderr,
@@ -174,9 +175,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         module = importlib.import_module(f"kvreplay.cli.cmd_{args.command}")
         code: int = module.run(args)
         return code
-    except KeyboardInterrupt:
-        write_stderr("kvreplay: interrupted\n")
-        return exits.INTERRUPTED
+    except signals.STOPS as exc:
+        return signals.stopped(exc)
     except OutputError as exc:
         write_stderr(f"kvreplay: {exc}\n")
         return exits.USAGE
@@ -186,16 +186,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         write_stderr(f"kvreplay: internal error: {type(exc).__name__}: {exc} "
                      "(run with --debug for the traceback)\n")
         return exits.USAGE
+    finally:
+        discard_pending()
 
 
 def entry() -> None:
-    """The console script (and `python -m kvreplay`); stdout is flushed here, where a full disk
-    can still be reported."""
+    """The console script (and `python -m kvreplay`): SIGINT and SIGTERM stop every phase
+    quietly, and stdout is flushed here, where a full disk can still be reported."""
+    signals.install()
     code: int | str | None
     try:
-        code = main()
-    except SystemExit as exc:  # argparse: --help, --version, usage errors
-        code = exc.code
-    if not flush_stdout() and not code:
-        code = exits.USAGE
+        try:
+            code = main()
+        except SystemExit as exc:  # argparse: --help, --version, usage errors
+            code = exc.code
+        if not flush_stdout() and not code:
+            code = exits.USAGE
+    except signals.STOPS as exc:
+        signals.uninstall()
+        code = signals.stopped(exc)
+        discard_pending()
+    signals.uninstall()
     sys.exit(code)

@@ -21,8 +21,13 @@ from collections.abc import Sequence
 from types import TracebackType
 from typing import IO
 
+from kvreplay.cli import signals
+
 _DESCRIPTORS = {"-": 1, "/dev/stdin": 0, "/dev/stdout": 1, "/dev/stderr": 2}
 _FD_PATH = re.compile(r"/(?:dev/fd|proc/self/fd)/(\d+)")
+
+# Temp files not yet renamed into place or removed: main() removes them whatever stopped it.
+_PENDING: set[str] = set()
 
 
 class OutputError(Exception):
@@ -88,11 +93,13 @@ class Output:
     def __enter__(self) -> Output:
         if self.replace:
             folder = os.path.dirname(self.real)
-            try:
-                fd, self.tmp = _create(folder)
-            except OSError as exc:
-                raise self._error(exc) from None
-            self.fh = os.fdopen(fd, "w", encoding="utf-8", newline="\n")
+            with signals.deferred():  # the temp file is registered as soon as it exists
+                try:
+                    fd, self.tmp = _create(folder)
+                except OSError as exc:
+                    raise self._error(exc) from None
+                _PENDING.add(self.tmp)
+                self.fh = os.fdopen(fd, "w", encoding="utf-8", newline="\n")
         return self
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
@@ -133,6 +140,7 @@ class Output:
                 _keep_mode(fh.fileno(), self.existing)
                 fh.close()
                 os.replace(self.tmp, self.real)
+                _PENDING.discard(self.tmp)
         except OSError as exc:
             raise self._error(exc) from None
         self.done = True
@@ -140,12 +148,12 @@ class Output:
     def abort(self) -> None:
         """Drop the temp file; the previous file, if any, is left as it was."""
         self.done = True
-        if self.fh is not None:
-            with contextlib.suppress(OSError):
-                self.fh.close()
-        if self.tmp is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(self.tmp)
+        with signals.deferred():
+            if self.fh is not None:
+                with contextlib.suppress(OSError):
+                    self.fh.close()
+            if self.tmp is not None:
+                _remove(self.tmp)
 
     def _error(self, exc: OSError) -> OutputError:
         return OutputError(f"cannot write {self.path}: {exc.strerror or exc}")
@@ -173,6 +181,19 @@ def _keep_mode(fd: int, existing: os.stat_result | None) -> None:
     with contextlib.suppress(OSError):  # only root may give a file away
         os.fchown(fd, existing.st_uid, existing.st_gid)
     os.fchmod(fd, stat.S_IMODE(existing.st_mode))
+
+
+def _remove(path: str) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(path)
+    _PENDING.discard(path)
+
+
+def discard_pending() -> None:
+    """Remove the temp files of outputs that were never committed (an interrupted command)."""
+    with signals.deferred():
+        for path in list(_PENDING):
+            _remove(path)
 
 
 def emit(path: str | None, text: str, inputs: Sequence[tuple[str, str]] = ()) -> bool:

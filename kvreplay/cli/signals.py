@@ -1,0 +1,78 @@
+"""SIGINT and SIGTERM as exceptions: every phase stops at once, cleanup runs in `finally` blocks,
+and the command exits 130 / 143 with one line on stderr instead of a traceback."""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import sys
+from collections.abc import Callable, Iterator
+from types import FrameType
+from typing import Any
+
+from kvreplay.cli import exits
+
+_HANDLED = (signal.SIGINT, signal.SIGTERM)
+
+
+class Terminated(BaseException):
+    """SIGTERM arrived. A BaseException, like KeyboardInterrupt, so `except Exception` in the
+    middle of a replay cannot swallow it."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+STOPS = (KeyboardInterrupt, Terminated)
+
+
+def _terminate(signum: int, frame: FrameType | None) -> None:
+    raise Terminated(signum)
+
+
+def install() -> None:
+    """SIGINT raises KeyboardInterrupt and SIGTERM raises Terminated, wherever the command is.
+
+    A signal the parent ignores (`nohup`, a background job of a script) stays ignored."""
+    for signum, handler in zip(_HANDLED, (signal.default_int_handler, _terminate), strict=True):
+        _set(signum, handler)
+
+
+def uninstall() -> None:
+    """Default actions again: a signal while the command exits ends it quietly, at once."""
+    for signum in _HANDLED:
+        _set(signum, signal.SIG_DFL)
+
+
+def _set(signum: int, handler: Callable[[int, FrameType | None], Any] | signal.Handlers,
+         ) -> None:
+    with contextlib.suppress(ValueError):  # not the main thread: leave the handlers alone
+        if signal.getsignal(signum) != signal.SIG_IGN:
+            signal.signal(signum, handler)
+
+
+def stopped(exc: BaseException) -> int:
+    """Say on stderr why the command stops, in one line, and return its exit code."""
+    if isinstance(exc, Terminated):
+        message, code = f"terminated ({signal.Signals(exc.signum).name})", exc.signum
+    else:
+        message, code = "interrupted", signal.SIGINT
+    with contextlib.suppress(OSError, ValueError):
+        sys.stderr.write(f"kvreplay: {message}\n")
+        sys.stderr.flush()
+    return exits.for_signal(code)
+
+
+@contextlib.contextmanager
+def deferred() -> Iterator[None]:
+    """Hold SIGINT and SIGTERM back while a cleanup must finish; they arrive right after it."""
+    try:
+        previous = signal.pthread_sigmask(signal.SIG_BLOCK, _HANDLED)
+    except (AttributeError, OSError, ValueError):  # no sigmask on this platform
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
