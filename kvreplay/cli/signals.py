@@ -12,7 +12,8 @@ from typing import Any
 
 from kvreplay.cli import exits
 
-_HANDLED = (signal.SIGINT, signal.SIGTERM)
+# SIGHUP (the terminal closed) stops a command like SIGTERM does: no traceback, no temp file.
+_HANDLED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 class Terminated(BaseException):
@@ -35,7 +36,8 @@ def install() -> None:
     """SIGINT raises KeyboardInterrupt and SIGTERM raises Terminated, wherever the command is.
 
     A signal the parent ignores (`nohup`, a background job of a script) stays ignored."""
-    for signum, handler in zip(_HANDLED, (signal.default_int_handler, _terminate), strict=True):
+    handlers = (signal.default_int_handler, _terminate, _terminate)
+    for signum, handler in zip(_HANDLED, handlers, strict=True):
         _set(signum, handler)
 
 
