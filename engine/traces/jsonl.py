@@ -74,6 +74,9 @@ def _find(text: str, token: tuple[str, int]) -> int | None:
     return at + 1
 
 
+_LONG_NUMBER = re.compile(r"\d{4301,}")  # past Python's int-string conversion limit
+
+
 def decode_object(raw: bytes, *, first_line: bool = False) -> tuple[str, dict[str, Any]]:
     """The line's text and its JSON object; raises LineError (TRACE-ENCODING or TRACE-JSON)."""
     if first_line and raw.startswith(_BOM):
@@ -93,6 +96,10 @@ def decode_object(raw: bytes, *, first_line: bool = False) -> tuple[str, dict[st
     except RecursionError:
         raise LineError("TRACE-JSON", f"invalid JSON: {TOO_DEEP}", too_deep(text) + 1) from None
     except ValueError as exc:
+        digits = _LONG_NUMBER.search(text)
+        if digits is not None and "digits" in str(exc):
+            raise LineError("TRACE-JSON", f"a number of {len(digits.group()):,} digits is beyond "
+                            "any value a trace field can hold", digits.start() + 1) from None
         raise LineError("TRACE-JSON", f"invalid JSON: {exc}") from None
     if not isinstance(value, dict):
         raise LineError("TRACE-JSON", f"expected a JSON object, found {json_type(value)}", 1)

@@ -97,7 +97,12 @@ class Output:
                 try:
                     fd, self.tmp = _create(folder)
                 except OSError as exc:
-                    raise self._error(exc) from None
+                    if not os.path.exists(self.real):
+                        raise self._error(exc) from None
+                    # The file exists but its folder takes no new file (a /proc entry): say so.
+                    raise OutputError(
+                        f"cannot write {self.path}: no new file can be created in {folder} "
+                        f"for the atomic replacement ({exc.strerror or exc})") from None
                 _PENDING.add(self.tmp)
                 self.fh = os.fdopen(fd, "w", encoding="utf-8", newline="\n")
         return self

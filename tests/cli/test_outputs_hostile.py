@@ -416,3 +416,15 @@ def test_a_reader_that_goes_away_is_not_an_error() -> None:
         proc.stdout.close()
         err = proc.stderr.read()
         assert (proc.wait(timeout=60), err) == (0, b"")
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/version"), reason="needs /proc")
+def test_a_proc_file_says_why_it_cannot_be_replaced(cli: Callable[..., Any]) -> None:
+    """-o /proc/version: exit 2 saying that no file can be created beside it (not a bare
+    "No such file or directory" about a file that exists); /proc/version is unchanged."""
+    before = Path("/proc/version").read_text()
+    ran = cli("compile", str(GOOD), "-o", "/proc/version")
+    assert ran.code == 2
+    assert ran.err.startswith("kvreplay: cannot write /proc/version: no new file can be created "
+                              "in /proc for the atomic replacement (")
+    assert Path("/proc/version").read_text() == before

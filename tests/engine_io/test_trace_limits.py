@@ -38,3 +38,15 @@ def test_out_of_range_and_invalid_text_are_located(tmp_path: Path, fields: str, 
     column = row.rindex(value) + 1
     assert (found.rule, found.line, found.column, found.end_column, found.path, found.message) \
         == ("TRACE-VALUE", 2, column, column + len(value), path, message)
+
+
+def test_a_number_past_the_integer_text_limit_is_located(tmp_path: Path) -> None:
+    """5,000 digits (past Python's int-string conversion limit): TRACE-JSON at the number,
+    saying what is wrong without Python's own advice about sys.set_int_max_str_digits."""
+    row = '{"timestamp": 0, "output_length": 1, "hash_ids": [1], "input_length": ' \
+        + "9" * 5000 + "}"
+    trace = write_trace(tmp_path / "t.jsonl", [row])
+    (found,) = check_traffic(trace_traffic(trace), base_dir=".")
+    assert (found.rule, found.line, found.column, found.message) == (
+        "TRACE-JSON", 1, row.index("9999") + 1,
+        "a number of 5,000 digits is beyond any value a trace field can hold")
