@@ -52,7 +52,8 @@ class HostClient:
     """A rank's membership in one pool (private: the only member)."""
 
     __slots__ = ("d2h_gbps", "delivered", "events", "fifo", "h2d_gbps", "load_by_key",
-                 "outbox", "pending", "pool", "prepared", "progress", "rank", "ttfb_ns")
+                 "outbox", "pending", "pool", "prepared", "progress", "rank", "saw_copy",
+                 "ttfb_ns")
 
     def __init__(self, pool: HostPool, rank: Rank, d2h_gbps: float, h2d_gbps: float,
                  ttfb_ns: int, subscribe: bool) -> None:
@@ -68,6 +69,9 @@ class HostClient:
         self.outbox: list[tuple[Transfer, int]] = []  # (copy, not before) for the loop to submit
         self.delivered: list[Transfer] = []  # completed copies of this rank, not yet seen
         self.progress = False  # something completed in the pool since this rank's last tick
+        # A copy completed in the pool and this rank has not seen it yet (P/D destinations; an
+        # idle rank sees it at once, a busy one at its pass end).
+        self.saw_copy = False
         self.events: list[tuple[int, int]] | None = [] if subscribe else None
         pool.clients.append(self)
 
@@ -199,8 +203,15 @@ class HostClient:
     def tick(self) -> list[Seq]:
         """Deliver this rank's completed copies; return the requests whose load completed."""
         activated: list[Seq] = []
+        rank = self.rank
+        if rank.pending and (self.delivered or self.saw_copy):
+            # A copy completed in the pool (any participant's, in a shared pool): a rank with
+            # destinations waiting moves its capacity generation and is due for a retry
+            # (checked against the reference).
+            rank.capacity_gen += 1
+            rank.retry_due = True
+        self.saw_copy = False
         if self.delivered:
-            rank = self.rank
             g1 = rank.pool
             for transfer in self.delivered:
                 if transfer.kind == STORE:
@@ -208,7 +219,6 @@ class HostClient:
                         g1.release(transfer.handles)
                         transfer.handles = []
                     self.pending.pop(transfer.id, None)
-                    rank.capacity_gen += 1  # the copy no longer holds or fences G1 capacity
                 elif not transfer.cancelled:
                     seq = transfer.seq
                     assert seq is not None

@@ -232,6 +232,7 @@ class HostPool:
             self._unpin(transfer.keys)
         for client in self.clients:
             client.progress = True
+            client.saw_copy = True
 
     def _publish(self, kind: int, keys: list[int]) -> None:
         self.published = True

@@ -10,7 +10,9 @@ the end of the pass that reserved them. A copy's physical completion is an event
 (before pass completions at the same instant; stores before loads, then transfer id): it applies
 the pool effect at once (residency, pins, router events) whoever owns it, and the owner rank
 sees it at its next engine boundary: its pass end, or at once when its worker is idle (it then
-wakes and may start a pass). A completion that the owner must act on also cuts a fast-forwarded
+wakes and may start a pass). Every participant of a pool sees every copy of it for P/D
+destination retries (the capacity generation and the retry due): an idle one at once, a busy one
+at its pass end. A completion that the owner must act on also cuts a fast-forwarded
 decode stretch at its next pass boundary, exactly where the step-by-step path would see it.
 
 Router: a rank's host_pinned events are published at its next engine boundary (an idle rank at
@@ -153,13 +155,8 @@ class HostRuntime:
 
     # -- internals ---------------------------------------------------------------------------
 
-    def _tick(self, rank: Rank, client: HostClient, idle: bool = False) -> None:
-        delivered = bool(client.delivered)
+    def _tick(self, rank: Rank, client: HostClient) -> None:
         client.tick()
-        if idle and delivered and rank.is_decode and rank.pending:
-            # A destination waiting for a copy to leave its capacity retries when the idle rank
-            # sees the copy complete (its pass end retries anyway).
-            self.sim._retry_destinations(rank)
 
     def _flush(self, client: HostClient) -> None:
         sim = self.sim
@@ -214,6 +211,12 @@ class HostRuntime:
         for client in pool.clients:
             if client is owner or client.has_deliveries():
                 self._poke(client.rank)
+            elif client.saw_copy and not self.worker_of[id(client.rank)].busy:
+                # An idle participant sees the copy now: destinations waiting on it retry.
+                if client.rank.pending:
+                    self._poke(client.rank)
+                else:
+                    client.saw_copy = False
         self._publish_all()
 
     def _poke(self, rank: Rank) -> None:
@@ -227,7 +230,7 @@ class HostRuntime:
         for other in worker.ranks:
             client = other.host
             if client is not None:
-                self._tick(other, client, idle=True)
+                self._tick(other, client)
         sim._wake(worker)
 
     def _publish_all(self) -> None:

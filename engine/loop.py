@@ -413,10 +413,15 @@ class Simulation:
     def _start(self, worker: Worker) -> None:
         if not worker.busy:
             end = worker.start_pass(self.now, self.stepwise)
-            while end is None and worker.pool_name == "decode" and worker.has_work():
+            # With G2, a rank that saw a copy complete while destinations wait, and has not
+            # retried since, is due for a retry: its idle worker runs a pass too.
+            due = any(rank.retry_due for rank in worker.ranks)
+            while end is None and (due or (worker.pool_name == "decode" and worker.has_work())):
                 # A decode pass that can move nothing still ends (at once) in the reference,
-                # and its end retries the pending destinations; a reservation may unblock the
-                # waiting requests (no pending destination: FCFS admission again).
+                # and its end retries the pending destinations of every rank of the worker; a
+                # reservation may unblock the waiting requests (no pending destination: FCFS
+                # admission again).
+                due = False
                 before = sum(len(rank.pending) for rank in worker.ranks)
                 for rank in worker.ranks:
                     self._retry_destinations(rank)
@@ -735,6 +740,7 @@ class Simulation:
         capacity generation of the rank (a finish, rejection, preemption or G2 copy moves it),
         and not while the running slots are full (checked against the reference).
         """
+        rank.retry_due = False
         pending = rank.pending
         if not pending:
             return

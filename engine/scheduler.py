@@ -98,6 +98,7 @@ class Rank:
         "pending",
         "pool",
         "pool_name",
+        "retry_due",
         "running",
         "scheduler_id",
         "stats",
@@ -137,6 +138,10 @@ class Rank:
         # letting go of G1 blocks).
         self.next_order = 0
         self.capacity_gen = 0
+        # P/D decode with G2: a copy completion seen while destinations wait moves the capacity
+        # generation and makes the rank due for a reservation retry; any retry clears it, and
+        # an idle worker with a rank still due runs an (empty) pass whose end retries.
+        self.retry_due = False
         # G2 (set up by the loop when the role has native_host_offload): the rank's pool
         # membership, the connector-waiting queue (vLLM's skipped_waiting: requests whose
         # restore is queued, deferred or done, tried before ordinary waiting ones), and the
