@@ -304,10 +304,13 @@ class Rank:
             prefer_materialized = bool(self.pending) or (self.is_decode and any(
                 s.materialized for s in self.waiting))
             seq = None
-            for candidate in self.connector:
-                if not candidate.sleeping:
-                    seq = candidate
-                    break
+            if not self.pending:
+                # While a destination waits for blocks only arrived handoffs are admitted: a
+                # restored request waits too (checked against the reference).
+                for candidate in self.connector:
+                    if not candidate.sleeping:
+                        seq = candidate
+                        break
             if seq is None:
                 if not self.waiting:
                     break
