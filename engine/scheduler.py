@@ -303,10 +303,13 @@ class Rank:
             # capacity cannot starve them (checked against the reference).
             prefer_materialized = bool(self.pending) or (self.is_decode and any(
                 s.materialized for s in self.waiting))
-            seq = None
-            if not self.pending:
-                # While a destination waits for blocks only arrived handoffs are admitted: a
-                # restored request waits too (checked against the reference).
+            # Arrived handoffs go before connector waiters too (a restored request waiting for
+            # capacity cannot block them); while a destination waits for blocks only they are
+            # admitted (checked against the reference).
+            seq = self._next_waiting(True) if prefer_materialized and self.waiting else None
+            if seq is None:
+                if self.pending:
+                    break
                 for candidate in self.connector:
                     if not candidate.sleeping:
                         seq = candidate
@@ -314,9 +317,7 @@ class Rank:
             if seq is None:
                 if not self.waiting:
                     break
-                seq = self._next_waiting(prefer_materialized)
-                if seq is None:
-                    break
+                seq = self.waiting[0]
             known = seq.input_length + seq.generated
             known_blocks = -(-known // bs)
             if self.max_model_len is not None and seq.input_length >= self.max_model_len:
