@@ -1,10 +1,10 @@
 """The event loop: one clock for every pool, router and handoff (engine.md sections 4, 5, 8).
 
 At each timestamp T, in this order (the reference's equal-time phases):
-1. pass completions (aggregated: by worker identity; P/D: in the order their passes started,
-   prefill workers before decode workers at one start): tokens and terminals, KV events (a lag
-   of 0 applies them with their pass), a decode rank's reservation retry, then commands held
-   for that worker until its pass ended (P/D: they join the action queue);
+1. pass completions (by worker identity; P/D: prefill workers before decode workers, whenever
+   their passes started): tokens and terminals, KV events (a lag of 0 applies them with their
+   pass), a decode rank's reservation retry, then commands held for that worker until its pass
+   ended (P/D: they join the action queue);
 2. router-visible KV events due at T, then P/D transfer completions (by handoff order);
 3. P/D only: the handoff actions queued at T, FIFO (destination acceptance, activation,
    source release, commands released by a pass end); then the workers that completed at T
@@ -99,10 +99,6 @@ class Simulation:
                 self._kv_router(pool)
             self.pools.append(pool)
         self.workers: list[Worker] = [w for pool in self.pools for w in pool.workers]
-        if cfg.mode != "aggregated":
-            for w in self.workers:
-                if w.pool_name == "prefill":
-                    w.order = w.gid + (1 << 20)  # decode completions first at one instant
         self.pool_of = {pool.name: pool for pool in self.pools}
         self.host = HostRuntime(self) if has_host else None
         self.lag_ns = ms_to_ns(cfg.router.kv_event_lag_ms) if kv else 0
@@ -450,21 +446,10 @@ class Simulation:
             actions.popleft()()
 
     def _pass_key(self, worker: Worker, end: int) -> int:
-        """Same-instant order of pass completions."""
-        if self.cfg.mode == "aggregated":
-            return worker.order
-        # Disaggregated: completions at one instant come in the order their passes started
-        # (the reference queues a completion when its pass starts; at one instant it starts
-        # prefill workers before decode workers).
-        start = worker.pass_start
-        if worker.stretch_k:
-            if worker.stretch_ends is None:
-                start = end - worker.stretch_d
-            else:
-                ends = worker.stretch_ends
-                i = ends.index(end)
-                start = ends[i - 1] if i else worker.pass_start
-        return (start << 21) | ((1 << 20) if worker.pool_name == "decode" else 0) | worker.gid
+        """Same-instant order of pass completions: by worker identity (P/D: every prefill
+        worker before every decode worker, whenever their passes started; checked against
+        the reference)."""
+        return worker.order
 
     def _wake(self, worker: Worker) -> None:
         """An idle worker got work outside a pass (a G2 completion): start when its pool would."""
