@@ -5,7 +5,7 @@ At each timestamp T, in this order (the reference's equal-time phases):
    their passes started): tokens and terminals, KV events (a lag of 0 applies them with their
    pass), a decode rank's reservation retry, then commands held for that worker until its pass
    ended (P/D: they join the action queue);
-2. router-visible KV events due at T, then P/D transfer completions (by handoff order);
+2. router-visible KV events due at T, then P/D transfer completions (by request arrival);
 3. P/D only: the handoff actions queued at T, FIFO (destination acceptance, activation,
    source release, commands released by a pass end); then the workers that completed at T
    restart;
@@ -107,6 +107,8 @@ class Simulation:
         self.heap: list[tuple[int, int, int, int, int, Any]] = []
         self.seq_no = 0
         self.handoffs = 0
+        self.arrival_no: dict[int, int] = {}  # released, not yet terminal: ordinal -> arrival
+        self.arrivals = 0
         self.actions: deque[Callable[[], None]] = deque()  # P/D handoff actions, FIFO
         self.actions_due = False
         self.now = 0
@@ -322,6 +324,7 @@ class Simulation:
         self.live -= 1
         self.facts.requests_terminal += 1
         self.chains.pop(ordinal, None)
+        self.arrival_no.pop(ordinal, None)
         self._finished(rec)
 
     def _finished(self, rec: RequestRecord) -> None:
@@ -498,6 +501,8 @@ class Simulation:
             self.host.observe_prompt(req.prompt)
         rec = RequestRecord(req.ordinal, req.request_id, ns_to_ms(now), req.input_length,
                             req.output_length, req.session_id, req.turn_index)
+        self.arrival_no[req.ordinal] = self.arrivals
+        self.arrivals += 1
         if req.agentic is not None:
             rec.play_id, rec.agentic, rec.agentic_phase = req.agentic
             rec.dispatched_at_ms = rec.arrival_time_ms
@@ -623,6 +628,7 @@ class Simulation:
         self.facts.requests_terminal += 1
         self.chains.pop(seq.req.ordinal, None)
         self.seq_of.pop(seq.req.ordinal, None)
+        self.arrival_no.pop(seq.req.ordinal, None)
         self._finished(rec)
         self.workload.on_terminal(seq.req, ns_to_ms(self.now), status=status,
                                   output_tokens=rec.output_length)
@@ -713,7 +719,10 @@ class Simulation:
                       else fresh * bs)
             delay_ms += tokens * per_token / (bandwidth * 1e6)
         self.handoffs += 1
-        self._push(now + ms_to_ns(delay_ms), TRANSFER_DONE, self.handoffs, dseq)
+        # Same-instant transfer completions come in the requests' arrival order (the reference's
+        # handoff ids), not in reservation order (checked against the reference).
+        self._push(now + ms_to_ns(delay_ms), TRANSFER_DONE, self.arrival_no[dseq.req.ordinal],
+                   dseq)
         return True
 
     def _retry_destinations(self, rank: Rank) -> None:
