@@ -486,6 +486,10 @@ def compare(ref: dict[str, Any], mine: dict[str, Any]) -> list[str]:
         x, y = _placements(a), _placements(b)
         if x != y:
             out.append(f"{key} placement: reference {x!r}, kvreplay {y!r}")
+        x, y = _admissions(a), _admissions(b)
+        if len(x) != len(y) or not all(_same(u, v) for p, q in zip(x, y, strict=True)
+                                       for u, v in zip(p, q, strict=True)):
+            out.append(f"{key} admissions: reference {x!r}, kvreplay {y!r}")
         x, y = _queueing(a), _queueing(b)
         if len(x) != len(y) or not all(_same(u, v) for p, q in zip(x, y, strict=True)
                                        for u, v in zip(p, q, strict=True)):
@@ -518,6 +522,13 @@ def _placements(row: dict[str, Any]) -> list[tuple[Any, ...]]:
             for h in row.get("routing_history") or []]
 
 
+def _admissions(row: dict[str, Any]) -> list[tuple[Any, ...]]:
+    """(pool, time, reused tokens capped at the prompt, readmission?) of each admission."""
+    cap = row["input_length"]
+    return [(h.get("pool"), h.get("at_ms"), min(h.get("reused_input_tokens") or 0, cap),
+             h.get("is_readmission")) for h in row.get("admission_history") or []]
+
+
 def _queueing(row: dict[str, Any]) -> list[tuple[Any, ...]]:
     """(outcome, queue entry, wait) of each routing decision (the KV router's queue)."""
     return [(h.get("outcome"), h.get("queue_entered_at_ms"), h.get("queue_wait_ms"))
@@ -537,8 +548,8 @@ def _reuse_ratio(rows: list[dict[str, Any]]) -> float:
 
 def reduced(report: dict[str, Any]) -> dict[str, Any]:
     """Only what `compare` reads (to store a reference result beside a regression case)."""
-    keys = ("session_id", "turn_index", "routing_history", "request_id", "play_id", "uuid",
-            "agentic") + TIME_KEYS + COUNT_KEYS
+    keys = ("session_id", "turn_index", "routing_history", "admission_history", "request_id",
+            "play_id", "uuid", "agentic") + TIME_KEYS + COUNT_KEYS
     summary_keys = SUMMARY_KEYS + (AGENTIC_SUMMARY_KEYS if "agentic_graph" in report["summary"]
                                    else ())
     return {"summary": {k: report["summary"].get(k) for k in summary_keys},
