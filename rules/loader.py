@@ -3,7 +3,9 @@
 Parsing needs lark and its LALR tables (tens of ms) and linting one file must start fast, so the
 rule set is compiled to a Python module (codegen.py) whose bytecode is cached in the user's cache
 directory under a key hashing the text of every rule file, the grammar, this package's Python
-modules (the compiler) and the Python bytecode tag: any edit misses the cache and recompiles. A hit
+modules (the compiler), every other module code generation reads (KEY_MODULES: the Spec, whose
+field defaults the generated code embeds), the package version and the Python bytecode tag: any
+edit misses the cache and recompiles. A hit
 imports neither lark nor the syntax tree. Next to the bytecode sits the generated source, so
 tracebacks show it. Set KVREPLAY_NO_CACHE=1 to bypass the cache, KVREPLAY_CACHE_DIR to move it.
 """
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import importlib.util
 import marshal
 import os
 import sys
@@ -25,6 +28,19 @@ if TYPE_CHECKING:
 RULES_DIR = Path(__file__).parent
 GRAMMAR_PATH = RULES_DIR / "grammar.lark"
 CACHE_PREFIX = "rules-"
+
+# The modules outside kvreplay.rules that code generation reads or imports: the Spec (field kinds
+# and the defaults `is default` and `default(...)` embed), the hints of rule-file errors and what
+# the rule functions import. tests/rules/test_rules_runner.py checks this covers the import closure
+# of the code generator, so a module it comes to read cannot be left out of the cache key.
+KEY_MODULES = (
+    "kvreplay.compiler.spec",
+    "kvreplay.compiler.suggest",
+    "kvreplay.compiler.layout",
+    "kvreplay.compiler.origin",
+    "kvreplay.compiler.source",
+    "kvreplay.diagnostics",
+)
 
 
 # The concerns in matrix order (the load order); other rule files follow, by name.
@@ -51,13 +67,29 @@ def sources() -> list[tuple[str, str]]:
     return [(display_name(p), p.read_text(encoding="utf-8")) for p in rule_files()]
 
 
-def cache_key(files: list[tuple[str, str]]) -> str:
-    digest = hashlib.sha256()
+def module_path(name: str) -> Path:
+    """The source file of module `name` (the loaded one, if it is imported)."""
+    found = importlib.util.find_spec(name)
+    if found is None or found.origin is None:
+        raise ModuleNotFoundError(name)
+    return Path(found.origin)
+
+
+def key_inputs() -> list[tuple[str, str]]:
+    """(name, text) of every Python module the generated code depends on, in a fixed order."""
     machinery = [(p.name, p.read_text(encoding="utf-8"))
                  for p in sorted(RULES_DIR.glob("*.py"), key=lambda p: p.name)]
+    others = [(name, module_path(name).read_text(encoding="utf-8")) for name in KEY_MODULES]
+    return [*machinery, *others]
+
+
+def cache_key(files: list[tuple[str, str]]) -> str:
+    from kvreplay import __version__
+
+    digest = hashlib.sha256()
     grammar = GRAMMAR_PATH.read_text(encoding="utf-8")
-    parts = (sys.implementation.cache_tag or "", grammar,
-             *(f"{n}\0{t}" for n, t in (*machinery, *files)))
+    parts = (sys.implementation.cache_tag or "", __version__, grammar,
+             *(f"{n}\0{t}" for n, t in (*key_inputs(), *files)))
     for part in parts:
         data = part.encode("utf-8")
         digest.update(len(data).to_bytes(8, "big"))

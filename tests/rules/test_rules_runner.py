@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import ast
+import importlib.util
 import os
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
 from kvreplay.compiler.documents import compile_text
 from kvreplay.compiler.spec import HostOffload, Role, Spec
-from kvreplay.rules import make_runner, rule_ids, run_rules, select_rules
+from kvreplay.rules import loader, make_runner, rule_ids, run_rules, select_rules
 from kvreplay.rules.codegen import generate
 from kvreplay.rules.loader import cache_key, load, shipped_ruleset, sources
 from rules_support import path_origin
@@ -81,6 +84,125 @@ def test_cache_key_changes_with_any_rule_text() -> None:
     files = sources()
     name, text = files[0]
     assert cache_key(files) != cache_key([(name, text + "\n# edited\n"), *files[1:]])
+
+
+def _imported_module(module: str, name: str) -> str:
+    """The module `from module import name` imports: module.name if that is a submodule."""
+    package = importlib.util.find_spec(module)
+    is_package = package is not None and package.submodule_search_locations is not None
+    if is_package and importlib.util.find_spec(f"{module}.{name}") is not None:
+        return f"{module}.{name}"
+    return module
+
+
+def _kvreplay_imports(module: str) -> set[str]:
+    """The kvreplay modules `module` imports (at top level or inside functions)."""
+    path = loader.module_path(module)
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        names: list[str] = []
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            # `from package import module` imports a module; `from module import name` does not
+            names = [_imported_module(node.module, a.name) for a in node.names]
+        elif isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        found.update(n for n in names if n == "kvreplay" or n.startswith("kvreplay."))
+    return found
+
+
+def test_cache_key_covers_every_module_code_generation_reads() -> None:
+    """The import closure of the code generator is hashed: rules/*.py and KEY_MODULES.
+
+    (`kvreplay` itself only supplies `__version__`, hashed as such.)
+    """
+    seen: set[str] = {"kvreplay"}
+    todo = ["kvreplay.rules.codegen", "kvreplay.rules.analysis", "kvreplay.rules.parser"]
+    while todo:
+        module = todo.pop()
+        if module not in seen:
+            seen.add(module)
+            todo.extend(_kvreplay_imports(module))
+    outside = {m for m in seen if not m.startswith("kvreplay.rules.") and m != "kvreplay"}
+    assert "kvreplay.compiler.spec" in outside
+    assert outside <= set(loader.KEY_MODULES), sorted(outside - set(loader.KEY_MODULES))
+
+
+def test_cache_key_changes_with_the_package_version(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A new release never reuses the previous release's compiled rules."""
+    import kvreplay
+
+    files = sources()
+    before = cache_key(files)
+    monkeypatch.setattr(kvreplay, "__version__", kvreplay.__version__ + ".post1")
+    assert cache_key(files) != before
+
+
+def test_cache_key_changes_with_a_spec_default(tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Editing a default in compiler/spec.py (embedded in the generated code) changes the key."""
+    files = sources()
+    before = cache_key(files)
+    original = loader.module_path("kvreplay.compiler.spec")
+    text = original.read_text(encoding="utf-8")
+    assert "    temperature: float = 0.0\n" in text
+    edited = tmp_path / "spec.py"
+    edited.write_text(text.replace("    temperature: float = 0.0\n",
+                                   "    temperature: float = 0.5\n"), encoding="utf-8")
+    real = loader.module_path
+    monkeypatch.setattr(loader, "module_path", lambda name: edited if name ==
+                        "kvreplay.compiler.spec" else real(name))
+    assert cache_key(files) != before
+
+
+# A fresh interpreter whose compiler/spec.py is `argv[1]`; prints the rules cache entry it used and
+# whether ROUTER-KV-ONLY fires on `router.temperature: 0.5` with policy round_robin.
+_PROBE = textwrap.dedent("""
+    import importlib.util, sys
+    import kvreplay.compiler
+    found = importlib.util.spec_from_file_location("kvreplay.compiler.spec", sys.argv[1])
+    module = importlib.util.module_from_spec(found)
+    sys.modules[found.name] = module
+    found.loader.exec_module(module)
+    kvreplay.compiler.spec = module
+    from kvreplay.rules.loader import cache_key, load, sources
+    namespace = load()
+    spec = module.Spec(model="m", roles=(module.Role(name="aggregated"),),
+                       router=module.Router(temperature=0.5))
+    out = []
+    for rule_id, _severity, checks in namespace["RULES"]:
+        if rule_id == "ROUTER-KV-ONLY":
+            for check in checks:
+                check(spec, out)
+    print(cache_key(sources()), bool(out))
+""")
+
+
+def test_editing_a_spec_default_misses_the_warm_cache(tmp_path: Path) -> None:
+    """Router.temperature's default changed in compiler/spec.py: the rules are recompiled.
+
+    The warm cache holds rules generated with the default 0.0, under which `temperature: 0.5`
+    is reported; with the default edited to 0.5 the same value is the default and is not.
+    """
+    original = loader.module_path("kvreplay.compiler.spec")
+    text = original.read_text(encoding="utf-8")
+    edited = tmp_path / "edited" / "spec.py"
+    edited.parent.mkdir()
+    edited.write_text(text.replace("    temperature: float = 0.0\n",
+                                   "    temperature: float = 0.5\n"), encoding="utf-8")
+    cache = tmp_path / "cache"
+    env = {**os.environ, "KVREPLAY_CACHE_DIR": str(cache)}
+    env.pop("KVREPLAY_NO_CACHE", None)
+
+    def probe(spec_path: Path) -> list[str]:
+        run = subprocess.run([sys.executable, "-c", _PROBE, str(spec_path)], env=env,
+                             capture_output=True, text=True, check=True)
+        return run.stdout.split()
+
+    warm_key, fires = probe(original)
+    assert fires == "True" and (cache / f"rules-{warm_key}.marshal").is_file()
+    edited_key, fires = probe(edited)
+    assert edited_key != warm_key and fires == "False"
+    assert (cache / f"rules-{edited_key}.marshal").is_file()
 
 
 def test_cache_is_written_reused_and_survives_corruption(tmp_path: Path,
