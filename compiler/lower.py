@@ -46,7 +46,7 @@ class _Lowering:
         transfer = engine.kv_transfer
         t_bytes: int | None = None
         t_bandwidth: float | None = None
-        t_mode = "destination_missing"
+        t_mode: str = m.applied_default(m.KvTransfer, "timing_mode")
         if transfer is not None:
             if transfer.bytes_per_token == "auto":
                 t_bytes = self.prefill_kv_bytes() if name != "aggregated" else kv_bytes
@@ -160,7 +160,7 @@ class _Lowering:
         fields: dict[str, object] = {
             "source_type": kind,
             "load_type": load_type,
-            "concurrency": (load.concurrency or 10) if load_type == "concurrency" else None,
+            "concurrency": load.concurrency if load_type == "concurrency" else None,
             "request_rate": load.requests_per_second or load.sessions_per_second,
             "arrival_seed": load.seed if load_type == "poisson" else None,
             "speedup": load.speedup if load_type == "trace_timestamps" else None,
@@ -182,7 +182,8 @@ class _Lowering:
                 trace_block_size=src.block_size
                 if src.block_size is not None or embedded
                 else DEFAULT_TRACE_BLOCK_SIZE,
-                weka_nested_timestamp_basis=(src.nested_timestamp_basis or "auto")
+                weka_nested_timestamp_basis=src.nested_timestamp_basis
+                or m.applied_default(m.Source, "nested_timestamp_basis")
                 if src.format == "weka"
                 else src.nested_timestamp_basis,
             )

@@ -13,6 +13,17 @@ import attrs
 Auto = Literal["auto"]
 Backend = Literal["vllm", "sglang", "trtllm"]
 
+# Field metadata: the documented default of a key whose model default stays None, because a rule
+# must tell "not given" from the default (TRAFFIC-WEKA-BASIS reports the key on non-weka traces).
+# Lowering applies it where the key applies; the schema's `default` is this value.
+APPLIED_DEFAULT = "kvreplay.applied_default"
+
+
+def applied_default(cls: type, name: str) -> Any:
+    """The documented default of `cls.name`: its APPLIED_DEFAULT metadata, else its default."""
+    field = getattr(attrs.fields(cls), name)
+    return field.metadata.get(APPLIED_DEFAULT, field.default)
+
 
 @attrs.frozen
 class Parallelism:
@@ -164,7 +175,8 @@ class Source:
     format: Literal["mooncake", "mooncake-delta", "weka", "agentic_mooncake"] = "mooncake"
     paths: tuple[str, ...] = ()
     block_size: int | None = None
-    nested_timestamp_basis: Literal["auto", "absolute", "relative"] | None = None
+    nested_timestamp_basis: Literal["auto", "absolute", "relative"] | None = attrs.field(
+        default=None, metadata={APPLIED_DEFAULT: "auto"})  # weka only
     input_tokens: int = 1024
     output_tokens: int = 128
     cached_prefix_tokens: int = 0
@@ -192,7 +204,7 @@ class AgenticProfile:
 @attrs.frozen
 class Load:
     type: Literal["trace_timestamps", "concurrency", "poisson", "constant_rate"] | None = None
-    concurrency: int | None = None
+    concurrency: int = 10  # closed loop only (load type concurrency)
     requests_per_second: float | None = None
     sessions_per_second: float | None = None
     seed: int = 42
@@ -217,11 +229,8 @@ class Traffic:
     stop: Stop = Stop()
 
 
-DEFAULT_TRAFFIC = Traffic(
-    source=Source(type="synthetic", input_tokens=1024, output_tokens=128),
-    load=Load(type="concurrency", concurrency=10),
-    stop=Stop(requests=100),
-)
+# Without `traffic`: synthetic 1024 in / 128 out (Source defaults), concurrency 10, 100 requests.
+DEFAULT_TRAFFIC = Traffic(load=Load(type="concurrency"), stop=Stop(requests=100))
 
 
 @attrs.frozen

@@ -103,7 +103,7 @@ class Role:
     kv_cache_bytes_per_token: int | None = None
     kv_transfer_bytes_per_token: int | None = None
     kv_transfer_bandwidth: float | None = None
-    kv_transfer_timing_mode: str = "destination_missing"
+    kv_transfer_timing_mode: str = "full_prompt"
     timing_model: Timing = Timing()
     host_offload: HostOffload | None = None
     g3_offload: G3Offload | None = None
