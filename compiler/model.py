@@ -10,6 +10,10 @@ from typing import Any, Literal
 
 import attrs
 
+from kvreplay.native_defaults import G3_OFFLOAD_DEFAULTS as G3
+from kvreplay.native_defaults import HOST_OFFLOAD_DEFAULTS as G2
+from kvreplay.native_defaults import ROUTER_DEFAULTS as ROUTER
+
 Auto = Literal["auto"]
 Backend = Literal["vllm", "sglang", "trtllm"]
 
@@ -73,23 +77,23 @@ class Capacity:
 @attrs.frozen
 class HostOffload:
     num_host_blocks: int | None = None
-    scope: Literal["dp_rank_local", "cluster_shared", "worker_local"] = "dp_rank_local"
-    d2h_bandwidth_gbps: float = 32.0
-    h2d_bandwidth_gbps: float = 32.0
-    shared_d2h_bandwidth_gbps: float = 80.0
-    shared_h2d_bandwidth_gbps: float = 80.0
-    latency_to_first_byte_ms: float = 0.0
+    scope: Literal["dp_rank_local", "cluster_shared", "worker_local"] = G2["scope"]
+    d2h_bandwidth_gbps: float = G2["d2h_bandwidth_gbps"]
+    h2d_bandwidth_gbps: float = G2["h2d_bandwidth_gbps"]
+    shared_d2h_bandwidth_gbps: float = G2["shared_d2h_bandwidth_gbps"]
+    shared_h2d_bandwidth_gbps: float = G2["shared_h2d_bandwidth_gbps"]
+    latency_to_first_byte_ms: float = G2["latency_to_first_byte_ms"]
 
 
 @attrs.frozen
 class G3Offload:
     scope: Literal["worker_local", "cluster_shared"] | None = None
     num_g3_blocks: int | None = None
-    latency_to_first_byte_ms: float = 0.1
-    read_bandwidth_gbps: float = 10.0
-    write_bandwidth_gbps: float = 10.0
-    shared_read_bandwidth_gbps: float = 80.0
-    shared_write_bandwidth_gbps: float = 80.0
+    latency_to_first_byte_ms: float = G3["latency_to_first_byte_ms"]
+    read_bandwidth_gbps: float = G3["read_bandwidth_gbps"]
+    write_bandwidth_gbps: float = G3["write_bandwidth_gbps"]
+    shared_read_bandwidth_gbps: float = G3["shared_read_bandwidth_gbps"]
+    shared_write_bandwidth_gbps: float = G3["shared_write_bandwidth_gbps"]
 
 
 @attrs.frozen
@@ -236,17 +240,17 @@ DEFAULT_TRAFFIC = Traffic(load=Load(type="concurrency"), stop=Stop(requests=100)
 @attrs.frozen
 class Router:
     policy: Literal["round_robin", "kv_router"] = "round_robin"
-    kv_event_lag_ms: float = 0.0
-    host_cache_hit_weight: float = 0.75
-    overlap_score_credit: float = 1.0
-    prefill_load_scale: float = 1.0
-    temperature: float = 0.0
-    seed: int = 0
-    overlap_score_credit_decay: float = 0.0
-    decode_active_request_weight: float = 0.0
-    disk_cache_hit_weight: float = 0.25
-    queue_threshold: float | None = None
-    queue_policy: Literal["fcfs", "lcfs", "wspt"] = "fcfs"
+    kv_event_lag_ms: float = ROUTER["kv_event_lag_ms"]
+    host_cache_hit_weight: float = ROUTER["host_cache_hit_weight"]
+    overlap_score_credit: float = ROUTER["overlap_score_credit"]
+    prefill_load_scale: float = ROUTER["prefill_load_scale"]
+    temperature: float = ROUTER["temperature"]
+    seed: int = ROUTER["seed"]
+    overlap_score_credit_decay: float = ROUTER["overlap_score_credit_decay"]
+    decode_active_request_weight: float = ROUTER["decode_active_request_weight"]
+    disk_cache_hit_weight: float = ROUTER["disk_cache_hit_weight"]
+    queue_threshold: float | None = ROUTER["queue_threshold"]
+    queue_policy: Literal["fcfs", "lcfs", "wspt"] = ROUTER["queue_policy"]
 
 
 @attrs.frozen

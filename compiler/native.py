@@ -16,7 +16,13 @@ from kvreplay.compiler.origin import Origin, SpecPath
 from kvreplay.compiler.source import Path, SourceMap
 
 from kvreplay.diagnostics import Diagnostic
-from kvreplay.native_defaults import RANK_DEFAULTS, block_size_default
+from kvreplay.native_defaults import (
+    G3_OFFLOAD_DEFAULTS,
+    HOST_OFFLOAD_DEFAULTS,
+    RANK_DEFAULTS,
+    ROUTER_DEFAULTS,
+    block_size_default,
+)
 
 ROLE_LEVEL = (
     "dp_size",
@@ -38,30 +44,31 @@ def _f(value: Any) -> float | None:
 def _host_offload(g2: Mapping[str, Any] | None) -> s.HostOffload | None:
     if g2 is None:
         return None
-    layout = g2.get("kv_layout_id")
+    d = {**HOST_OFFLOAD_DEFAULTS, **g2}
     return s.HostOffload(
-        scope=g2.get("scope", "dp_rank_local"),
-        num_host_blocks=g2.get("num_host_blocks"),
-        d2h_bandwidth_gbps=float(g2.get("d2h_bandwidth_gbps", 32.0)),
-        h2d_bandwidth_gbps=float(g2.get("h2d_bandwidth_gbps", 32.0)),
-        shared_d2h_bandwidth_gbps=float(g2.get("shared_d2h_bandwidth_gbps", 80.0)),
-        shared_h2d_bandwidth_gbps=float(g2.get("shared_h2d_bandwidth_gbps", 80.0)),
-        latency_to_first_byte_ms=float(g2.get("latency_to_first_byte_ms", 0.0)),
-        kv_layout_id=layout,
+        scope=d["scope"],
+        num_host_blocks=d.get("num_host_blocks"),
+        d2h_bandwidth_gbps=float(d["d2h_bandwidth_gbps"]),
+        h2d_bandwidth_gbps=float(d["h2d_bandwidth_gbps"]),
+        shared_d2h_bandwidth_gbps=float(d["shared_d2h_bandwidth_gbps"]),
+        shared_h2d_bandwidth_gbps=float(d["shared_h2d_bandwidth_gbps"]),
+        latency_to_first_byte_ms=float(d["latency_to_first_byte_ms"]),
+        kv_layout_id=d["kv_layout_id"],
     )
 
 
 def _g3(g3: Mapping[str, Any] | None) -> s.G3Offload | None:
     if g3 is None:
         return None
+    d = {**G3_OFFLOAD_DEFAULTS, **g3}
     return s.G3Offload(
-        scope=g3.get("scope"),
-        num_g3_blocks=g3.get("num_g3_blocks"),
-        latency_to_first_byte_ms=float(g3.get("latency_to_first_byte_ms", 0.1)),
-        read_bandwidth_gbps=float(g3.get("read_bandwidth_gbps", 10.0)),
-        write_bandwidth_gbps=float(g3.get("write_bandwidth_gbps", 10.0)),
-        shared_read_bandwidth_gbps=float(g3.get("shared_read_bandwidth_gbps", 80.0)),
-        shared_write_bandwidth_gbps=float(g3.get("shared_write_bandwidth_gbps", 80.0)),
+        scope=d.get("scope"),
+        num_g3_blocks=d.get("num_g3_blocks"),
+        latency_to_first_byte_ms=float(d["latency_to_first_byte_ms"]),
+        read_bandwidth_gbps=float(d["read_bandwidth_gbps"]),
+        write_bandwidth_gbps=float(d["write_bandwidth_gbps"]),
+        shared_read_bandwidth_gbps=float(d["shared_read_bandwidth_gbps"]),
+        shared_write_bandwidth_gbps=float(d["shared_write_bandwidth_gbps"]),
     )
 
 
@@ -250,7 +257,7 @@ def spec_from_native(data: Mapping[str, Any], source: SourceMap | None,
         if key in topology and role_name not in [n for n, _ in named]:
             shape(f"topology pool `{key}` has no role `{role_name}` in `engine`", ("mode",))
     placement = (doc.get("adapters") or {}).get("placement") or {}
-    knobs = {**s.ROUTER_KNOB_DEFAULTS, **(placement.get("config") or {})}
+    knobs = {**ROUTER_DEFAULTS, **(placement.get("config") or {})}
     router = s.Router(
         policy=placement.get("provider", "round_robin"),
         kv_event_lag_ms=float(knobs["kv_event_lag_ms"]),

@@ -12,31 +12,37 @@ from typing import Any, Literal
 
 import attrs
 
+from kvreplay.native_defaults import G3_OFFLOAD_DEFAULTS as G3
+from kvreplay.native_defaults import HOST_OFFLOAD_DEFAULTS as G2
+from kvreplay.native_defaults import RANK_DEFAULTS as RANK
+from kvreplay.native_defaults import ROUTER_DEFAULTS as ROUTER
+from kvreplay.native_defaults import block_size_default
+
 ROLE_ORDER = ("aggregated", "prefill", "decode")
 AGENTIC_FORMATS = ("weka", "agentic_mooncake")
 
 
 @attrs.frozen
 class HostOffload:
-    scope: str = "dp_rank_local"
+    scope: str = G2["scope"]
     num_host_blocks: int | None = None
-    d2h_bandwidth_gbps: float = 32.0
-    h2d_bandwidth_gbps: float = 32.0
-    shared_d2h_bandwidth_gbps: float = 80.0
-    shared_h2d_bandwidth_gbps: float = 80.0
-    latency_to_first_byte_ms: float = 0.0
-    kv_layout_id: str | None = None
+    d2h_bandwidth_gbps: float = G2["d2h_bandwidth_gbps"]
+    h2d_bandwidth_gbps: float = G2["h2d_bandwidth_gbps"]
+    shared_d2h_bandwidth_gbps: float = G2["shared_d2h_bandwidth_gbps"]
+    shared_h2d_bandwidth_gbps: float = G2["shared_h2d_bandwidth_gbps"]
+    latency_to_first_byte_ms: float = G2["latency_to_first_byte_ms"]
+    kv_layout_id: str | None = G2["kv_layout_id"]
 
 
 @attrs.frozen
 class G3Offload:
     scope: str | None = None
     num_g3_blocks: int | None = None
-    latency_to_first_byte_ms: float = 0.1
-    read_bandwidth_gbps: float = 10.0
-    write_bandwidth_gbps: float = 10.0
-    shared_read_bandwidth_gbps: float = 80.0
-    shared_write_bandwidth_gbps: float = 80.0
+    latency_to_first_byte_ms: float = G3["latency_to_first_byte_ms"]
+    read_bandwidth_gbps: float = G3["read_bandwidth_gbps"]
+    write_bandwidth_gbps: float = G3["write_bandwidth_gbps"]
+    shared_read_bandwidth_gbps: float = G3["shared_read_bandwidth_gbps"]
+    shared_write_bandwidth_gbps: float = G3["shared_write_bandwidth_gbps"]
 
 
 @attrs.frozen
@@ -86,24 +92,24 @@ class Role:
     num_gpu_blocks_is_explicit: bool = False
     startup_seconds: float = 0.0
     speculation: Speculation | None = None
-    # Rank fields (native names).
-    backend: str = "vllm"
-    block_size: int = 64
-    num_gpu_blocks: int = 16384
-    max_num_seqs: int = 256
-    max_num_batched_tokens: int = 8192
-    max_model_len: int | None = None
-    enable_prefix_caching: bool = True
-    enable_chunked_prefill: bool = True
-    prefill_schedule_interval: int = 1
-    prefill_decode_interval: int = 0
-    preemption_mode: str = "lifo"
-    speedup_ratio: float = 1.0
-    decode_speedup_ratio: float = 1.0
-    kv_cache_bytes_per_token: int | None = None
-    kv_transfer_bytes_per_token: int | None = None
-    kv_transfer_bandwidth: float | None = None
-    kv_transfer_timing_mode: str = "full_prompt"
+    # Rank fields (native names), defaulting as the native engine does (native_defaults).
+    backend: str = RANK["backend"]
+    block_size: int = block_size_default(RANK["backend"])
+    num_gpu_blocks: int = RANK["num_gpu_blocks"]
+    max_num_seqs: int = RANK["max_num_seqs"]
+    max_num_batched_tokens: int = RANK["max_num_batched_tokens"]
+    max_model_len: int | None = RANK["max_model_len"]
+    enable_prefix_caching: bool = RANK["enable_prefix_caching"]
+    enable_chunked_prefill: bool = RANK["enable_chunked_prefill"]
+    prefill_schedule_interval: int = RANK["prefill_schedule_interval"]
+    prefill_decode_interval: int = RANK["prefill_decode_interval"]
+    preemption_mode: str = RANK["preemption_mode"]
+    speedup_ratio: float = RANK["speedup_ratio"]
+    decode_speedup_ratio: float = RANK["decode_speedup_ratio"]
+    kv_cache_bytes_per_token: int | None = RANK["kv_cache_bytes_per_token"]
+    kv_transfer_bytes_per_token: int | None = RANK["kv_transfer_bytes_per_token"]
+    kv_transfer_bandwidth: float | None = RANK["kv_transfer_bandwidth"]
+    kv_transfer_timing_mode: str = RANK["kv_transfer_timing_mode"]
     timing_model: Timing = Timing()
     host_offload: HostOffload | None = None
     g3_offload: G3Offload | None = None
@@ -114,17 +120,17 @@ class Role:
 @attrs.frozen
 class Router:
     policy: str = "round_robin"
-    kv_event_lag_ms: float = 0.0
-    host_cache_hit_weight: float = 0.75
-    overlap_score_credit: float = 1.0
-    prefill_load_scale: float = 1.0
-    temperature: float = 0.0
-    seed: int = 0
-    overlap_score_credit_decay: float = 0.0
-    decode_active_request_weight: float = 0.0
-    disk_cache_hit_weight: float = 0.25
-    queue_threshold: float | None = None
-    queue_policy: str = "fcfs"
+    kv_event_lag_ms: float = ROUTER["kv_event_lag_ms"]
+    host_cache_hit_weight: float = ROUTER["host_cache_hit_weight"]
+    overlap_score_credit: float = ROUTER["overlap_score_credit"]
+    prefill_load_scale: float = ROUTER["prefill_load_scale"]
+    temperature: float = ROUTER["temperature"]
+    seed: int = ROUTER["seed"]
+    overlap_score_credit_decay: float = ROUTER["overlap_score_credit_decay"]
+    decode_active_request_weight: float = ROUTER["decode_active_request_weight"]
+    disk_cache_hit_weight: float = ROUTER["disk_cache_hit_weight"]
+    queue_threshold: float | None = ROUTER["queue_threshold"]
+    queue_policy: str = ROUTER["queue_policy"]
 
 
 ROUTER_KNOB_DEFAULTS: dict[str, float | int | str | None] = {

@@ -14,6 +14,7 @@ from typing import Any
 from kvreplay.engine.errors import EngineConfigError
 
 from kvreplay.native_defaults import BACKEND_BLOCK_SIZE, HOST_OFFLOAD_DEFAULTS, RANK_DEFAULTS
+from kvreplay.native_defaults import ROUTER_DEFAULTS as ROUTER
 
 ROLE_NAMES = ("aggregated", "prefill", "decode")
 
@@ -81,17 +82,17 @@ class RoleConfig:
 @dataclass(frozen=True, slots=True)
 class RouterConfig:
     policy: str
-    kv_event_lag_ms: float = 0.0
-    host_cache_hit_weight: float = 0.75
-    overlap_score_credit: float = 1.0
-    prefill_load_scale: float = 1.0
-    temperature: float = 0.0
-    seed: int = 0
-    overlap_score_credit_decay: float = 0.0
-    decode_active_request_weight: float = 0.0
-    disk_cache_hit_weight: float = 0.25
-    queue_threshold: float | None = None
-    queue_policy: str = "fcfs"
+    kv_event_lag_ms: float = ROUTER["kv_event_lag_ms"]
+    host_cache_hit_weight: float = ROUTER["host_cache_hit_weight"]
+    overlap_score_credit: float = ROUTER["overlap_score_credit"]
+    prefill_load_scale: float = ROUTER["prefill_load_scale"]
+    temperature: float = ROUTER["temperature"]
+    seed: int = ROUTER["seed"]
+    overlap_score_credit_decay: float = ROUTER["overlap_score_credit_decay"]
+    decode_active_request_weight: float = ROUTER["decode_active_request_weight"]
+    disk_cache_hit_weight: float = ROUTER["disk_cache_hit_weight"]
+    queue_threshold: float | None = ROUTER["queue_threshold"]
+    queue_policy: str = ROUTER["queue_policy"]
 
 
 QUEUE_POLICIES = ("fcfs", "lcfs", "wspt")
@@ -277,31 +278,32 @@ def parse_engine_config(document: Mapping[str, Any]) -> EngineConfig:
     policy = placement.get("provider", "round_robin")
     if policy not in ("round_robin", "kv_router"):
         raise EngineConfigError(f"spec.adapters.placement.provider: unknown policy {policy!r}")
-    knobs = _mapping(placement.get("config") or {}, "spec.adapters.placement.config")
-    seed = knobs.get("seed", 0)
+    knobs = {**ROUTER, **_mapping(placement.get("config") or {},
+                                   "spec.adapters.placement.config")}
+    seed = knobs["seed"]
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise EngineConfigError(f"spec.adapters.placement.config.seed: expected an integer, "
                                 f"got {seed!r}")
-    threshold = knobs.get("queue_threshold")
-    queue_policy = knobs.get("queue_policy", "fcfs")
+    threshold = knobs["queue_threshold"]
+    queue_policy = knobs["queue_policy"]
     if queue_policy not in QUEUE_POLICIES:
         raise EngineConfigError(f"spec.adapters.placement.config.queue_policy: unknown policy "
                                 f"{queue_policy!r}; expected one of {', '.join(QUEUE_POLICIES)}")
     router = RouterConfig(
         policy=policy,
-        kv_event_lag_ms=_float(knobs.get("kv_event_lag_ms", 0.0), "kv_event_lag_ms"),
-        host_cache_hit_weight=_weight(knobs.get("host_cache_hit_weight", 0.75),
+        kv_event_lag_ms=_float(knobs["kv_event_lag_ms"], "kv_event_lag_ms"),
+        host_cache_hit_weight=_weight(knobs["host_cache_hit_weight"],
                                       "host_cache_hit_weight"),
-        overlap_score_credit=_float(knobs.get("overlap_score_credit", 1.0),
+        overlap_score_credit=_float(knobs["overlap_score_credit"],
                                     "overlap_score_credit"),
-        prefill_load_scale=_float(knobs.get("prefill_load_scale", 1.0), "prefill_load_scale"),
-        temperature=_float(knobs.get("temperature", 0.0), "temperature"),
+        prefill_load_scale=_float(knobs["prefill_load_scale"], "prefill_load_scale"),
+        temperature=_float(knobs["temperature"], "temperature"),
         seed=seed,
-        overlap_score_credit_decay=_finite(knobs.get("overlap_score_credit_decay", 0.0),
+        overlap_score_credit_decay=_finite(knobs["overlap_score_credit_decay"],
                                            "overlap_score_credit_decay"),
-        decode_active_request_weight=_finite(knobs.get("decode_active_request_weight", 0.0),
+        decode_active_request_weight=_finite(knobs["decode_active_request_weight"],
                                              "decode_active_request_weight"),
-        disk_cache_hit_weight=_weight(knobs.get("disk_cache_hit_weight", 0.25),
+        disk_cache_hit_weight=_weight(knobs["disk_cache_hit_weight"],
                                       "disk_cache_hit_weight"),
         queue_threshold=None if threshold is None else _finite(threshold, "queue_threshold"),
         queue_policy=queue_policy,

@@ -1,7 +1,9 @@
 """The native engine's defaults: what a rank field means when a native spec leaves it out.
 
 Read from the reference normalizer's output for a bare rank (`{"backend": ...}`); shared by the
-compiler (reading native JSON and the Python API) and the engine, which must agree on them.
+compiler (the Spec's and the config model's defaults, reading native JSON and the Python API) and
+the engine, which must agree on them. tests/compiler/test_defaults_drift.py checks them against
+the native schema and, where it is installed, the reference normalizer.
 """
 
 from __future__ import annotations
@@ -32,8 +34,11 @@ RANK_DEFAULTS: dict[str, Any] = {
 }
 
 
+
+
 def block_size_default(backend: str) -> int:
     return BACKEND_BLOCK_SIZE.get(backend, 64)
+
 
 # `native_host_offload` (G2) fields a native spec may leave out (reference 1.6.1).
 HOST_OFFLOAD_DEFAULTS: dict[str, Any] = {
@@ -44,4 +49,28 @@ HOST_OFFLOAD_DEFAULTS: dict[str, Any] = {
     "shared_h2d_bandwidth_gbps": 80.0,
     "latency_to_first_byte_ms": 0.0,
     "kv_layout_id": None,
+}
+
+# `g3_offload` fields a native spec may leave out (reference 1.6.1; `scope` has no default).
+G3_OFFLOAD_DEFAULTS: dict[str, Any] = {
+    "latency_to_first_byte_ms": 0.1,
+    "read_bandwidth_gbps": 10.0,
+    "write_bandwidth_gbps": 10.0,
+    "shared_read_bandwidth_gbps": 80.0,
+    "shared_write_bandwidth_gbps": 80.0,
+}
+
+# The KV router's knobs (`adapters.placement.config`), left out: the same in YAML `router`.
+ROUTER_DEFAULTS: dict[str, Any] = {
+    "kv_event_lag_ms": 0.0,
+    "host_cache_hit_weight": 0.75,
+    "overlap_score_credit": 1.0,
+    "prefill_load_scale": 1.0,
+    "temperature": 0.0,
+    "seed": 0,
+    "overlap_score_credit_decay": 0.0,
+    "decode_active_request_weight": 0.0,
+    "disk_cache_hit_weight": 0.25,
+    "queue_threshold": None,
+    "queue_policy": "fcfs",
 }

@@ -30,11 +30,13 @@ GRAMMAR_PATH = RULES_DIR / "grammar.lark"
 CACHE_PREFIX = "rules-"
 
 # The modules outside kvreplay.rules that code generation reads or imports: the Spec (field kinds
-# and the defaults `is default` and `default(...)` embed), the hints of rule-file errors and what
+# and the defaults `is default` and `default(...)` embed) and the native defaults it takes them
+# from, the hints of rule-file errors and what
 # the rule functions import. tests/rules/test_rules_runner.py checks this covers the import closure
 # of the code generator, so a module it comes to read cannot be left out of the cache key.
 KEY_MODULES = (
     "kvreplay.compiler.spec",
+    "kvreplay.native_defaults",
     "kvreplay.compiler.suggest",
     "kvreplay.compiler.layout",
     "kvreplay.compiler.origin",

@@ -137,37 +137,49 @@ def test_cache_key_changes_with_the_package_version(monkeypatch: pytest.MonkeyPa
     assert cache_key(files) != before
 
 
+# Router.temperature's default, as compiler/spec.py reads it from kvreplay/native_defaults.py.
+DEFAULTS_MODULE = "kvreplay.native_defaults"
+TEMPERATURE = '    "temperature": 0.0,\n'
+
+
+def _edited_defaults(folder: Path) -> Path:
+    """A copy of the native defaults module with Router.temperature's default set to 0.5."""
+    text = loader.module_path(DEFAULTS_MODULE).read_text(encoding="utf-8")
+    assert TEMPERATURE in text
+    folder.mkdir(parents=True, exist_ok=True)
+    edited = folder / "native_defaults.py"
+    edited.write_text(text.replace(TEMPERATURE, TEMPERATURE.replace("0.0", "0.5")),
+                      encoding="utf-8")
+    return edited
+
+
 def test_cache_key_changes_with_a_spec_default(tmp_path: Path,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    """Editing a default in compiler/spec.py (embedded in the generated code) changes the key."""
+    """Editing a default the Spec embeds (kvreplay/native_defaults.py) changes the key."""
     files = sources()
     before = cache_key(files)
-    original = loader.module_path("kvreplay.compiler.spec")
-    text = original.read_text(encoding="utf-8")
-    assert "    temperature: float = 0.0\n" in text
-    edited = tmp_path / "spec.py"
-    edited.write_text(text.replace("    temperature: float = 0.0\n",
-                                   "    temperature: float = 0.5\n"), encoding="utf-8")
+    edited = _edited_defaults(tmp_path)
     real = loader.module_path
-    monkeypatch.setattr(loader, "module_path", lambda name: edited if name ==
-                        "kvreplay.compiler.spec" else real(name))
+    monkeypatch.setattr(loader, "module_path",
+                        lambda name: edited if name == DEFAULTS_MODULE else real(name))
     assert cache_key(files) != before
 
 
-# A fresh interpreter whose compiler/spec.py is `argv[1]`; prints the rules cache entry it used and
-# whether ROUTER-KV-ONLY fires on `router.temperature: 0.5` with policy round_robin.
+# A fresh interpreter whose kvreplay/native_defaults.py is `argv[1]`; prints the rules cache key it
+# used and whether ROUTER-KV-ONLY fires on `router.temperature: 0.5` with policy round_robin.
 _PROBE = textwrap.dedent("""
     import importlib.util, sys
-    import kvreplay.compiler
-    found = importlib.util.spec_from_file_location("kvreplay.compiler.spec", sys.argv[1])
+    import kvreplay
+    found = importlib.util.spec_from_file_location("kvreplay.native_defaults", sys.argv[1])
     module = importlib.util.module_from_spec(found)
     sys.modules[found.name] = module
     found.loader.exec_module(module)
-    kvreplay.compiler.spec = module
+    kvreplay.native_defaults = module
+    from kvreplay.compiler import spec as s
     from kvreplay.rules.loader import cache_key, load, sources
     namespace = load()
-    spec = module.Spec(model="m", roles=(module.Role(name="aggregated"),),
-                       router=module.Router(temperature=0.5))
+    spec = s.Spec(model="m", roles=(s.Role(name="aggregated"),),
+                  router=s.Router(temperature=0.5))
     out = []
     for rule_id, _severity, checks in namespace["RULES"]:
         if rule_id == "ROUTER-KV-ONLY":
@@ -178,23 +190,19 @@ _PROBE = textwrap.dedent("""
 
 
 def test_editing_a_spec_default_misses_the_warm_cache(tmp_path: Path) -> None:
-    """Router.temperature's default changed in compiler/spec.py: the rules are recompiled.
+    """Router.temperature's default changed in the defaults: the rules are recompiled.
 
     The warm cache holds rules generated with the default 0.0, under which `temperature: 0.5`
     is reported; with the default edited to 0.5 the same value is the default and is not.
     """
-    original = loader.module_path("kvreplay.compiler.spec")
-    text = original.read_text(encoding="utf-8")
-    edited = tmp_path / "edited" / "spec.py"
-    edited.parent.mkdir()
-    edited.write_text(text.replace("    temperature: float = 0.0\n",
-                                   "    temperature: float = 0.5\n"), encoding="utf-8")
+    original = loader.module_path(DEFAULTS_MODULE)
+    edited = _edited_defaults(tmp_path / "edited")
     cache = tmp_path / "cache"
     env = {**os.environ, "KVREPLAY_CACHE_DIR": str(cache)}
     env.pop("KVREPLAY_NO_CACHE", None)
 
-    def probe(spec_path: Path) -> list[str]:
-        run = subprocess.run([sys.executable, "-c", _PROBE, str(spec_path)], env=env,
+    def probe(defaults: Path) -> list[str]:
+        run = subprocess.run([sys.executable, "-c", _PROBE, str(defaults)], env=env,
                              capture_output=True, text=True, check=True)
         return run.stdout.split()
 
