@@ -13,6 +13,7 @@ import attrs
 from kvreplay.native_defaults import G3_OFFLOAD_DEFAULTS as G3
 from kvreplay.native_defaults import HOST_OFFLOAD_DEFAULTS as G2
 from kvreplay.native_defaults import ROUTER_DEFAULTS as ROUTER
+from kvreplay.sla import Sla as Sla  # the one Sla class (re-exported)
 
 Auto = Literal["auto"]
 Backend = Literal["vllm", "sglang", "trtllm"]
@@ -257,13 +258,6 @@ class Router:
 class Scaling:
     policy: Literal["planner"] = "planner"
     config: dict[str, Any] | None = attrs.field(default=None, hash=False)
-
-
-@attrs.frozen
-class Sla:
-    ttft_ms: float | None = None
-    itl_ms: float | None = None
-    e2e_ms: float | None = None
 
 
 @attrs.frozen

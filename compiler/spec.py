@@ -17,6 +17,7 @@ from kvreplay.native_defaults import HOST_OFFLOAD_DEFAULTS as G2
 from kvreplay.native_defaults import RANK_DEFAULTS as RANK
 from kvreplay.native_defaults import ROUTER_DEFAULTS as ROUTER
 from kvreplay.native_defaults import block_size_default
+from kvreplay.sla import Sla as Sla  # the one Sla class (re-exported)
 
 ROLE_ORDER = ("aggregated", "prefill", "decode")
 AGENTIC_FORMATS = ("weka", "agentic_mooncake")
@@ -143,13 +144,6 @@ class Scaling:
     policy: str = "none"
     config: Any = attrs.field(default=None, eq=False, hash=False)
     config_json: str | None = None  # canonical text of config, for equality and hashing
-
-
-@attrs.frozen
-class Sla:
-    ttft_ms: float | None = None
-    itl_ms: float | None = None
-    e2e_ms: float | None = None
 
 
 @attrs.frozen

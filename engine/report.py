@@ -20,6 +20,8 @@ from kvreplay.engine.canonical_json import canonical_json
 from kvreplay.engine.metrics import Distribution, StreamingDistribution, exact_distribution
 from kvreplay.engine.records import RequestRecord
 
+from kvreplay.sla import Sla as Sla  # re-exported: report callers name it here
+
 REPORT_VERSION = 1
 PD_TIMES = ("prefill_admit_ms", "source_held_ms", "destination_reserved_ms",
             "destination_activated_ms", "decode_admit_ms", "source_released_ms")
@@ -27,32 +29,6 @@ PD_TIMES = ("prefill_admit_ms", "source_held_ms", "destination_reserved_ms",
 
 class ReportError(ValueError):
     """Records that cannot be reported consistently (a bug upstream, named by request uuid)."""
-
-
-@attrs.frozen
-class Sla:
-    """Goodput bounds (any subset): TTFT, average ITL (e2e - ttft) / (n - 1), end-to-end."""
-
-    ttft_ms: float | None = None
-    itl_ms: float | None = None
-    e2e_ms: float | None = None
-
-    @property
-    def is_set(self) -> bool:
-        return self.ttft_ms is not None or self.itl_ms is not None or self.e2e_ms is not None
-
-    def is_good(self, ttft_ms: float, e2e_ms: float, output_length: int) -> bool:
-        if self.e2e_ms is not None and e2e_ms > self.e2e_ms:
-            return False
-        if self.ttft_ms is not None and ttft_ms > self.ttft_ms:
-            return False
-        if self.itl_ms is not None and output_length > 1:
-            return (e2e_ms - ttft_ms) / (output_length - 1) <= self.itl_ms
-        return True
-
-    def is_good_without_tokens(self, e2e_ms: float) -> bool:
-        return (self.ttft_ms is None and self.itl_ms is None and self.e2e_ms is not None
-                and e2e_ms <= self.e2e_ms)
 
 
 @attrs.frozen

@@ -37,6 +37,7 @@ CACHE_PREFIX = "rules-"
 KEY_MODULES = (
     "kvreplay.compiler.spec",
     "kvreplay.native_defaults",
+    "kvreplay.sla",
     "kvreplay.compiler.suggest",
     "kvreplay.compiler.layout",
     "kvreplay.compiler.origin",

@@ -221,3 +221,10 @@ def test_offload_defaults_are_the_reference_normalizers() -> None:
     spec_g3 = attrs.asdict(s.G3Offload())
     echoed = {k: v for k, v in g3.items() if k not in ("scope", "num_g3_blocks")}
     assert echoed and all(_same(spec_g3[k], v) for k, v in echoed.items())
+
+
+def test_one_sla_class() -> None:
+    """The config model, the Spec and the report share one Sla class."""
+    from kvreplay.engine import report
+
+    assert m.Sla is s.Sla is report.Sla
