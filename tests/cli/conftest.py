@@ -26,7 +26,10 @@ def cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., Ran]:
     """Run `kvreplay ARGS...` in this process and capture its output."""
 
     def run(*args: str) -> Ran:
-        code = main(list(args))
+        try:
+            code = main(list(args))
+        except SystemExit as exc:  # argparse's own usage errors exit, as they do from a shell
+            code = exc.code if isinstance(exc.code, int) else 2
         captured = capsys.readouterr()
         return Ran(code, captured.out, captured.err)
 

@@ -66,6 +66,14 @@ def test_set_fuzz_lint(cli: Callable[..., Any], assignments: list[tuple[str, str
         json.loads(ran.out)
 
 
+def test_an_override_that_looks_like_an_option_is_a_usage_error(cli: Callable[..., Any]) -> None:
+    """`--set -=1` (a path starting with `-`): argparse's usage error, exit 2, no traceback
+    (found by the fuzz; `--set=-=1` passes it as a value)."""
+    ran = cli("lint", CONFIG, "--set", "-=1")
+    assert ran.code == 2 and "expected one argument" in ran.err
+    _clean(ran.code, ran.err)
+
+
 @FUZZ
 @given(st.sampled_from(RUN_PATHS), yaml_values)
 def test_set_fuzz_run(cli: Callable[..., Any], tmp_path: Path, path: str, value: str) -> None:
