@@ -2,6 +2,10 @@
 
 Fields that config.md marks required are Optional here only so that a document with errors can
 still be modelled and checked by the rules; `compile` refuses such documents before emitting.
+
+The model is the single source of schema/config.schema.json: each field's description and bounds
+are its metadata (the kvreplay.schema_facts helpers), each class's description, required keys and
+conditional overlays its `described` decorator; compiler/schema_gen.py walks them.
 """
 
 from __future__ import annotations
@@ -13,15 +17,35 @@ import attrs
 from kvreplay.native_defaults import G3_OFFLOAD_DEFAULTS as G3
 from kvreplay.native_defaults import HOST_OFFLOAD_DEFAULTS as G2
 from kvreplay.native_defaults import ROUTER_DEFAULTS as ROUTER
+from kvreplay.schema_facts import APPLIED_DEFAULT as APPLIED_DEFAULT
+from kvreplay.schema_facts import (
+    bounded,
+    choice,
+    constant,
+    described,
+    either,
+    flag,
+    items,
+    mapping,
+    nonneg,
+    only_keys,
+    positive,
+    requires,
+    text,
+)
 from kvreplay.sla import Sla as Sla  # the one Sla class (re-exported)
 
 Auto = Literal["auto"]
 Backend = Literal["vllm", "sglang", "trtllm"]
 
-# Field metadata: the documented default of a key whose model default stays None, because a rule
-# must tell "not given" from the default (TRAFFIC-WEKA-BASIS reports the key on non-weka traces).
-# Lowering applies it where the key applies; the schema's `default` is this value.
-APPLIED_DEFAULT = "kvreplay.applied_default"
+# APPLIED_DEFAULT field metadata: the documented default of a key whose model default stays None,
+# because a rule must tell "not given" from the default (TRAFFIC-WEKA-BASIS reports the key on
+# non-weka traces). Lowering applies it where the key applies; the schema's `default` is this value.
+
+BANDWIDTH = "decimal GB/s (1 GB/s = 1e6 bytes per ms); 0 = unlimited"
+ROLE_MAX = 65536
+TOKENS_MAX = 10_000_000
+SEED_MAX = 2**64 - 1
 
 
 def applied_default(cls: type, name: str) -> Any:
@@ -30,100 +54,171 @@ def applied_default(cls: type, name: str) -> Any:
     return field.metadata.get(APPLIED_DEFAULT, field.default)
 
 
+@described("Parallelism of one worker of this role.")
 @attrs.frozen
 class Parallelism:
-    replicas: int = 1
-    tensor: int = 1
-    pipeline: int = 1
-    attention_data: int = 1
-    moe_tensor: int = 1
-    moe_expert: int = 1
-    prefill_context: int | None = None
-    decode_context: int | None = None
+    replicas: int = positive(1, "Worker count of this role.", ROLE_MAX)
+    tensor: int = positive(1, "Tensor parallelism (TP).", ROLE_MAX)
+    pipeline: int = positive(1, "Pipeline parallelism (PP).", ROLE_MAX)
+    attention_data: int = positive(1, "Attention data parallelism: ranks per worker.", ROLE_MAX)
+    moe_tensor: int = positive(1, "MoE tensor parallelism (informational).", ROLE_MAX)
+    moe_expert: int = positive(1, "MoE expert parallelism (informational).", ROLE_MAX)
+    prefill_context: int | None = positive(
+        None, "Prefill context parallelism (PCP); an explicit value (even 1) differs from unset "
+        "for KV layout identity.", ROLE_MAX)
+    decode_context: int | None = positive(
+        None, "Decode context parallelism (DCP); an explicit value (even 1) differs from unset "
+        "for KV layout identity.", ROLE_MAX)
 
 
+@described("SGLang scheduler options (backend sglang; the bundled engine runs sglang through the "
+           "vLLM-shaped scheduler and lists these as an approximation).")
 @attrs.frozen
 class SglangScheduler:
-    schedule_policy: Literal["fifo", "lpm"] = "fifo"
-    max_prefill_tokens: int = 16384
-    chunked_prefill_size: int = 8192
-    clip_max_new_tokens: int = 4096
-    schedule_conservativeness: float = 1.0
-    prefill_decode_interval: int = 0
+    schedule_policy: Literal["fifo", "lpm"] = choice(
+        "fifo", "Waiting-queue order: `fifo` or `lpm` (longest prefix match).")
+    max_prefill_tokens: int = positive(16384, "Prefill tokens per pass.")
+    chunked_prefill_size: int = positive(8192, "Chunk size of a long prompt.")
+    clip_max_new_tokens: int = positive(4096, "Output tokens assumed when reserving KV.")
+    schedule_conservativeness: float = nonneg(
+        1.0, "Scale of the KV reservation for running requests.")
+    prefill_decode_interval: int = nonneg(
+        0, "Decode passes between prefill passes (0 = no cadence).", 2**32 - 1)
 
 
+@described("TensorRT-LLM scheduler options (backend trtllm).")
 @attrs.frozen
 class TrtllmScheduler:
-    capacity_scheduler_policy: Literal["guaranteed_no_evict"] = "guaranteed_no_evict"
+    capacity_scheduler_policy: Literal["guaranteed_no_evict"] = choice(
+        "guaranteed_no_evict", "Capacity scheduler.")
 
 
+@described("Scheduler limits per attention-DP rank.")
 @attrs.frozen
 class Scheduler:
-    max_batched_tokens: int = 8192
-    max_sequences: int | None = None  # role default: prefill 1, otherwise 256
-    prefill_schedule_interval: int = 1
-    chunked_prefill: bool = True
-    preemption_mode: Literal["lifo", "fifo"] = "lifo"
+    max_batched_tokens: int = positive(8192, "Per-pass token budget.")
+    max_sequences: int | None = positive(  # role default: prefill 1, otherwise 256
+        None, "Running-sequence cap (default: aggregated 256, prefill 1, decode 256).")
+    prefill_schedule_interval: int = positive(1, "vLLM: prefill cadence with attention DP > 1.")
+    chunked_prefill: bool = flag(
+        True, "Split long prompts across passes; off, a prompt longer than max_batched_tokens "
+        "cannot run.")
+    preemption_mode: Literal["lifo", "fifo"] = choice(
+        "lifo", "Which running request is preempted when the KV pool runs out: `lifo` the "
+        "newest, `fifo` the oldest.")
     sglang: SglangScheduler | None = None
     trtllm: TrtllmScheduler | None = None
 
 
+@described(
+    "GPU KV capacity per attention-DP rank.",
+    overlays=[
+        only_keys("type", "default", []),
+        {
+            "if": {"properties": {"type": {"const": "fixed"}}, "required": ["type"]},
+            "then": {"oneOf": [{"required": ["blocks"]}, {"required": ["bytes"]}]},
+        },
+    ],
+)
 @attrs.frozen
 class Capacity:
-    type: Literal["default", "fixed"] = "default"
-    blocks: int | None = None
-    bytes: int | None = None
+    type: Literal["default", "fixed"] = choice(
+        "default", "`default`: the native default block count (16384); `fixed`: exactly one of "
+        "`blocks` or `bytes`.")
+    blocks: int | None = positive(None, "Fixed capacity in KV blocks per attention-DP rank.")
+    bytes: int | None = positive(
+        None, "Fixed capacity in bytes per attention-DP rank (blocks = floor(bytes / (block_size "
+        "* bytes_per_token)); needs an explicit bytes_per_token).")
 
 
+@described("G2: the host-pinned KV tier of this role.", required=["num_host_blocks"])
 @attrs.frozen
 class HostOffload:
-    num_host_blocks: int | None = None
-    scope: Literal["dp_rank_local", "cluster_shared", "worker_local"] = G2["scope"]
-    d2h_bandwidth_gbps: float = G2["d2h_bandwidth_gbps"]
-    h2d_bandwidth_gbps: float = G2["h2d_bandwidth_gbps"]
-    shared_d2h_bandwidth_gbps: float = G2["shared_d2h_bandwidth_gbps"]
-    shared_h2d_bandwidth_gbps: float = G2["shared_h2d_bandwidth_gbps"]
-    latency_to_first_byte_ms: float = G2["latency_to_first_byte_ms"]
+    scope: Literal["dp_rank_local", "cluster_shared", "worker_local"] = choice(
+        G2["scope"], "`dp_rank_local`: one pool per attention-DP rank; `cluster_shared`: one pool "
+        "for the whole deployment (all cluster_shared roles join it). (`worker_local` is a G3 "
+        "scope, rejected by rule G2-SCOPE.)")
+    num_host_blocks: int | None = positive(
+        None, "Host blocks: per DP rank (dp_rank_local) or the pool total (cluster_shared; NOT "
+        "per participant).")
+    d2h_bandwidth_gbps: float = nonneg(
+        G2["d2h_bandwidth_gbps"], f"Per-rank GPU->host link, {BANDWIDTH}.")
+    h2d_bandwidth_gbps: float = nonneg(
+        G2["h2d_bandwidth_gbps"], f"Per-rank host->GPU link, {BANDWIDTH}.")
+    shared_d2h_bandwidth_gbps: float = nonneg(
+        G2["shared_d2h_bandwidth_gbps"], f"Whole-pool D2H cap, {BANDWIDTH}; cluster_shared only.")
+    shared_h2d_bandwidth_gbps: float = nonneg(
+        G2["shared_h2d_bandwidth_gbps"], f"Whole-pool H2D cap, {BANDWIDTH}; cluster_shared only.")
+    latency_to_first_byte_ms: float = nonneg(
+        G2["latency_to_first_byte_ms"], "Delays each transfer without consuming bandwidth (ms).")
 
 
+@described("G3: the disk/remote KV tier of this role (requires host_offload).",
+           required=["scope", "num_g3_blocks"])
 @attrs.frozen
 class G3Offload:
-    scope: Literal["worker_local", "cluster_shared"] | None = None
-    num_g3_blocks: int | None = None
-    latency_to_first_byte_ms: float = G3["latency_to_first_byte_ms"]
-    read_bandwidth_gbps: float = G3["read_bandwidth_gbps"]
-    write_bandwidth_gbps: float = G3["write_bandwidth_gbps"]
-    shared_read_bandwidth_gbps: float = G3["shared_read_bandwidth_gbps"]
-    shared_write_bandwidth_gbps: float = G3["shared_write_bandwidth_gbps"]
+    scope: Literal["worker_local", "cluster_shared"] | None = choice(None, "G3 pool scope.")
+    num_g3_blocks: int | None = positive(
+        None, "G3 blocks: per worker (worker_local) or the pool total.")
+    latency_to_first_byte_ms: float = nonneg(
+        G3["latency_to_first_byte_ms"], "Per-transfer latency (ms).")
+    read_bandwidth_gbps: float = nonneg(
+        G3["read_bandwidth_gbps"], f"Per-worker read bandwidth, {BANDWIDTH}.")
+    write_bandwidth_gbps: float = nonneg(
+        G3["write_bandwidth_gbps"], f"Per-worker write bandwidth, {BANDWIDTH}.")
+    shared_read_bandwidth_gbps: float = nonneg(
+        G3["shared_read_bandwidth_gbps"], f"Whole-pool read cap, {BANDWIDTH}; cluster_shared only.")
+    shared_write_bandwidth_gbps: float = nonneg(
+        G3["shared_write_bandwidth_gbps"],
+        f"Whole-pool write cap, {BANDWIDTH}; cluster_shared only.")
 
 
+@described("GPU prefix cache (G1) and lower tiers of this role.")
 @attrs.frozen
 class KvCache:
-    block_size: int | None = None  # backend default
-    prefix_caching: bool = True
-    bytes_per_token: int | Auto = "auto"
+    block_size: int | None = positive(  # backend default
+        None, "Tokens per KV block (default: vLLM 64, SGLang 1, TRT-LLM 32; vLLM/TRT-LLM need "
+        ">= 2).", 1_048_576)
+    prefix_caching: bool = flag(True, "Reuse cached prompt prefixes (G1).")
+    bytes_per_token: int | Auto = either(
+        "auto", "KV bytes per token of ONE tensor-parallel shard, or `auto` (estimated from the "
+        "model where kvreplay knows it).", "Bytes per token.", 2**40)
     capacity: Capacity = Capacity()
     host_offload: HostOffload | None = None
     g3_offload: G3Offload | None = None
 
 
+@described(
+    "Per-pass timing model.",
+    overlays=[only_keys("type", "polynomial", ["speedup_ratio", "decode_speedup_ratio"]),
+              requires("type", "fixed", ["prefill_ms", "decode_ms"])],
+)
 @attrs.frozen
 class Timing:
-    type: Literal["polynomial", "fixed"] = "polynomial"
-    prefill_ms: float | None = None
-    decode_ms: float | None = None
-    speedup_ratio: float = 1.0
-    decode_speedup_ratio: float = 1.0
+    type: Literal["polynomial", "fixed"] = choice(
+        "polynomial", "`polynomial`: built-in vLLM-shaped curves; `fixed`: constant prefill/decode "
+        "cost.")
+    prefill_ms: float | None = nonneg(
+        None, "Fixed cost of a pass that computes prompt tokens (ms).")
+    decode_ms: float | None = nonneg(
+        None, "Fixed cost of a pass with at least one ongoing decoder (ms).")
+    speedup_ratio: float = nonneg(1.0, "Every pass duration is divided by it (0 = unscaled).")
+    decode_speedup_ratio: float = nonneg(
+        1.0, "Decode pass durations are further divided by it (0 = unscaled).")
 
 
+@described("Speculative decoding on this role.",
+           required=["kind", "num_speculative_tokens", "acceptance_rates"])
 @attrs.frozen
 class Speculation:
-    kind: Literal["ngram", "mtp"] | None = None
-    num_speculative_tokens: int | None = None
-    acceptance_rates: tuple[float, ...] = ()
-    seed: int = 42
+    kind: Literal["ngram", "mtp"] | None = choice(None, "Draft method.")
+    num_speculative_tokens: int | None = bounded(None, "Draft tokens per step (1..5).", 1, 5)
+    acceptance_rates: tuple[float, ...] = items(
+        (), "Conditional acceptance probability per draft position.", 1, 5, minimum=0, maximum=1)
+    seed: int = nonneg(42, "Sampling seed.", SEED_MAX)
 
 
+@described("One worker role.")
 @attrs.frozen
 class Worker:
     parallelism: Parallelism = Parallelism()
@@ -131,9 +226,10 @@ class Worker:
     kv_cache: KvCache = KvCache()
     timing: Timing = Timing()
     speculation: Speculation | None = None
-    startup_seconds: float = 0.0
+    startup_seconds: float = nonneg(0.0, "Start-up delay of workers of this role (s).")
 
 
+@described("Worker roles.", minProperties=1)
 @attrs.frozen
 class Workers:
     aggregated: Worker | None = None
@@ -146,87 +242,153 @@ class Workers:
                                     ("decode", self.decode)) if w is not None]
 
 
+@described("Prefill->decode KV handoff (disaggregated mode only).")
 @attrs.frozen
 class KvTransfer:
-    bytes_per_token: int | Auto = "auto"
-    bandwidth_gb_per_second: float | None = None
-    timing_mode: Literal["destination_missing", "full_prompt"] = "destination_missing"
-    handoff_latency_ms: float = 0.0
+    bytes_per_token: int | Auto = either(
+        "auto", "Bytes moved per prompt token, or `auto` (the prefill role's KV bytes per token).",
+        "Bytes per token.", 2**40)
+    bandwidth_gb_per_second: float | None = either(
+        None, "Link bandwidth in decimal GB/s; null = no transfer delay.", "GB/s.")
+    timing_mode: Literal["destination_missing", "full_prompt"] = choice(
+        "destination_missing", "`destination_missing`: charge only blocks missing at the decode "
+        "worker; `full_prompt`: charge the whole prompt.")
+    handoff_latency_ms: float = nonneg(0.0, "Fixed latency added to every handoff (ms).")
 
 
+@described("The deployment: model, backend, topology and per-role workers.",
+           required=["model", "workers"])
 @attrs.frozen
 class Engine:
-    model: str | None = None
-    workers: Workers = Workers()
-    mode: Literal["aggregated", "disaggregated"] = "aggregated"
-    hardware: str | None = None
-    backend: Backend = "vllm"
-    backend_version: str | None = None
-    context_length: int | Literal["max"] = "max"
+    mode: Literal["aggregated", "disaggregated"] = choice(
+        "aggregated", "`aggregated` needs exactly workers.aggregated; `disaggregated` needs "
+        "exactly workers.prefill and workers.decode.")
+    model: str | None = text(
+        None, "Model id or path (identity and reports only).", 4096, min_length=1)
+    hardware: str | None = text(None, "Hardware name (informational).", 4096)
+    backend: Backend = choice("vllm", "Serving backend, shared by every role.")
+    backend_version: str | None = text(
+        None, 'Backend version as a string; quote it ("0.24.0").', 256)
+    context_length: int | Literal["max"] = either(
+        "max", "`max` or a positive token count; becomes the rank's max_model_len.", "Tokens.",
+        2**31 - 1)
     kv_transfer: KvTransfer | None = None
+    workers: Workers = Workers()
 
 
+@described("Multi-turn sessions (synthetic-session).")
 @attrs.frozen
 class Session:
-    turns: int = 4
-    shared_prefix_ratio: float = 0.0
-    prefix_groups: int = 0
-    inter_turn_delay_ms: float = 0.0
+    turns: int = bounded(4, "Turns per session.", 2, 100_000)
+    shared_prefix_ratio: float = bounded(
+        0.0, "Share of each first prompt taken from a shared prefix family.", 0, 1)
+    prefix_groups: int = nonneg(
+        0, "Shared prefix families (> 0 when shared_prefix_ratio > 0).", 1_000_000)
+    inter_turn_delay_ms: float = nonneg(
+        0.0, "Delay between a turn's completion and the next turn (ms).")
 
 
+SOURCE_TRACE = ["format", "paths", "block_size", "nested_timestamp_basis"]
+SOURCE_SYNTH = ["input_tokens", "output_tokens", "cached_prefix_tokens", "shared_prefix_ratio",
+                "prefix_groups"]
+SOURCE_SESSION = ["new_input_tokens_per_turn", "output_tokens_per_turn", "session"]
+
+
+@described(
+    "Where requests come from.",
+    overlays=[
+        only_keys("type", "trace", SOURCE_TRACE),
+        requires("type", "trace", ["paths"]),
+        only_keys("type", "synthetic", SOURCE_SYNTH),
+        only_keys("type", "synthetic-session", SOURCE_SESSION),
+    ],
+)
 @attrs.frozen
 class Source:
-    type: Literal["trace", "synthetic", "synthetic-session"] = "synthetic"
-    format: Literal["mooncake", "mooncake-delta", "weka", "agentic_mooncake"] = "mooncake"
-    paths: tuple[str, ...] = ()
-    block_size: int | None = None
-    nested_timestamp_basis: Literal["auto", "absolute", "relative"] | None = attrs.field(
-        default=None, metadata={APPLIED_DEFAULT: "auto"})  # weka only
-    input_tokens: int = 1024
-    output_tokens: int = 128
-    cached_prefix_tokens: int = 0
-    shared_prefix_ratio: float = 0.0
-    prefix_groups: int = 0
-    new_input_tokens_per_turn: int = 1024
-    output_tokens_per_turn: int = 128
+    type: Literal["trace", "synthetic", "synthetic-session"] = choice("synthetic", "Source kind.")
+    format: Literal["mooncake", "mooncake-delta", "weka", "agentic_mooncake"] = choice(
+        "mooncake", "Trace format (trace source).")
+    paths: tuple[str, ...] = items(
+        (), "Trace files, relative to the config file's folder.", 1, 4096, minLength=1,
+        maxLength=4096)
+    block_size: int | None = positive(
+        None, "Tokens per trace hash id (default 512; weka/agentic_mooncake carry their own and "
+        "an explicit value must match).", 1_048_576)
+    nested_timestamp_basis: Literal["auto", "absolute", "relative"] | None = choice(  # weka only
+        None, "Weka only: how subagent request times relate to their marker.",
+        metadata={APPLIED_DEFAULT: "auto"})
+    input_tokens: int = positive(1024, "Prompt tokens per request (synthetic).", TOKENS_MAX)
+    output_tokens: int = positive(128, "Output tokens per request (synthetic).", TOKENS_MAX)
+    cached_prefix_tokens: int = nonneg(
+        0, "Tokens of one prefix shared by every synthetic prompt (<= input_tokens).", TOKENS_MAX)
+    shared_prefix_ratio: float = bounded(
+        0.0, "Share of each synthetic prompt taken from a shared prefix family (not with "
+        "cached_prefix_tokens).", 0, 1)
+    prefix_groups: int = nonneg(
+        0, "Shared prefix families (> 0 when shared_prefix_ratio > 0).", 1_000_000)
+    new_input_tokens_per_turn: int = positive(
+        1024, "New prompt tokens per turn (synthetic-session).", TOKENS_MAX)
+    output_tokens_per_turn: int = positive(
+        128, "Output tokens per turn (synthetic-session).", TOKENS_MAX)
     session: Session = Session()
 
 
+@described("Seeded snapshot boundary per play (needs agentic_lanes).", required=["seed"])
 @attrs.frozen
 class AgenticSnapshot:
-    seed: int | None = None
+    seed: int | None = nonneg(None, "Snapshot seed.", SEED_MAX)
 
 
+@described("Continuous agentic profile (needs agentic_snapshot and agentic_lanes).")
 @attrs.frozen
 class AgenticProfile:
-    duration_seconds: float = 3600.0
-    response_grace_seconds: float = 30.0
-    cancel_drain_seconds: float = 10.0
-    tree_idle_cap_seconds: float = 300.0
-    global_idle_cap_seconds: float = 10.0
+    duration_seconds: float = positive(3600.0, "Admission window (s).")
+    response_grace_seconds: float = nonneg(30.0, "Grace after the window before cancelling (s).")
+    cancel_drain_seconds: float = nonneg(10.0, "Upper bound of the cancel drain (s).")
+    tree_idle_cap_seconds: float = positive(300.0, "Per-play idle cap (s).")
+    global_idle_cap_seconds: float = positive(10.0, "Whole-workload idle cap (s).")
 
 
+AGENTIC = ["agentic_lanes", "agentic_snapshot", "agentic_warmup", "agentic_profile"]
+
+
+@described(
+    "How requests arrive.",
+    overlays=[
+        only_keys("type", "trace_timestamps", ["speedup", *AGENTIC]),
+        only_keys("type", "concurrency", ["concurrency"]),
+        only_keys("type", "poisson", ["requests_per_second", "sessions_per_second", "seed"]),
+        only_keys("type", "constant_rate", ["requests_per_second", "sessions_per_second"]),
+    ],
+)
 @attrs.frozen
 class Load:
-    type: Literal["trace_timestamps", "concurrency", "poisson", "constant_rate"] | None = None
-    concurrency: int = 10  # closed loop only (load type concurrency)
-    requests_per_second: float | None = None
-    sessions_per_second: float | None = None
-    seed: int = 42
-    speedup: float = 1.0
-    agentic_lanes: int | None = None
+    type: Literal["trace_timestamps", "concurrency", "poisson", "constant_rate"] | None = choice(
+        None, "Arrival process (default: trace_timestamps for traces, concurrency otherwise).")
+    concurrency: int = positive(  # closed loop only (load type concurrency)
+        10, "Closed loop: requests (or sessions) in flight.", TOKENS_MAX)
+    requests_per_second: float | None = positive(None, "Open loop arrival rate (synthetic).")
+    sessions_per_second: float | None = positive(
+        None, "Open loop session rate (synthetic-session).")
+    seed: int = nonneg(42, "Poisson arrival seed.", SEED_MAX)
+    speedup: float = positive(1.0, "Divide recorded gaps by this (trace_timestamps).")
+    agentic_lanes: int | None = positive(None, "Agentic traces: concurrent plays.", 1_000_000)
     agentic_snapshot: AgenticSnapshot | None = None
-    agentic_warmup: bool = False
+    agentic_warmup: bool = flag(
+        False, "Prime and warm up each lane before measuring (needs agentic_snapshot).")
     agentic_profile: AgenticProfile | None = None
 
 
+@described("When to stop submitting work.")
 @attrs.frozen
 class Stop:
-    requests: int | None = None
-    sessions: int | None = None
-    max_virtual_time_seconds: float | None = None
+    requests: int | None = positive(None, "Total requests (synthetic).", 100_000_000)
+    sessions: int | None = positive(None, "Total sessions (synthetic-session).", 100_000_000)
+    max_virtual_time_seconds: float | None = positive(
+        None, "Simulated-time cutoff (trace sources).")
 
 
+@described("What to replay (default: synthetic 1024 in / 128 out, concurrency 10, 100 requests).")
 @attrs.frozen
 class Traffic:
     source: Source = Source()
@@ -238,33 +400,60 @@ class Traffic:
 DEFAULT_TRAFFIC = Traffic(load=Load(type="concurrency"), stop=Stop(requests=100))
 
 
+@described("Placement policy between workers.")
 @attrs.frozen
 class Router:
-    policy: Literal["round_robin", "kv_router"] = "round_robin"
-    kv_event_lag_ms: float = ROUTER["kv_event_lag_ms"]
-    host_cache_hit_weight: float = ROUTER["host_cache_hit_weight"]
-    overlap_score_credit: float = ROUTER["overlap_score_credit"]
-    prefill_load_scale: float = ROUTER["prefill_load_scale"]
-    temperature: float = ROUTER["temperature"]
-    seed: int = ROUTER["seed"]
-    overlap_score_credit_decay: float = ROUTER["overlap_score_credit_decay"]
-    decode_active_request_weight: float = ROUTER["decode_active_request_weight"]
-    disk_cache_hit_weight: float = ROUTER["disk_cache_hit_weight"]
-    queue_threshold: float | None = ROUTER["queue_threshold"]
-    queue_policy: Literal["fcfs", "lcfs", "wspt"] = ROUTER["queue_policy"]
+    policy: Literal["round_robin", "kv_router"] = choice("round_robin", "Placement policy.")
+    kv_event_lag_ms: float = nonneg(
+        ROUTER["kv_event_lag_ms"], "KV events reach the router this much later (kv_router only).")
+    host_cache_hit_weight: float = bounded(
+        ROUTER["host_cache_hit_weight"],
+        "Credit of a host-pinned (G2) block beyond the GPU prefix (kv_router only).", 0, 1)
+    overlap_score_credit: float = nonneg(
+        ROUTER["overlap_score_credit"], "Credit of a GPU-resident overlap block (kv_router only).")
+    prefill_load_scale: float = nonneg(
+        ROUTER["prefill_load_scale"], "Weight of prefill load in the cost (kv_router only).")
+    temperature: float = nonneg(
+        ROUTER["temperature"], "0 = argmin; > 0 = seeded softmax sampling (kv_router only).")
+    seed: int = nonneg(
+        ROUTER["seed"], "Seed of softmax sampling (kv_router, temperature > 0).", SEED_MAX)
+    overlap_score_credit_decay: float = nonneg(
+        ROUTER["overlap_score_credit_decay"],
+        "Fades the GPU overlap credit of a scheduler with more booked prefill than the least "
+        "loaded one: credit / (1 + decay x excess blocks / request blocks) (kv_router only).")
+    decode_active_request_weight: float = nonneg(
+        ROUTER["decode_active_request_weight"],
+        "Cost per request routed to a scheduler and not yet finished (kv_router only).")
+    disk_cache_hit_weight: float = bounded(
+        ROUTER["disk_cache_hit_weight"],
+        "Credit of a G3 (disk) block; G3 overlap is not used by offline routing (kv_router only).",
+        0, 1)
+    queue_threshold: float | None = nonneg(
+        ROUTER["queue_threshold"],
+        "Queue new requests in the router while every scheduler's booked prefill exceeds this x "
+        "its token budget (kv_router only; unset = no queue).")
+    queue_policy: Literal["fcfs", "lcfs", "wspt"] = choice(
+        ROUTER["queue_policy"], "Order of the router queue: arrival (`fcfs`), latest arrival "
+        "(`lcfs`), shortest uncached prompt (`wspt`).")
 
 
+@described("A scaling policy (planner hook). Present = worker pools are NOT static.",
+           required=["policy"])
 @attrs.frozen
 class Scaling:
-    policy: Literal["planner"] = "planner"
-    config: dict[str, Any] | None = attrs.field(default=None, hash=False)
+    policy: Literal["planner"] = constant("planner", "The scaling policy.")
+    config: dict[str, Any] | None = mapping(
+        None, "Free-form policy configuration, passed through.", hash=False)
 
 
+@described("Goodput evaluation.")
 @attrs.frozen
 class Evaluation:
     sla: Sla | None = None
 
 
+@described("A serving deployment to replay and the traffic to replay on it (kvreplay config.md).",
+           required=["engine"])
 @attrs.frozen
 class Config:
     """A whole user configuration (one YAML document)."""

@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import attrs
 
+from kvreplay.schema_facts import described, positive
 
+
+@described("Service-level bounds; a request is good when it meets every bound given.")
 @attrs.frozen
 class Sla:
     """Goodput bounds (any subset): TTFT, average ITL (e2e - ttft) / (n - 1), end-to-end."""
 
-    ttft_ms: float | None = None
-    itl_ms: float | None = None
-    e2e_ms: float | None = None
+    ttft_ms: float | None = positive(None, "Time to first token bound (ms).")
+    itl_ms: float | None = positive(None, "Average inter-token latency bound (ms).")
+    e2e_ms: float | None = positive(None, "End-to-end latency bound (ms).")
 
     @property
     def is_set(self) -> bool:

@@ -38,6 +38,7 @@ KEY_MODULES = (
     "kvreplay.compiler.spec",
     "kvreplay.native_defaults",
     "kvreplay.sla",
+    "kvreplay.schema_facts",  # kvreplay.sla's field helpers
     "kvreplay.compiler.suggest",
     "kvreplay.compiler.layout",
     "kvreplay.compiler.origin",

@@ -1,0 +1,121 @@
+"""Schema facts on the attrs config model: each field's description and bounds, each class's
+description, required keys and conditional overlays (compiler/schema_gen.py walks them into
+schema/config.schema.json).
+
+The field helpers return `attrs.field(default=..., metadata={SCHEMA: facts})`; types, enums and
+defaults are not restated here, the walker reads them from the annotation and the default. The
+helper's name fixes the JSON layout of the key (which schema keywords, in which order).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+import attrs
+
+SCHEMA = "kvreplay.schema"
+# The documented default of a key whose model default stays None (compiler/model.py says why).
+APPLIED_DEFAULT = "kvreplay.applied_default"
+
+MAX_INT = 2**53 - 1
+MAX_NUM = 1e15
+
+T = TypeVar("T")
+S = dict[str, Any]
+
+
+def _field(default: Any, facts: S, **kwargs: Any) -> Any:
+    metadata = {SCHEMA: facts, **kwargs.pop("metadata", {})}
+    return attrs.field(default=default, metadata=metadata, **kwargs)
+
+
+def positive(default: Any, desc: str, maximum: int | None = None) -> Any:
+    """An integer >= 1 or a number > 0 (at most `maximum`, else the generic bound)."""
+    return _field(default, {"layout": "positive", "description": desc, "maximum": maximum})
+
+
+def nonneg(default: Any, desc: str, maximum: int | None = None) -> Any:
+    """An integer or number >= 0 (at most `maximum`, else the generic bound)."""
+    return _field(default, {"layout": "nonneg", "description": desc, "maximum": maximum})
+
+
+def bounded(default: Any, desc: str, minimum: float, maximum: float) -> Any:
+    """An integer or number in [minimum, maximum] (its default, if any, before the description)."""
+    return _field(default, {"layout": "bounded", "description": desc, "minimum": minimum,
+                            "maximum": maximum})
+
+
+def choice(default: Any, desc: str, **kwargs: Any) -> Any:
+    """One of the annotation's Literal values."""
+    return _field(default, {"layout": "choice", "description": desc}, **kwargs)
+
+
+def constant(default: Any, desc: str) -> Any:
+    """The annotation's one Literal value."""
+    return _field(default, {"layout": "constant", "description": desc})
+
+
+def flag(default: bool, desc: str) -> Any:
+    return _field(default, {"layout": "flag", "description": desc})
+
+
+def text(default: Any, desc: str, max_length: int, min_length: int | None = None) -> Any:
+    return _field(default, {"layout": "text", "description": desc, "minLength": min_length,
+                            "maxLength": max_length})
+
+
+def either(default: Any, desc: str, inner: str, maximum: int | None = None) -> Any:
+    """A Literal value (or null) or a positive integer/number described by `inner`; the default
+    is stated even when it is None."""
+    return _field(default, {"layout": "either", "description": desc, "inner": inner,
+                            "maximum": maximum})
+
+
+def items(default: Any, desc: str, min_items: int, max_items: int, **item: Any) -> Any:
+    """A list (tuple annotation) of `min_items..max_items` items with the keywords `item`."""
+    return _field(default, {"layout": "items", "description": desc, "minItems": min_items,
+                            "maxItems": max_items, "item": item})
+
+
+def mapping(default: Any, desc: str, **kwargs: Any) -> Any:
+    """A free-form mapping, passed through."""
+    return _field(default, {"layout": "mapping", "description": desc}, **kwargs)
+
+
+@attrs.frozen
+class ObjectFacts:
+    description: str
+    required: tuple[str, ...] = ()
+    overlays: tuple[S, ...] = ()
+    extra: tuple[tuple[str, Any], ...] = ()
+
+
+OBJECTS: dict[type, ObjectFacts] = {}
+
+
+def described(desc: str, required: Sequence[str] = (), overlays: Sequence[S] = (),
+              **extra: Any) -> Callable[[type[T]], type[T]]:
+    """Class decorator: the object's description, required keys, conditional overlays (`allOf`)
+    and extra keywords (minProperties)."""
+    def mark(cls: type[T]) -> type[T]:
+        OBJECTS[cls] = ObjectFacts(desc, tuple(required), tuple(overlays), tuple(extra.items()))
+        return cls
+    return mark
+
+
+def only_keys(field: str, value: str, keys: Sequence[str]) -> S:
+    """With `field == value`, only these keys apply (an if/then the validator maps to
+    SCHEMA-NOT-APPLICABLE)."""
+    return {
+        "if": {"properties": {field: {"const": value}}, "required": [field]},
+        "then": {"propertyNames": {"enum": sorted(set(keys) | {field})}},
+    }
+
+
+def requires(field: str, value: str, keys: Sequence[str]) -> S:
+    """With `field == value`, these keys are required."""
+    return {
+        "if": {"properties": {field: {"const": value}}, "required": [field]},
+        "then": {"required": list(keys)},
+    }

@@ -1,0 +1,88 @@
+"""The config schema is generated from the attrs model (compiler/schema_gen.py)."""
+
+from __future__ import annotations
+
+import json
+import typing
+from pathlib import Path
+from typing import Any, Literal
+
+import attrs
+import pytest
+from kvreplay.compiler import model as m
+from kvreplay.compiler import schema_gen
+
+from kvreplay.schema_facts import OBJECTS, SCHEMA, choice, described, only_keys, positive
+
+SCHEMA_FILE = Path(__file__).resolve().parents[2] / "schema" / "config.schema.json"
+
+
+def _classes(cls: type, seen: set[type]) -> set[type]:
+    seen.add(cls)
+    for tp in typing.get_type_hints(cls, vars(m)).values():
+        for member in (tp, *typing.get_args(tp)):
+            if isinstance(member, type) and attrs.has(member) and member not in seen:
+                _classes(member, seen)
+    return seen
+
+
+def test_every_model_class_and_leaf_field_carries_schema_facts() -> None:
+    """Every class reachable from Config is described; every field is a fact or a nested class."""
+    for cls in _classes(m.Config, set()):
+        assert cls in OBJECTS, cls.__name__
+        for field in attrs.fields(cls):
+            tp = typing.get_type_hints(cls, vars(m))[field.name]
+            nested = [t for t in (tp, *typing.get_args(tp)) if isinstance(t, type) and attrs.has(t)]
+            assert SCHEMA in field.metadata or nested, f"{cls.__name__}.{field.name}"
+
+
+def test_the_walker_reproduces_the_committed_properties() -> None:
+    """Property order, enums from Literal and defaults from the model (before bound notes)."""
+    committed = json.loads(SCHEMA_FILE.read_text(encoding="utf-8"))
+    fresh = schema_gen.config_schema()
+    assert list(fresh) == list(committed)
+    assert list(fresh["properties"]) == [f.name for f in attrs.fields(m.Config)]
+    source = fresh["properties"]["traffic"]["properties"]["source"]["properties"]
+    assert source["format"]["enum"] == list(typing.get_args(
+        typing.get_type_hints(m.Source, vars(m))["format"]))
+    assert source["nested_timestamp_basis"]["default"] == "auto"  # APPLIED_DEFAULT
+    assert source["input_tokens"]["default"] == m.Source().input_tokens
+
+
+def test_the_walker_refuses_overlays_on_unknown_keys() -> None:
+    @described("Broken.", overlays=[only_keys("type", "a", ["missing"])])
+    @attrs.frozen
+    class Broken:
+        type: Literal["a"] = choice("a", "Kind.")
+
+    with pytest.raises(ValueError, match="missing"):
+        schema_gen.object_schema(Broken)
+    del OBJECTS[Broken]
+
+
+def test_the_walker_refuses_a_field_without_facts() -> None:
+    @described("Bare.")
+    @attrs.frozen
+    class Bare:
+        count: int = 1
+        ok: int = positive(1, "Fine.")
+
+    with pytest.raises(ValueError, match="count: no schema facts"):
+        schema_gen.object_schema(Bare)
+    del OBJECTS[Bare]
+
+
+def test_numbers_take_their_bounds_from_the_annotation() -> None:
+    """`positive` is minimum 1 on an integer, exclusiveMinimum 0 on a number."""
+    @described("Numbers.")
+    @attrs.frozen
+    class Numbers:
+        whole: int = positive(2, "W.", 9)
+        real: float | None = positive(None, "R.")
+
+    props: dict[str, Any] = schema_gen.object_schema(Numbers)["properties"]
+    del OBJECTS[Numbers]
+    assert props["whole"] == {"type": "integer", "minimum": 1, "maximum": 9, "description": "W.",
+                              "default": 2}
+    assert props["real"] == {"type": "number", "exclusiveMinimum": 0, "maximum": 1e15,
+                             "description": "R."}
