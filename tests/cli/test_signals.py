@@ -21,8 +21,10 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 GOOD = REPO / "examples" / "agentx-g2-local.yaml"
 PREVIOUS = '{"previous": "report"}\n'
-# The target is 0.5 s; the bound leaves room for a loaded machine (the bug took whole seconds).
-LATENCY_S = 1.0
+# The target is 0.5 s (measured 0.10-0.15 s on an idle machine); the bound leaves room for a
+# heavily loaded one (a full suite beside CPU-bound benchmarks took over 1 s), while the bug it
+# guards against took whole seconds to tens of seconds.
+LATENCY_S = 2.0
 
 PRELUDE = """
 import importlib, os, runpy, signal, sys, threading, time
