@@ -10,11 +10,17 @@ reference). Durations are divided by `speedup_ratio`, decode also by `decode_spe
 
 from __future__ import annotations
 
+import math
+
 from kvreplay.engine.config import RankConfig
-from kvreplay.engine.simtime import ms_to_ns
+from kvreplay.engine.simtime import NS_PER_MS, ms_to_ns
 
 PREFILL_A, PREFILL_B, PREFILL_C = 4.209989e-7, 1.518344e-2, 16.50142
 DECODE_A, DECODE_B, DECODE_C = -25.74, 54.01, 5.74
+# On u in [0, 1] the decode polynomial grows (its vertex lies beyond 1) from DECODE_C > 1, so
+# the max(1, .) floor never applies there and a stretch's longest pass is its last one
+# (decode_series relies on both).
+assert DECODE_A < 0 and -DECODE_B / (2 * DECODE_A) > 1.0 and DECODE_C > 1.0
 
 
 class PassTimer:
@@ -43,3 +49,29 @@ class PassTimer:
             return self._fixed_decode_ns
         u = min(active_tokens / self._capacity_tokens, 1.0)
         return ms_to_ns(max(1.0, DECODE_A * u * u + DECODE_B * u + DECODE_C) / self._decode_div)
+
+    def decode_series(self, active_tokens: int, step: int, passes: int) -> list[int]:
+        """[decode_ns(active_tokens + j * step) for j in range(passes)], bit for bit.
+
+        A fast-forwarded stretch under polynomial timing: every pass adds one token per
+        decoding request (`step`), so each pass has its own duration. The same float
+        operations as decode_ns, in one comprehension."""
+        if self.fixed:
+            return [self._fixed_decode_ns] * passes
+        cap = self._capacity_tokens
+        last = active_tokens + (passes - 1) * step
+        if passes <= 2 or last > cap:  # u would be clamped at 1: pass by pass
+            return [self.decode_ns(active_tokens + j * step) for j in range(passes)]
+        # The polynomial grows on [0, 1]: the extremes are the first and the last pass, and
+        # decode_ns raises on them as on any non-finite time.
+        self.decode_ns(active_tokens)
+        self.decode_ns(last)
+        a, b, c = DECODE_A, DECODE_B, DECODE_C
+        div = self._decode_div
+        floor = math.floor
+        # ms_to_ns(x) is floor(x * NS_PER_MS + 0.5); u <= 1 here, so max(1, .) is a no-op.
+        if div == 1.0:  # x / 1.0 == x exactly
+            return [floor((a * u * u + b * u + c) * NS_PER_MS + 0.5)
+                    for t in range(active_tokens, last + 1, step) for u in [t / cap]]
+        return [floor((a * u * u + b * u + c) / div * NS_PER_MS + 0.5)
+                for t in range(active_tokens, last + 1, step) for u in [t / cap]]

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Callable
+from itertools import accumulate
 
 from kvreplay.engine.records import RequestRecord
 from kvreplay.engine.scheduler import PassOutcome, Rank
@@ -183,20 +184,17 @@ class Worker:
             self.stretch_ends = None
             return now_ns + k * self.stretch_d
         self.stretch_d = 0
-        ends = []
-        t = now_ns
-        bases = [(rank, sum(s.input_length + s.generated for s in rank.running), len(rank.running))
-                 for rank in self.ranks if rank.running]
-        for j in range(k):
-            d = 0
-            for rank, base, n in bases:
-                rd = rank.timer.decode_ns(base + j * n)
-                if rd > d:
-                    d = rd
-            t += d
-            ends.append(t)
+        # Pass j of the stretch: each decoding request has j more tokens; the worker's pass
+        # lasts as long as its slowest rank's.
+        series = [rank.timer.decode_series(
+                      sum(s.input_length + s.generated for s in rank.running),
+                      len(rank.running), k)
+                  for rank in self.ranks if rank.running]
+        durations = series[0] if len(series) == 1 else list(map(max, *series))
+        ends = list(accumulate(durations, initial=now_ns))
+        del ends[0]
         self.stretch_ends = ends
-        return t
+        return ends[-1]
 
     def next_boundary(self, now_ns: int) -> int:
         """The first pass end at or after now_ns of the pass or stretch in flight (busy only)."""
