@@ -7,7 +7,11 @@ records into the canonical report. Times are simulated milliseconds.
 
 from __future__ import annotations
 
+from array import array
+from collections.abc import Iterator
 from typing import Any
+
+from kvreplay.engine.simtime import ns_to_ms
 
 
 class RoutingDecision:
@@ -92,6 +96,37 @@ class Admission:
         return {name: getattr(self, name) for name in self.__slots__}
 
 
+class SharedGaps:
+    """Token gaps that every request of a fast-forwarded decode stretch shares.
+
+    Under polynomial timing each pass of a stretch has its own duration, and each request of
+    the stretch emits one token per pass: its gaps are the pass durations (after its first
+    one, which depends on when the request's previous token came). One object holds them for
+    all of the stretch's records: `durations[start:]`, in nanoseconds, each a gap of
+    ns_to_ms(duration). The report folds them once per referencing record, so nothing here is
+    per token.
+    """
+
+    __slots__ = ("durations", "start")
+
+    def __init__(self, durations: array[int], start: int) -> None:
+        self.durations = durations
+        self.start = start
+
+    @property
+    def count(self) -> int:
+        return len(self.durations) - self.start
+
+    def runs(self) -> Iterator[tuple[float, int]]:
+        """The gaps as (gap_ms, 1) runs, in order."""
+        for duration in self.durations[self.start:]:
+            yield ns_to_ms(duration), 1
+
+
+# An entry of RequestRecord.itl_gaps: a run of `count` equal gaps, or a stretch's shared gaps.
+ItlEntry = tuple[float, int] | SharedGaps
+
+
 class RequestRecord:
     """Everything the report says about one request."""
 
@@ -163,8 +198,9 @@ class RequestRecord:
         self.readmission_count = 0
         self.admission_history: list[Admission] = []
         self.routing_history: list[RoutingDecision] = []
-        # Token gaps as (gap_ms, count) runs: compressed decode stretches add one run.
-        self.itl_gaps: list[tuple[float, int]] = []
+        # Token gaps in order, as (gap_ms, count) runs (a fixed-timing stretch adds one run) and
+        # SharedGaps (a polynomial-timing stretch); itl_runs() expands them.
+        self.itl_gaps: list[ItlEntry] = []
         # Disaggregated lifecycle (None in aggregated mode).
         self.prefill_admit_ms: float | None = None
         self.source_held_ms: float | None = None
@@ -179,6 +215,23 @@ class RequestRecord:
         self.play_id: str | None = None
         self.agentic: dict[str, str] | None = None
         self.agentic_phase: str | None = None
+
+    def itl_runs(self) -> list[tuple[float, int]]:
+        """The token gaps in order as (gap_ms, count) runs, equal neighbours merged: the same
+        list whether the gaps were stamped pass by pass or by fast-forwarded stretches."""
+        out: list[tuple[float, int]] = []
+        for entry in self.itl_gaps:
+            for gap, count in entry.runs() if isinstance(entry, SharedGaps) else (entry,):
+                if out and out[-1][0] == gap:
+                    out[-1] = (gap, out[-1][1] + count)
+                else:
+                    out.append((gap, count))
+        return out
+
+    def itl_count(self) -> int:
+        """How many token gaps the record holds."""
+        return sum(entry.count if isinstance(entry, SharedGaps) else entry[1]
+                   for entry in self.itl_gaps)
 
 
 _TIMES = ("arrival_time_ms", "dispatched_at_ms", "first_admit_ms", "first_token_ms",

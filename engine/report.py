@@ -12,13 +12,16 @@ from __future__ import annotations
 
 import math
 from array import array
+from collections import Counter
 from collections.abc import Iterable, Mapping
+from itertools import chain, islice
 from typing import Any, Protocol
 
 import attrs
 from kvreplay.engine.canonical_json import canonical_json
 from kvreplay.engine.metrics import Distribution, StreamingDistribution, exact_distribution
-from kvreplay.engine.records import RequestRecord
+from kvreplay.engine.records import RequestRecord, SharedGaps
+from kvreplay.engine.simtime import ns_to_ms
 
 from kvreplay.sla import Sla as Sla  # re-exported: report callers name it here
 
@@ -70,9 +73,14 @@ def _completed(record: RequestRecord) -> bool:
 
 
 def _check_gaps(record: RequestRecord) -> None:
-    produced = sum(count for _, count in record.itl_gaps)
+    produced = 0
+    negative = False
+    for entry in record.itl_gaps:
+        count = entry.count if isinstance(entry, SharedGaps) else entry[1]
+        produced += count
+        negative = negative or count < 0
     expected = max(record.output_length - 1, 0)
-    if produced != expected or any(count < 0 for _, count in record.itl_gaps):
+    if produced != expected or negative:
         raise ReportError(f"request {uuid_for(record.ordinal)}: itl_gaps hold {produced} gaps for "
                           f"{record.output_length} output tokens (expected {expected})")
 
@@ -85,7 +93,8 @@ def _mean_tpot(record: RequestRecord) -> float | None:
 
 class SummaryAccumulator:
     """The summary's inputs, accumulated one terminal record at a time (in any order): counters,
-    every per-request sample (8 bytes each), and token gaps grouped by value."""
+    every per-request sample (8 bytes each), and token gaps grouped by value (a stretch's
+    SharedGaps are counted per record and folded in by value when the summary is made)."""
 
     def __init__(self, sla: Sla | None) -> None:
         self.sla = sla if sla is not None and sla.is_set else None
@@ -94,6 +103,7 @@ class SummaryAccumulator:
         self.tpots = array("d")
         self.e2es = array("d")
         self.gaps: dict[float, int] = {}
+        self.shared: dict[SharedGaps, int] = {}  # records referencing each SharedGaps
         self.completed = self.input_tokens = self.output_tokens = self.reused = 0
         self.first_reused = self.host_reused = self.good_requests = self.good_tokens = 0
         self.last_terminal = 0.0
@@ -117,7 +127,11 @@ class SummaryAccumulator:
         self.last_terminal = max(self.last_terminal, r.terminal_time_ms)
         _check_gaps(r)
         gaps = self.gaps
-        for gap, count in r.itl_gaps:
+        for entry in r.itl_gaps:
+            if isinstance(entry, SharedGaps):
+                self.shared[entry] = self.shared.get(entry, 0) + 1
+                continue
+            gap, count = entry
             gap = max(gap, 0.0)
             gaps[gap] = gaps.get(gap, 0) + count
         if r.first_token_ms is None or r.last_token_ms is None:
@@ -142,11 +156,30 @@ class SummaryAccumulator:
         """The summary of `num_requests` records (terminal or not) given so far."""
         return _summary(self, num_requests, facts)
 
+    def gap_counts(self) -> dict[float, int]:
+        """Every token gap of the completed records: {gap_ms: count}."""
+        gaps = dict(self.gaps)
+        # Shared gaps counted by nanosecond value, then by weight (records referencing them):
+        # one C-level count per distinct weight, then one pass per distinct value.
+        by_weight: dict[int, list[SharedGaps]] = {}
+        for shared, weight in self.shared.items():
+            by_weight.setdefault(weight, []).append(shared)
+        by_ns: dict[int, int] = {}
+        for weight, group in by_weight.items():
+            counted = Counter(chain.from_iterable(
+                islice(shared.durations, shared.start, None) for shared in group))
+            for duration, count in counted.items():
+                by_ns[duration] = by_ns.get(duration, 0) + count * weight
+        for duration, count in by_ns.items():
+            gap = max(ns_to_ms(duration), 0.0)
+            gaps[gap] = gaps.get(gap, 0) + count
+        return gaps
+
 
 def _summary(acc: SummaryAccumulator, num_requests: int, facts: RunFacts) -> dict[str, Any]:
     itl = StreamingDistribution()
     rate = StreamingDistribution()
-    gaps = acc.gaps
+    gaps = acc.gap_counts()
     sla = acc.sla
     completed, input_tokens, output_tokens = acc.completed, acc.input_tokens, acc.output_tokens
     reused, first_reused, host_reused = acc.reused, acc.first_reused, acc.host_reused

@@ -14,11 +14,12 @@ pass that sees the new work. Tokens of a stretch are stamped when it is cut or c
 
 from __future__ import annotations
 
+from array import array
 from bisect import bisect_left
 from collections.abc import Callable
 from itertools import accumulate
 
-from kvreplay.engine.records import RequestRecord
+from kvreplay.engine.records import RequestRecord, SharedGaps
 from kvreplay.engine.scheduler import PassOutcome, Rank
 from kvreplay.engine.sequence import Seq
 from kvreplay.engine.simtime import ns_to_ms
@@ -30,10 +31,12 @@ def add_gap(rec: RequestRecord, gap_ns: int, count: int) -> None:
     """Append `count` token gaps of gap_ns to the record's run-length ITL list."""
     gap = ns_to_ms(gap_ns)
     runs = rec.itl_gaps
-    if runs and runs[-1][0] == gap:
-        runs[-1] = (gap, runs[-1][1] + count)
-    else:
-        runs.append((gap, count))
+    if runs:
+        last = runs[-1]
+        if isinstance(last, tuple) and last[0] == gap:
+            runs[-1] = (gap, last[1] + count)
+            return
+    runs.append((gap, count))
 
 
 def stamp_token(seq: Seq, at_ns: int) -> None:
@@ -67,6 +70,7 @@ class Worker:
         "pool_name",
         "ranks",
         "stretch_d",
+        "stretch_durations",
         "stretch_ends",
         "stretch_k",
         "version",
@@ -91,6 +95,7 @@ class Worker:
         self.stretch_k = 0  # > 0 while a fast-forwarded stretch is in flight
         self.stretch_d = 0  # uniform pass duration, or 0 when stretch_ends holds each pass end
         self.stretch_ends: list[int] | None = None
+        self.stretch_durations: list[int] = []  # each pass's duration, with stretch_ends
         # With attention DP, prefills are admitted every `interval` passes while a rank decodes.
         self.dp_interval = prefill_schedule_interval if len(ranks) > 1 else 1
 
@@ -193,6 +198,7 @@ class Worker:
         durations = series[0] if len(series) == 1 else list(map(max, *series))
         ends = list(accumulate(durations, initial=now_ns))
         del ends[0]
+        self.stretch_durations = durations
         self.stretch_ends = ends
         return ends[-1]
 
@@ -229,6 +235,7 @@ class Worker:
             return None
         self.stretch_k = j
         del self.stretch_ends[j:]
+        del self.stretch_durations[j:]
         self.version += 1
         return self.stretch_ends[-1]
 
@@ -252,33 +259,43 @@ class Worker:
         start = self.pass_start
         d = self.stretch_d
         ends = self.stretch_ends
+        # Polynomial timing: the gaps after each request's first one are the stretch's pass
+        # durations, the same for every request, so they are stored once (SharedGaps).
+        tail: SharedGaps | None = None
+        full: SharedGaps | None = None
+        if ends is not None and j > 1:
+            durations = array("q", self.stretch_durations)
+            tail = SharedGaps(durations, 1)
+            full = SharedGaps(durations, 0)
+        first_end = start + d if ends is None else ends[0]
+        last = start + j * d if ends is None else ends[-1]
+        first_ms = ns_to_ms(first_end)
+        last_ms = ns_to_ms(last)
         for rank in self.ranks:
             bs = rank.block_size
+            caching = rank.caching
             for seq in rank.running:
                 g0 = seq.generated
-                seq.generated = g0 + j
+                generated = g0 + j
+                seq.generated = generated
                 seq.computed += j
                 rec = seq.rec
-                if ends is None:
-                    first_end = start + d
-                    add_gap(rec, first_end - seq.last_token_ns, 1)
-                    if j > 1:
-                        add_gap(rec, d, j - 1)
-                    last = start + j * d
+                if full is not None and seq.last_token_ns == start:
+                    rec.itl_gaps.append(full)  # its first gap is the first pass's duration
                 else:
-                    first_end = ends[0]
-                    prev = seq.last_token_ns
-                    for end in ends:
-                        add_gap(rec, end - prev, 1)
-                        prev = end
-                    last = ends[-1]
+                    add_gap(rec, first_end - seq.last_token_ns, 1)
+                    if tail is not None:
+                        rec.itl_gaps.append(tail)
+                    elif j > 1:
+                        add_gap(rec, d, j - 1)
                 if g0 == 1:
-                    rec.second_token_ms = ns_to_ms(first_end)
+                    rec.second_token_ms = first_ms
                 seq.last_token_ns = last
-                rec.last_token_ms = ns_to_ms(last)
-                rec.output_length = seq.generated
-                if rank.caching and seq.computed // bs > seq.registered:
+                rec.last_token_ms = last_ms
+                rec.output_length = generated
+                if caching and seq.computed // bs > seq.registered:
                     rank._register_through(seq, seq.computed // bs)
         self.pass_index += j
         self.stretch_k = 0
         self.stretch_ends = None
+        self.stretch_durations = []

@@ -132,6 +132,7 @@ def record_dict(rec: RequestRecord) -> dict[str, Any]:
     out = {name: getattr(rec, name) for name in RequestRecord.__slots__}
     out["admission_history"] = [a.to_dict() for a in rec.admission_history]
     out["routing_history"] = [r.to_dict() for r in rec.routing_history]
+    out["itl_gaps"] = rec.itl_runs()  # fast-forward shares a stretch's gaps between records
     return out
 
 

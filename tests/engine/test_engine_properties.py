@@ -147,8 +147,9 @@ def test_run_invariants(reqs: list[TraceRequest], doc: dict[str, Any]) -> None:
         admissions = [a.at_ms for a in r.admission_history]
         assert admissions == sorted(admissions)
         if r.terminal_status == "completed":
-            assert sum(c for _, c in r.itl_gaps) == max(r.output_length - 1, 0)
-            assert all(g >= 0 for g, _ in r.itl_gaps)
+            assert sum(c for _, c in r.itl_runs()) == max(r.output_length - 1, 0)
+            assert r.itl_count() == max(r.output_length - 1, 0)
+            assert all(g >= 0 for g, _ in r.itl_runs())
         for a in r.admission_history:  # a readmission may reuse its own output blocks too
             assert 0 <= a.reused_input_tokens <= r.input_length + r.output_length
     for pool in sim.pools:

@@ -1,0 +1,142 @@
+"""Fast-forwarded decode stretches under polynomial timing: the same records and report bytes as
+stepping every pass, with each stretch's token gaps stored once (SharedGaps) for all of its
+requests, and pass durations computed in one series."""
+
+from __future__ import annotations
+
+import json
+import random
+from array import array
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from engine_support import mooncake_rows, mooncake_workload, native, record_dict
+from kvreplay.engine import run_native
+from kvreplay.engine.records import RequestRecord, SharedGaps
+from kvreplay.engine.report import dumps_report, report_from_run
+from kvreplay.engine.report_stream import ReportStream, write_report
+from kvreplay.engine.result import RunResult
+from kvreplay.engine.timing import PassTimer
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "traces"
+POLY = {"backend": "vllm", "block_size": 512, "num_gpu_blocks": 1000,
+        "timing_model": {"type": "polynomial"}}
+# How the engine ran (never equal between the two modes); everything else must be.
+MODE_META = ("stepwise", "passes", "fast_forwarded_passes")
+
+
+def replay(rows: list[dict[str, Any]], stepwise: bool, **options: Any) -> RunResult:
+    return run_native(native(dict(POLY), **options), workload=mooncake_workload(rows, 512),
+                      stepwise=stepwise)
+
+
+def report_text(result: RunResult) -> str:
+    report = report_from_run(result, version="test")
+    report["meta"] = {k: v for k, v in report["meta"].items() if k not in MODE_META}
+    return dumps_report(report)
+
+
+def assert_same_as_stepwise(rows: list[dict[str, Any]], **options: Any) -> RunResult:
+    fast = replay(rows, stepwise=False, **options)
+    slow = replay(rows, stepwise=True, **options)
+    assert fast.facts.fast_forwarded_passes > 0
+    assert any(isinstance(entry, SharedGaps) for r in fast.records for entry in r.itl_gaps)
+    assert not any(isinstance(entry, SharedGaps) for r in slow.records for entry in r.itl_gaps)
+    assert [record_dict(r) for r in fast.records] == [record_dict(r) for r in slow.records]
+    assert report_text(fast) == report_text(slow)
+    return fast
+
+
+@pytest.mark.parametrize("dp_size", [1, 2])
+def test_polynomial_fast_forward_equals_step_by_step_on_the_example_trace(dp_size: int) -> None:
+    """200 conversation rows, 2 workers (DP 2: a pass lasts as long as its slowest rank)."""
+    rows = mooncake_rows(EXAMPLE / "mooncake-conversation-200.jsonl")
+    assert_same_as_stepwise(rows, workers=2, dp_size=dp_size)
+
+
+@pytest.mark.slow
+def test_polynomial_fast_forward_equals_step_by_step_on_2000_rows(
+        conversation_2000: tuple[list[dict[str, Any]], Path]) -> None:
+    """The first 2,000 conversation rows, 8 workers as bench/bench_engine.py's poly regime:
+    identical records and report bytes, and the streamed report (the CLI's) is the same text."""
+    rows = conversation_2000[0]
+    fast = assert_same_as_stepwise(rows, workers=8)
+    stream = ReportStream(None, rows=True)
+    try:
+        streamed = run_native(native(dict(POLY), workers=8),
+                              workload=mooncake_workload(rows, 512), sink=stream)
+        report = stream.finish(streamed, version="test")
+        assert len(streamed.records) == 0
+        out = _Text()
+        write_report(report, out)
+        assert out.text == dumps_report(report_from_run(fast, version="test"))
+    finally:
+        stream.close()
+
+
+class _Text:
+    def __init__(self) -> None:
+        self.text = ""
+
+    def write(self, chunk: str) -> int:
+        self.text += chunk
+        return len(chunk)
+
+
+def test_shared_gaps_fold_like_their_expansion() -> None:
+    """A summary over records that share gap blocks equals the one over the same records with
+    every gap written out as runs; only completed records count their shared gaps."""
+    rnd = random.Random(7)
+    blocks = []
+    for _ in range(6):
+        durations = [rnd.choice([5_000_000, 5_000_001, 7_250_000, rnd.randrange(1, 40_000_000)])
+                     for _ in range(rnd.randrange(1, 30))]
+        shared = array("q", durations)
+        blocks += [SharedGaps(shared, 0), SharedGaps(shared, 1)]
+    records = []
+    for ordinal in range(40):
+        rec = RequestRecord(ordinal, f"r{ordinal}", float(ordinal), 10, 100)
+        rec.first_admit_ms = rec.first_token_ms = float(ordinal) + 1.0
+        for _ in range(rnd.randrange(0, 4)):
+            rec.itl_gaps.append((rnd.choice([0.5, 2.0, 5.0, 5.000001]), rnd.randrange(1, 4)))
+            block = rnd.choice(blocks)
+            if block.count:
+                rec.itl_gaps.append(block)
+        rec.output_length = rec.itl_count() + 1
+        rec.last_token_ms = rec.first_token_ms + 10.0
+        rec.terminal_time_ms = rec.last_token_ms
+        rec.terminal_status = rnd.choice(["completed", "completed", "canceled"])
+        records.append(rec)
+    expanded = []
+    for rec in records:
+        copy = RequestRecord(rec.ordinal, rec.request_id, rec.arrival_time_ms, 10, 100)
+        for name in RequestRecord.__slots__:
+            setattr(copy, name, getattr(rec, name))
+        copy.itl_gaps = list(rec.itl_runs())
+        expanded.append(copy)
+    core = SimpleNamespace(pools=[SimpleNamespace(name="agg", workers=1, gpus_per_worker=1)],
+                           end_ms=100.0, committed_prefill_tokens=0, kv_eviction_policy="lru")
+    shared_report = report_from_run(SimpleNamespace(records=records, facts=core), version="t")
+    plain_report = report_from_run(SimpleNamespace(records=expanded, facts=core), version="t")
+    assert shared_report["summary"]["mean_itl_ms"] > 0
+    assert json.dumps(shared_report, sort_keys=True) == json.dumps(plain_report, sort_keys=True)
+
+
+def test_decode_series_equals_decode_ns_pass_by_pass() -> None:
+    """The stretch series is decode_ns at each pass's token count, to the nanosecond (clamped
+    at u = 1 too, and with speedup ratios)."""
+    rnd = random.Random(3)
+    for _ in range(400):
+        blocks, block_size = rnd.randint(1, 2000), rnd.choice([1, 4, 16, 512])
+        rank = SimpleNamespace(
+            speedup_ratio=rnd.choice([0.0, 1.0, 2.0, 0.7, 3.1]),
+            decode_speedup_ratio=rnd.choice([0.0, 1.0, 1.5, 0.33]),
+            num_gpu_blocks=blocks, block_size=block_size,
+            timing=SimpleNamespace(kind="polynomial", prefill_ms=1.0, decode_ms=1.0))
+        timer = PassTimer(rank)  # type: ignore[arg-type]
+        active = rnd.randint(0, blocks * block_size + 50)
+        step, passes = rnd.randint(1, 40), rnd.randint(0, 600)
+        assert timer.decode_series(active, step, passes) == [
+            timer.decode_ns(active + j * step) for j in range(passes)]
