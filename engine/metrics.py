@@ -77,6 +77,23 @@ class ExactMoments:
         self._sum_sq += (count * numerator * numerator) << (2 * up)
         self.count += count
 
+    def add_runs(self, runs: Iterable[tuple[float, int]]) -> None:
+        """add(value, count) for each (value, count), in one loop (the same integers)."""
+        scale, total, total_sq, n = self._scale, self._sum, self._sum_sq, self.count
+        for value, count in runs:
+            numerator, denominator = value.as_integer_ratio()
+            bits = denominator.bit_length() - 1
+            if bits > scale:
+                shift = bits - scale
+                total <<= shift
+                total_sq <<= 2 * shift
+                scale = bits
+            up = scale - bits
+            total += (count * numerator) << up
+            total_sq += (count * numerator * numerator) << (2 * up)
+            n += count
+        self._scale, self._sum, self._sum_sq, self.count = scale, total, total_sq, n
+
     def mean(self) -> float:
         if self.count == 0:
             return 0.0
@@ -122,6 +139,13 @@ class StreamingDistribution:
             return
         self._sketch.add(value, count)
         self._moments.add(value, count)
+
+    def add_runs(self, runs: Iterable[tuple[float, int]]) -> None:
+        """add(value, count) for each (value, count)."""
+        isfinite = math.isfinite
+        kept = [(value, count) for value, count in runs if count > 0 and isfinite(value)]
+        self._sketch.add_runs(kept)
+        self._moments.add_runs(kept)
 
     def percentile(self, percentile: float) -> float:
         span = self.count - 1

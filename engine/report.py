@@ -21,7 +21,7 @@ import attrs
 from kvreplay.engine.canonical_json import canonical_json
 from kvreplay.engine.metrics import Distribution, StreamingDistribution, exact_distribution
 from kvreplay.engine.records import RequestRecord, SharedGaps
-from kvreplay.engine.simtime import ns_to_ms
+from kvreplay.engine.simtime import NS_PER_MS
 
 from kvreplay.sla import Sla as Sla  # re-exported: report callers name it here
 
@@ -168,11 +168,16 @@ class SummaryAccumulator:
         for weight, group in by_weight.items():
             counted = Counter(chain.from_iterable(
                 islice(shared.durations, shared.start, None) for shared in group))
+            if not by_ns and weight == 1:
+                by_ns = counted
+                continue
+            get = by_ns.get
             for duration, count in counted.items():
-                by_ns[duration] = by_ns.get(duration, 0) + count * weight
+                by_ns[duration] = get(duration, 0) + count * weight
+        get = gaps.get
         for duration, count in by_ns.items():
-            gap = max(ns_to_ms(duration), 0.0)
-            gaps[gap] = gaps.get(gap, 0) + count
+            gap = duration / NS_PER_MS  # ns_to_ms; durations are >= 0, so no max(., 0.0)
+            gaps[gap] = get(gap, 0) + count
         return gaps
 
 
@@ -188,11 +193,9 @@ def _summary(acc: SummaryAccumulator, num_requests: int, facts: RunFacts) -> dic
     ttfts, ttsts, tpots, e2es = acc.ttfts, acc.ttsts, acc.tpots, acc.e2es
 
     # Equal gaps are added as one run (the moments are exact, the sketch counts per bin).
-    for gap in sorted(gaps):
-        count = gaps[gap]
-        itl.add(gap, count)
-        if gap > 0.0:
-            rate.add(1000.0 / gap, count)
+    runs = [(gap, gaps[gap]) for gap in sorted(gaps)]
+    itl.add_runs(runs)
+    rate.add_runs([(1000.0 / gap, count) for gap, count in runs if gap > 0.0])
     duration_ms = facts.duration_ms if facts.duration_ms is not None else last_terminal
     duration_s = max(duration_ms / 1000.0, 1e-9)
     prefill_ws = (facts.prefill_worker_seconds if facts.prefill_worker_seconds is not None

@@ -11,6 +11,7 @@ does not depend on how runs were split.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 
 RELATIVE_ACCURACY = 0.001
 MAX_BINS = 32_768
@@ -59,6 +60,29 @@ class Sketch:
         self.count += count
         self.min = min(self.min, value)
         self.max = max(self.max, value)
+
+    def add_runs(self, runs: Iterable[tuple[float, int]]) -> None:
+        """add(value, count) for each (value, count), in one loop."""
+        positive, negative = self.positive, self.negative
+        zeros, total, low, high = self.zeros, self.count, self.min, self.max
+        isfinite, log, ceil = math.isfinite, math.log, math.ceil
+        for value, count in runs:
+            if count <= 0 or not isfinite(value):
+                continue
+            if value >= MIN_INDEXABLE:
+                key = ceil(log(value) * INV_LN_GAMMA)
+                positive[key] = positive.get(key, 0) + count
+            elif value <= -MIN_INDEXABLE:
+                key = ceil(log(-value) * INV_LN_GAMMA)
+                negative[key] = negative.get(key, 0) + count
+            else:
+                zeros += count
+            total += count
+            if value < low:  # min() and max() keep the first of equal values, as here
+                low = value
+            if value > high:
+                high = value
+        self.zeros, self.count, self.min, self.max = zeros, total, low, high
 
     def quantile(self, q: float) -> float:
         if not 0.0 <= q <= 1.0:
