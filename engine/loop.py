@@ -36,7 +36,7 @@ from kvreplay.engine.scheduler import PassOutcome, Rank, RankStats
 from kvreplay.engine.sequence import WAITING, Seq
 from kvreplay.engine.simtime import check_ns, limit_to_ns, ms_to_ns, ns_to_ms
 from kvreplay.engine.traces.request import TraceRequest, Workload
-from kvreplay.engine.worker import Worker, stamp_token
+from kvreplay.engine.worker import Worker, stamp_tokens
 
 # Event kinds, in their order at one instant (G2 copies complete before pass completions).
 # P/D handoff actions (ACTIONS) run after the instant's completions and transfers, before the
@@ -604,13 +604,14 @@ class Simulation:
                 self._enqueue(action)
 
     def _deliver(self, pool: Pool, outcome: PassOutcome) -> None:
-        now = self.now
         router = pool.router
-        for seq in outcome.tokens:
-            stamp_token(seq, now)
-            if seq.generated == 1:
-                router.first_token(seq)
-                self._drain(pool)
+
+        def first_token(seq: Seq) -> None:
+            router.first_token(seq)
+            self._drain(pool)
+
+        if outcome.tokens:
+            stamp_tokens(outcome.tokens, self.now, first_token)
         for seq in outcome.rejected:
             self._terminal(pool, seq, "rejected")
         for seq in outcome.finished:

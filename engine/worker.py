@@ -19,7 +19,7 @@ from bisect import bisect_left
 from collections.abc import Callable
 from itertools import accumulate
 
-from kvreplay.engine.records import RequestRecord, SharedGaps
+from kvreplay.engine.records import ItlEntry, SharedGaps
 from kvreplay.engine.scheduler import PassOutcome, Rank
 from kvreplay.engine.sequence import Seq
 from kvreplay.engine.simtime import ns_to_ms
@@ -27,10 +27,8 @@ from kvreplay.engine.simtime import ns_to_ms
 MIN_STRETCH = 2  # a single pure pass is cheaper step by step
 
 
-def add_gap(rec: RequestRecord, gap_ns: int, count: int) -> None:
-    """Append `count` token gaps of gap_ns to the record's run-length ITL list."""
-    gap = ns_to_ms(gap_ns)
-    runs = rec.itl_gaps
+def add_run(runs: list[ItlEntry], gap: float, count: int) -> None:
+    """Append `count` token gaps of `gap` ms to a record's run-length ITL list."""
     if runs:
         last = runs[-1]
         if isinstance(last, tuple) and last[0] == gap:
@@ -39,20 +37,34 @@ def add_gap(rec: RequestRecord, gap_ns: int, count: int) -> None:
     runs.append((gap, count))
 
 
-def stamp_token(seq: Seq, at_ns: int) -> None:
-    """Record one visible token (seq.generated already counts it) emitted at at_ns."""
-    rec = seq.rec
-    generated = seq.generated
+def stamp_tokens(seqs: list[Seq], at_ns: int, on_first: Callable[[Seq], None]) -> None:
+    """Record one visible token of each request (seq.generated already counts it), emitted at
+    at_ns; `on_first(seq)` right after a request's first token is stamped."""
     at_ms = ns_to_ms(at_ns)
-    if generated == 1:
-        rec.first_token_ms = at_ms
-    else:
-        if generated == 2:
-            rec.second_token_ms = at_ms
-        add_gap(rec, at_ns - seq.last_token_ns, 1)
-    seq.last_token_ns = at_ns
-    rec.last_token_ms = at_ms
-    rec.output_length = generated
+    gap_ns = -1
+    gap_ms = 0.0
+    for seq in seqs:
+        rec = seq.rec
+        generated = seq.generated
+        if generated == 1:
+            rec.first_token_ms = at_ms
+        else:
+            if generated == 2:
+                rec.second_token_ms = at_ms
+            if at_ns - seq.last_token_ns != gap_ns:  # most requests of a pass share their gap
+                gap_ns = at_ns - seq.last_token_ns
+                gap_ms = ns_to_ms(gap_ns)
+            runs = rec.itl_gaps  # add_run(runs, gap_ms, 1), inline
+            last = runs[-1] if runs else None
+            if isinstance(last, tuple) and last[0] == gap_ms:
+                runs[-1] = (gap_ms, last[1] + 1)
+            else:
+                runs.append((gap_ms, 1))
+        seq.last_token_ns = at_ns
+        rec.last_token_ms = at_ms
+        rec.output_length = generated
+        if generated == 1:
+            on_first(seq)
 
 
 class Worker:
@@ -100,7 +112,10 @@ class Worker:
         self.dp_interval = prefill_schedule_interval if len(ranks) > 1 else 1
 
     def has_work(self) -> bool:
-        return any(rank.has_work() for rank in self.ranks)
+        for rank in self.ranks:
+            if rank.running or rank.waiting or (rank.connector and rank.connector_ready()):
+                return True
+        return False
 
     # -- starting a pass ---------------------------------------------------------------------------
 
@@ -139,7 +154,8 @@ class Worker:
         any_running = False
         for rank in self.ranks:
             running = rank.running
-            if (rank.waiting or rank.connector_ready()) and len(running) < rank.max_seqs:
+            if (rank.waiting or (rank.connector and rank.connector_ready())) and (
+                    len(running) < rank.max_seqs):
                 return 0
             if rank.pending:  # each pass end retries a waiting P/D destination
                 return 0
@@ -245,8 +261,10 @@ class Worker:
         if self.stretch_k:
             self._materialize()
             return None
-        if not any(rank.running or rank.waiting or rank.connector or rank.pending
-                   for rank in self.ranks):
+        for rank in self.ranks:
+            if rank.running or rank.waiting or rank.connector or rank.pending:
+                break
+        else:
             # The DP step counter restarts when the whole group is drained at a pass end (a
             # request that arrived during the pass keeps the count going; as the reference).
             self.pass_index = 0
@@ -267,6 +285,8 @@ class Worker:
             durations = array("q", self.stretch_durations)
             tail = SharedGaps(durations, 1)
             full = SharedGaps(durations, 0)
+        uniform = ends is None  # fixed timing: every pass lasts d
+        d_ms = ns_to_ms(d)
         first_end = start + d if ends is None else ends[0]
         last = start + j * d if ends is None else ends[-1]
         first_ms = ns_to_ms(first_end)
@@ -280,14 +300,18 @@ class Worker:
                 seq.generated = generated
                 seq.computed += j
                 rec = seq.rec
-                if full is not None and seq.last_token_ns == start:
-                    rec.itl_gaps.append(full)  # its first gap is the first pass's duration
+                runs = rec.itl_gaps
+                first_gap = first_end - seq.last_token_ns
+                if uniform and first_gap == d:  # emitted at the stretch start: j gaps of d
+                    add_run(runs, d_ms, j)
+                elif full is not None and first_gap == full.durations[0]:
+                    runs.append(full)  # emitted at the stretch start: every pass's duration
                 else:
-                    add_gap(rec, first_end - seq.last_token_ns, 1)
+                    add_run(runs, ns_to_ms(first_gap), 1)
                     if tail is not None:
-                        rec.itl_gaps.append(tail)
+                        runs.append(tail)
                     elif j > 1:
-                        add_gap(rec, d, j - 1)
+                        add_run(runs, d_ms, j - 1)
                 if g0 == 1:
                     rec.second_token_ms = first_ms
                 seq.last_token_ns = last
