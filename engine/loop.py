@@ -176,11 +176,16 @@ class Simulation:
         workload = self.workload
         heap = self.heap
         steps = 0
+        # The workload's next release time, converted once per distinct value.
+        release_ms: float | None = None
+        release_at = 0
         while True:
             if self.should_stop is not None and self.should_stop():
                 raise Interrupted(self._result())
             next_release = workload.next_release_ms()
-            release_ns = None if next_release is None else max(ms_to_ns(next_release), self.now)
+            if next_release is not None and next_release != release_ms:
+                release_ms, release_at = next_release, ms_to_ns(next_release)
+            release_ns = None if next_release is None else max(release_at, self.now)
             if heap and (release_ns is None or heap[0][0] <= release_ns):
                 now = heap[0][0]
             elif release_ns is not None:
@@ -223,7 +228,9 @@ class Simulation:
                 self.stopped_by_workload = True
                 break
             next_release = workload.next_release_ms()
-            if next_release is not None and ms_to_ns(next_release) <= now:
+            if next_release is not None and next_release != release_ms:
+                release_ms, release_at = next_release, ms_to_ns(next_release)
+            if next_release is not None and release_at <= now:
                 released = workload.release(max(next_release, ns_to_ms(now)))
                 if released:
                     self.busy_until = now
