@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 UNLIMITED = 1 << 62
 
 SCHEDULED, BLOCKED, CURRENT_PREEMPTED = 0, 1, 2
+DECODE_TOKEN = (1, 0, 0)  # a scheduled decode step: (tokens used, prompt tokens, prompt before)
 
 
 class PassOutcome:
@@ -69,7 +70,6 @@ class Rank:
         "_budget",
         "_capacity_bound",
         "_cnb",
-        "_cursor",
         "_defer",
         "_last_used",
         "_preempted",
@@ -154,19 +154,12 @@ class Rank:
         self._defer = False  # this pass defers prefill work (DP cadence)
 
     def has_work(self) -> bool:
-        return bool(self.running or self.waiting) or self.connector_ready()
+        return bool(self.running or self.waiting) or (
+            bool(self.connector) and self.connector_ready())
 
     def connector_ready(self) -> bool:
         """A connector waiter that is not sleeping on transfer progress."""
         return any(not seq.sleeping for seq in self.connector)
-
-    def remaining_generation(self, seq: Seq) -> int:
-        left = seq.max_output - seq.generated
-        if self.max_model_len is not None:
-            room = self.max_model_len - seq.input_length - seq.generated
-            if room < left:
-                return room if room > 0 else 0
-        return left
 
     # -- one pass --------------------------------------------------------------------------------
 
@@ -190,31 +183,40 @@ class Rank:
         self._prefill_prefix = 0
         self._prefills = 0
         self._preempted = False
-        self._scheduled: dict[Seq, tuple[int, int, int]] = {}
-        self._cursor = 0
-        while self._cursor < len(running) and self._budget > 0:
-            seq = running[self._cursor]
-            if defer and seq.computed < seq.input_length:
-                self._cursor += 1  # a prompt chunk waits for the cadence
+        scheduled: dict[Seq, tuple[int, int, int]] = {}
+        self._scheduled = scheduled
+        caching = self.caching
+        budget = self.budget
+        decoded = 0
+        cursor = 0
+        while cursor < len(running) and budget > 0:
+            seq = running[cursor]
+            computed = seq.computed
+            if defer and computed < seq.input_length:
+                cursor += 1  # a prompt chunk waits for the cadence
                 continue
             # Fast path: a decoding request whose next token fits its last block.
-            if (seq.generated and seq.computed == seq.input_length + seq.generated - 1
-                    and seq.computed < len(seq.blocks) * bs):
-                computed = seq.computed + 1
+            if (seq.generated and computed == seq.input_length + seq.generated - 1
+                    and computed < len(seq.blocks) * bs):
+                computed += 1
                 seq.computed = computed
-                if self.caching and computed % bs == 0:
+                if caching and computed % bs == 0:
                     self._register_through(seq, computed // bs)
-                self._budget -= 1
-                self._scheduled[seq] = (1, 0, 0)
-                outcome.changes += 1
-                self._cursor += 1
+                budget -= 1
+                scheduled[seq] = DECODE_TOKEN
+                decoded += 1
+                cursor += 1
                 continue
+            self._budget = budget
             result = self._schedule(seq, 0, outcome)
+            budget = self._budget
             if result == SCHEDULED:
-                self._cursor += 1
+                cursor += 1
             elif result == BLOCKED:
                 break
             # CURRENT_PREEMPTED: the list shifted onto the next request
+        self._budget = budget
+        outcome.changes += decoded
         host = self.host
         if host is not None:
             if not self._preempted:
@@ -631,35 +633,48 @@ class Rank:
         running = self.running
         ready: list[Seq] = []
         done_without_token: list[Seq] = []
+        limit = self.max_model_len
+        # The decode batch: requests that already emitted (a first token is part of the
+        # prefill's forward), plus every request on a decode worker. Its total sequence length
+        # sizes the polynomial decode time (checked against the reference).
+        is_decode = self.is_decode
+        decoders = 0
+        active = 0
         for seq in running:
-            if seq.computed < seq.input_length + seq.generated:
+            generated = seq.generated
+            known = seq.input_length + generated
+            if seq.computed < known:
                 continue
-            if self.remaining_generation(seq) == 0:
+            # Tokens left to generate: the requested output, capped by max_model_len.
+            left = seq.max_output - generated
+            if limit is not None and limit - known < left:
+                left = limit - known if limit - known > 0 else 0
+            if left == 0:
                 done_without_token.append(seq)
-            else:
-                ready.append(seq)
+                continue
+            ready.append(seq)
+            if generated or is_decode:
+                decoders += 1
+                active += known
         if not ready and not done_without_token:
             return 0
         for seq in done_without_token:
             self._finish(seq, outcome)
         decode_ns = 0
-        if ready and not self.is_prefill:
-            # The decode batch: requests that already emitted (a first token is part of the
-            # prefill's forward), plus every request on a decode worker. Its total sequence
-            # length sizes the polynomial decode time (checked against the reference).
-            decoders = 0
-            active = 0
-            for seq in ready:
-                if seq.generated or self.is_decode:
-                    decoders += 1
-                    active += seq.input_length + seq.generated
-            if decoders:
-                decode_ns = self.timer.decode_ns(active)
+        if decoders and not self.is_prefill:
+            decode_ns = self.timer.decode_ns(active)
+        tokens = outcome.tokens
         for seq in ready:
-            seq.generated += 1
+            generated = seq.generated + 1
+            seq.generated = generated
             if not seq.hidden:
-                outcome.tokens.append(seq)
-            if self.remaining_generation(seq) == 0:
+                tokens.append(seq)
+            left = seq.max_output - generated
+            if limit is not None:
+                room = limit - seq.input_length - generated
+                if room < left:
+                    left = room if room > 0 else 0
+            if left == 0:
                 done_without_token.append(seq)
                 self._finish(seq, outcome)
         if done_without_token:
