@@ -82,10 +82,29 @@ class BlockIdentities:
         if full == 0:
             return out
         ids = self._ids
+        keys = self.keys
         parent = ROOT
         runs = iter(prompt)
         value, left = 0, 0
-        for _ in range(full):
+        # Fast path: leading runs of exactly one block each (a Mooncake prompt whose hash ids
+        # cover block_size tokens), each block keyed by its run's value.
+        for value, left in runs:
+            if left != block_size or len(out) == full:
+                break
+            key: tuple[int, object] = (parent, value)
+            ident = ids.get(key)
+            if ident is None:
+                ident = len(ids)
+                ids[key] = ident
+                if keys is not None:
+                    keys.append(key)
+            out.append(ident)
+            parent = ident
+        else:
+            left = 0
+        if len(out) == full:
+            return out
+        for _ in range(full - len(out)):
             while left == 0:
                 try:
                     value, left = next(runs)
@@ -118,8 +137,8 @@ class BlockIdentities:
             if ident is None:
                 ident = len(ids)
                 ids[key] = ident
-                if self.keys is not None:
-                    self.keys.append(key)
+                if keys is not None:
+                    keys.append(key)
             out.append(ident)
             parent = ident
         return out

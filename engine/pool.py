@@ -101,15 +101,41 @@ class BlockPool:
         if self.pending is not None:
             self.allocate_tracked(fresh, into)
             return
-        for _ in range(fresh):
-            if self.n_copies >= self.capacity:
-                self.evict_one()
-            handle = self.next_handle
-            self.next_handle = handle + 1
-            self.ident[handle] = None
-            self.refs[handle] = 1
-            self.n_copies += 1
+        if fresh <= 0:
+            return
+        free = self.capacity - self.n_copies
+        if free < fresh:
+            self._evict(fresh - free)
+        ident = self.ident
+        refs = self.refs
+        first = self.next_handle
+        for handle in range(first, first + fresh):
+            ident[handle] = None
+            refs[handle] = 1
             into.append(handle)
+        self.next_handle = first + fresh
+        self.n_copies += fresh
+
+    def _evict(self, count: int) -> None:
+        """evict_one() `count` times (no G2 copy tracking: the pool has no pending copies)."""
+        lru = self.lru
+        ident_of = self.ident
+        refs = self.refs
+        by_ident = self.by_ident
+        events = self.events
+        for _ in range(count):
+            handle, _ = lru.popitem(last=False)
+            ident = ident_of.pop(handle)
+            del refs[handle]
+            assert ident is not None
+            copies = by_ident[ident]
+            if len(copies) == 1:
+                del by_ident[ident]
+                if events is not None and ident >= 0:
+                    events.append((REMOVED, ident))
+            else:
+                copies.remove(handle)
+        self.n_copies -= count
 
     def allocate_tracked(self, fresh: int, into: list[int]) -> list[int]:
         """allocate(), returning the store ids still copying out of the reused capacity.
