@@ -187,15 +187,30 @@ class Rank:
         self._scheduled = scheduled
         caching = self.caching
         budget = self.budget
-        decoded = 0
+        # Fast path, over the leading run of decoding requests whose next token fits their
+        # last block (the general loop below takes over at the first other one).
         cursor = 0
+        for seq in running:
+            generated = seq.generated
+            computed = seq.computed
+            if (budget <= 0 or not generated or computed != seq.input_length + generated - 1
+                    or computed >= len(seq.blocks) * bs):
+                break
+            computed += 1
+            seq.computed = computed
+            if caching and computed % bs == 0:
+                self._register_through(seq, computed // bs)
+            budget -= 1
+            scheduled[seq] = DECODE_TOKEN
+            cursor += 1
+        decoded = cursor
         while cursor < len(running) and budget > 0:
             seq = running[cursor]
             computed = seq.computed
             if defer and computed < seq.input_length:
                 cursor += 1  # a prompt chunk waits for the cadence
                 continue
-            # Fast path: a decoding request whose next token fits its last block.
+            # The same fast path for the requests after it.
             if (seq.generated and computed == seq.input_length + seq.generated - 1
                     and computed < len(seq.blocks) * bs):
                 computed += 1

@@ -170,13 +170,15 @@ class Worker:
             bs = rank.block_size
             limit = rank.max_model_len
             for seq in running:
-                known = seq.input_length + seq.generated
-                if seq.computed != known - 1 or not seq.generated:
+                generated = seq.generated
+                computed = seq.computed
+                known = seq.input_length + generated
+                if computed != known - 1 or not generated:
                     return 0
-                left = seq.max_output - seq.generated
+                left = seq.max_output - generated
                 if limit is not None and limit - known < left:
                     left = limit - known
-                slack = len(seq.blocks) * bs - seq.computed
+                slack = len(seq.blocks) * bs - computed
                 if slack < left:
                     left = slack
                 else:
