@@ -55,7 +55,19 @@ class RoutingDecision:
         self.best_available_overlap_blocks = best_available_overlap_blocks
 
     def to_dict(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in self.__slots__}
+        """Every field (slot order)."""
+        return {
+            "best_available_overlap_blocks": self.best_available_overlap_blocks,
+            "dp_rank": self.dp_rank,
+            "logical_worker_id": self.logical_worker_id,
+            "outcome": self.outcome,
+            "pool": self.pool,
+            "queue_entered_at_ms": self.queue_entered_at_ms,
+            "queue_wait_ms": self.queue_wait_ms,
+            "reported_overlap_tokens": self.reported_overlap_tokens,
+            "scheduler_id": self.scheduler_id,
+            "selected_overlap_blocks": self.selected_overlap_blocks,
+        }
 
 
 class Admission:
@@ -93,7 +105,17 @@ class Admission:
         self.is_readmission = is_readmission
 
     def to_dict(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in self.__slots__}
+        """Every field (slot order)."""
+        return {
+            "admission_ordinal": self.admission_ordinal,
+            "at_ms": self.at_ms,
+            "g1_reused_input_tokens": self.g1_reused_input_tokens,
+            "host_reused_input_tokens": self.host_reused_input_tokens,
+            "is_readmission": self.is_readmission,
+            "pool": self.pool,
+            "pool_admission_ordinal": self.pool_admission_ordinal,
+            "reused_input_tokens": self.reused_input_tokens,
+        }
 
 
 class SharedGaps:

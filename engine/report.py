@@ -72,13 +72,8 @@ def _completed(record: RequestRecord) -> bool:
             and record.terminal_time_ms is not None)
 
 
-def _check_gaps(record: RequestRecord) -> None:
-    produced = 0
-    negative = False
-    for entry in record.itl_gaps:
-        count = entry.count if isinstance(entry, SharedGaps) else entry[1]
-        produced += count
-        negative = negative or count < 0
+def _check_gaps(record: RequestRecord, produced: int, negative: bool) -> None:
+    """A record holds output_length - 1 token gaps (a core bug otherwise)."""
     expected = max(record.output_length - 1, 0)
     if produced != expected or negative:
         raise ReportError(f"request {uuid_for(record.ordinal)}: itl_gaps hold {produced} gaps for "
@@ -125,15 +120,23 @@ class SummaryAccumulator:
                               if r.admission_history else 0)
         self.host_reused += r.first_admission_host_reused_input_tokens or 0
         self.last_terminal = max(self.last_terminal, r.terminal_time_ms)
-        _check_gaps(r)
         gaps = self.gaps
+        shared = self.shared
+        produced = 0
+        negative = False
         for entry in r.itl_gaps:
-            if isinstance(entry, SharedGaps):
-                self.shared[entry] = self.shared.get(entry, 0) + 1
-                continue
-            gap, count = entry
-            gap = max(gap, 0.0)
-            gaps[gap] = gaps.get(gap, 0) + count
+            if isinstance(entry, tuple):
+                gap, count = entry
+                if gap < 0.0:  # max(gap, 0.0)
+                    gap = 0.0
+                gaps[gap] = gaps.get(gap, 0) + count
+            else:
+                count = entry.count
+                shared[entry] = shared.get(entry, 0) + 1
+            produced += count
+            if count < 0:
+                negative = True
+        _check_gaps(r, produced, negative)
         if r.first_token_ms is None or r.last_token_ms is None:
             if sla is not None and sla.is_good_without_tokens(
                     max(r.terminal_time_ms - r.arrival_time_ms, 0.0)):
