@@ -63,6 +63,10 @@ def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return obj
 
 
+# json.loads(text, parse_constant=..., object_pairs_hook=...) builds this decoder on every call.
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant, object_pairs_hook=_unique_pairs)
+
+
 def _find(text: str, token: tuple[str, int]) -> int | None:
     """1-based column of the n-th occurrence of a token in the line (None when not found)."""
     needle, occurrence = token
@@ -88,7 +92,7 @@ def decode_object(raw: bytes, *, first_line: bool = False) -> tuple[str, dict[st
         bad = raw[exc.start: exc.end].hex(" ")
         raise LineError("TRACE-ENCODING", f"invalid UTF-8 byte(s) {bad}", column) from None
     try:
-        value = json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_unique_pairs)
+        value = _DECODER.decode(text)
     except json.JSONDecodeError as exc:
         raise LineError("TRACE-JSON", f"invalid JSON: {exc.msg}", exc.colno) from None
     except _BadToken as exc:

@@ -94,14 +94,10 @@ class Workload(Protocol):
 def runs_from_hash_ids(hash_ids: Sequence[int], block_size: int,
                        input_length: int) -> tuple[tuple[int, int], ...]:
     """Mooncake-style prompt: each hash id covers block_size tokens, cut at input_length."""
-    runs: list[tuple[int, int]] = []
-    remaining = input_length
-    for h in hash_ids:
-        if remaining <= 0:
-            break
-        n = block_size if remaining >= block_size else remaining
-        runs.append((h, n))
-        remaining -= n
+    full, rest = divmod(input_length, block_size) if input_length > 0 else (0, 0)
+    runs = [(h, block_size) for h in hash_ids[:full]]
+    if rest and len(hash_ids) > full:
+        runs.append((hash_ids[full], rest))
     return tuple(runs)
 
 
