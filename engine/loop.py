@@ -23,6 +23,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
+from kvreplay.engine.collect import fewer_collections
 from kvreplay.engine.config import EngineConfig, RoleConfig
 from kvreplay.engine.errors import EngineError, Interrupted, ReplayStalled
 from kvreplay.engine.host_runtime import HostRuntime
@@ -173,6 +174,10 @@ class Simulation:
     # -- the loop ----------------------------------------------------------------------------
 
     def run(self) -> RunResult:
+        with fewer_collections():
+            return self._run()
+
+    def _run(self) -> RunResult:
         workload = self.workload
         heap = self.heap
         steps = 0

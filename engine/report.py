@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 import attrs
 from kvreplay.engine.canonical_json import canonical_json
+from kvreplay.engine.collect import fewer_collections
 from kvreplay.engine.metrics import Distribution, StreamingDistribution, exact_distribution
 from kvreplay.engine.records import RequestRecord, SharedGaps
 from kvreplay.engine.simtime import NS_PER_MS
@@ -317,15 +318,16 @@ def build_report(records: Iterable[RequestRecord], facts: RunFacts, *,
     only terminal ones are listed in `per_request` (sorted by uuid), only completed ones enter
     the statistics. `per_request=False` leaves the list empty (spec.record_per_request false).
     """
-    ordered = sorted(records, key=lambda r: r.ordinal)
-    seen = {r.ordinal for r in ordered}
-    if len(seen) != len(ordered):
-        raise ReportError("two records share an ordinal (uuids would collide)")
-    acc = SummaryAccumulator(facts.sla)
-    for r in ordered:
-        acc.add(r)
-    summary = acc.finish(len(ordered), facts)
-    rows = ([per_request_row(r) for r in ordered if listed(r)] if per_request else [])
+    with fewer_collections():
+        ordered = sorted(records, key=lambda r: r.ordinal)
+        seen = {r.ordinal for r in ordered}
+        if len(seen) != len(ordered):
+            raise ReportError("two records share an ordinal (uuids would collide)")
+        acc = SummaryAccumulator(facts.sla)
+        for r in ordered:
+            acc.add(r)
+        summary = acc.finish(len(ordered), facts)
+        rows = ([per_request_row(r) for r in ordered if listed(r)] if per_request else [])
     return {"summary": summary, "per_request": rows, "meta": report_meta(summary, facts, version)}
 
 

@@ -140,3 +140,34 @@ def test_decode_series_equals_decode_ns_pass_by_pass() -> None:
         step, passes = rnd.randint(1, 40), rnd.randint(0, 600)
         assert timer.decode_series(active, step, passes) == [
             timer.decode_ns(active + j * step) for j in range(passes)]
+
+
+def test_record_parts_to_dict_cover_every_field() -> None:
+    """RoutingDecision and Admission list their fields explicitly in to_dict."""
+    from kvreplay.engine.records import Admission, RoutingDecision
+
+    route = RoutingDecision("agg", 1, 0, 2)
+    admission = Admission(0, "agg", 0, 1.5, 4, None, None, False)
+    assert list(route.to_dict()) == sorted(RoutingDecision.__slots__)
+    assert list(admission.to_dict()) == sorted(Admission.__slots__)
+    assert route.to_dict() == {name: getattr(route, name) for name in RoutingDecision.__slots__}
+    assert admission.to_dict() == {name: getattr(admission, name)
+                                   for name in Admission.__slots__}
+
+
+def test_replay_collects_young_objects_less_often_and_restores_the_thresholds() -> None:
+    """The run raises the collector's youngest threshold and puts it back, even on failure."""
+    import gc
+
+    from kvreplay.engine.collect import YOUNG_FACTOR, fewer_collections
+
+    before = gc.get_threshold()
+    seen = []
+    with pytest.raises(RuntimeError), fewer_collections():
+        seen.append(gc.get_threshold())
+        raise RuntimeError
+    assert seen == [(before[0] * YOUNG_FACTOR, *before[1:])]
+    assert gc.get_threshold() == before
+    rows = mooncake_rows(EXAMPLE / "mooncake-conversation-200.jsonl", limit=20)
+    replay(rows, stepwise=False, workers=2)
+    assert gc.get_threshold() == before
