@@ -150,6 +150,8 @@ class Rank:
         self.connector: list[Seq] = []
         self._cnb = 0
         self._retry_skipped: list[Seq] = []
+        # The requests the pass being planned scheduled: (tokens, prompt tokens, prompt before).
+        self._scheduled: dict[Seq, tuple[int, int, int]] = {}
         self._capacity_bound = False  # the last undeferred pass left requests waiting
         self._defer = False  # this pass defers prefill work (DP cadence)
 
@@ -183,8 +185,7 @@ class Rank:
         self._prefill_prefix = 0
         self._prefills = 0
         self._preempted = False
-        scheduled: dict[Seq, tuple[int, int, int]] = {}
-        self._scheduled = scheduled
+        scheduled = self._scheduled  # empty between passes
         caching = self.caching
         budget = self.budget
         # Fast path, over the leading run of decoding requests whose next token fits their
@@ -249,6 +250,10 @@ class Rank:
             prefill_ns = self.timer.prefill_ns(n * mean_new)
         self.stats.committed_prompt_tokens += self._prefill_tokens
         compute_ns = prefill_ns + self._emit(outcome)
+        # Emptied, not replaced: no per-pass dict, and no reference to a request (and through
+        # it back to this rank) outliving the pass, so a finished run is freed without the
+        # cyclic collector.
+        scheduled.clear()
         if self._cnb > now_ns:  # the whole pass waits for the D2H copies its capacity needs
             return self._cnb - now_ns + compute_ns
         return compute_ns
