@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from itertools import islice
 
 import attrs
 from kvreplay.engine.sketch import Sketch
@@ -141,11 +142,16 @@ class StreamingDistribution:
         self._moments.add(value, count)
 
     def add_runs(self, runs: Iterable[tuple[float, int]]) -> None:
-        """add(value, count) for each (value, count)."""
+        """add(value, count) for each (value, count), a few thousand runs at a time."""
         isfinite = math.isfinite
-        kept = [(value, count) for value, count in runs if count > 0 and isfinite(value)]
-        self._sketch.add_runs(kept)
-        self._moments.add_runs(kept)
+        runs = iter(runs)
+        while True:
+            chunk = list(islice(runs, 4096))
+            if not chunk:
+                return
+            kept = [(value, count) for value, count in chunk if count > 0 and isfinite(value)]
+            self._sketch.add_runs(kept)
+            self._moments.add_runs(kept)
 
     def percentile(self, percentile: float) -> float:
         span = self.count - 1

@@ -163,25 +163,18 @@ class SummaryAccumulator:
     def gap_counts(self) -> dict[float, int]:
         """Every token gap of the completed records: {gap_ms: count}."""
         gaps = dict(self.gaps)
-        # Shared gaps counted by nanosecond value, then by weight (records referencing them):
-        # one C-level count per distinct weight, then one pass per distinct value.
+        # Shared gaps counted by nanosecond value per weight (records referencing them): one
+        # C-level count per distinct weight, then one pass over its distinct values.
         by_weight: dict[int, list[SharedGaps]] = {}
         for shared, weight in self.shared.items():
             by_weight.setdefault(weight, []).append(shared)
-        by_ns: dict[int, int] = {}
+        get = gaps.get
         for weight, group in by_weight.items():
             counted = Counter(chain.from_iterable(
                 islice(shared.durations, shared.start, None) for shared in group))
-            if not by_ns and weight == 1:
-                by_ns = counted
-                continue
-            get = by_ns.get
             for duration, count in counted.items():
-                by_ns[duration] = get(duration, 0) + count * weight
-        get = gaps.get
-        for duration, count in by_ns.items():
-            gap = duration / NS_PER_MS  # ns_to_ms; durations are >= 0, so no max(., 0.0)
-            gaps[gap] = get(gap, 0) + count
+                gap = duration / NS_PER_MS  # ns_to_ms; durations are >= 0, so no max(., 0.0)
+                gaps[gap] = get(gap, 0) + count * weight
         return gaps
 
 
@@ -197,9 +190,9 @@ def _summary(acc: SummaryAccumulator, num_requests: int, facts: RunFacts) -> dic
     ttfts, ttsts, tpots, e2es = acc.ttfts, acc.ttsts, acc.tpots, acc.e2es
 
     # Equal gaps are added as one run (the moments are exact, the sketch counts per bin).
-    runs = [(gap, gaps[gap]) for gap in sorted(gaps)]
-    itl.add_runs(runs)
-    rate.add_runs([(1000.0 / gap, count) for gap, count in runs if gap > 0.0])
+    ordered = sorted(gaps)
+    itl.add_runs((gap, gaps[gap]) for gap in ordered)
+    rate.add_runs((1000.0 / gap, gaps[gap]) for gap in ordered if gap > 0.0)
     duration_ms = facts.duration_ms if facts.duration_ms is not None else last_terminal
     duration_s = max(duration_ms / 1000.0, 1e-9)
     prefill_ws = (facts.prefill_worker_seconds if facts.prefill_worker_seconds is not None

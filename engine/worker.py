@@ -284,7 +284,8 @@ class Worker:
         tail: SharedGaps | None = None
         full: SharedGaps | None = None
         if ends is not None and j > 1:
-            durations = array("q", self.stretch_durations)
+            durations = array("i" if max(self.stretch_durations) < 1 << 31 else "q",
+                              self.stretch_durations)  # 4 bytes a pass below 2.1 s
             tail = SharedGaps(durations, 1)
             full = SharedGaps(durations, 0)
         uniform = ends is None  # fixed timing: every pass lasts d
