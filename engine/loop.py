@@ -81,6 +81,7 @@ class Simulation:
                  should_stop: Callable[[], bool] | None = None,
                  approximations: list[str] | None = None) -> None:
         self.cfg = cfg
+        self.aggregated = cfg.mode == "aggregated"
         self.workload = workload
         self.stepwise = stepwise
         self.progress = progress
@@ -128,6 +129,7 @@ class Simulation:
         self._last_terminal: float | None = None  # ms, measured records
         self._window: tuple[float, float] | None = None  # (first arrival, last end), completed
         self.live = 0  # released and not yet terminal
+        self.notices = 0  # terminals the workload heard of (its next release may have moved)
         self.dirty: set[int] = set()
         self.chains: dict[int, dict[int, list[int]]] = {}
         self.facts = RunFacts()
@@ -181,13 +183,20 @@ class Simulation:
         workload = self.workload
         heap = self.heap
         steps = 0
-        # The workload's next release time, converted once per distinct value.
+        # The workload's next release time, converted once per distinct value. It can only
+        # change when the workload releases requests or hears of a terminal (or, agentic, at an
+        # instant's end), so it is asked again only then.
         release_ms: float | None = None
         release_at = 0
+        next_release: float | None = None
+        asked = -1  # self.notices when next_release was asked (-1: ask again)
+        always_ask = self._at_instant is not None
         while True:
             if self.should_stop is not None and self.should_stop():
                 raise Interrupted(self._result())
-            next_release = workload.next_release_ms()
+            if asked != self.notices or always_ask:
+                next_release = workload.next_release_ms()
+                asked = self.notices
             if next_release is not None and next_release != release_ms:
                 release_ms, release_at = next_release, ms_to_ns(next_release)
             release_ns = None if next_release is None else max(release_at, self.now)
@@ -232,11 +241,14 @@ class Simulation:
                 self.busy_until = now
                 self.stopped_by_workload = True
                 break
-            next_release = workload.next_release_ms()
+            if asked != self.notices or always_ask:
+                next_release = workload.next_release_ms()
+                asked = self.notices
             if next_release is not None and next_release != release_ms:
                 release_ms, release_at = next_release, ms_to_ns(next_release)
             if next_release is not None and release_at <= now:
                 released = workload.release(max(next_release, ns_to_ms(now)))
+                asked = -1
                 if released:
                     self.busy_until = now
                     for req in released:
@@ -590,7 +602,7 @@ class Simulation:
         else:
             self.facts.passes += 1
         outcome = worker.complete()
-        if self.cfg.mode == "aggregated":
+        if self.aggregated:
             self.dirty.add(worker.gid)  # restarts after the arrivals at `now` are queued
         else:
             # The disaggregated runtime restarts a worker before arrivals and transfers at `now`
@@ -645,6 +657,7 @@ class Simulation:
         self._finished(rec)
         self.workload.on_terminal(seq.req, ns_to_ms(self.now), status=status,
                                   output_tokens=rec.output_length)
+        self.notices += 1  # the workload may release a follow-up: ask it again
 
     # -- scheduler commands ------------------------------------------------------------------------
 
