@@ -73,6 +73,7 @@ class Worker:
         "committed",
         "deferred",
         "dp_interval",
+        "fixed_decode_ns",
         "gid",
         "order",
         "outcome",
@@ -108,6 +109,10 @@ class Worker:
         self.stretch_d = 0  # uniform pass duration, or 0 when stretch_ends holds each pass end
         self.stretch_ends: list[int] | None = None
         self.stretch_durations: list[int] = []  # each pass's duration, with stretch_ends
+        # Fixed timing on every rank, one decode duration: every pure pass lasts this long.
+        decodes = {rank.timer.decode_ns(0) for rank in ranks if rank.timer.fixed}
+        fixed = all(rank.timer.fixed for rank in ranks) and len(decodes) == 1
+        self.fixed_decode_ns = decodes.pop() if fixed else None
         # With attention DP, prefills are admitted every `interval` passes while a rank decodes.
         self.dp_interval = prefill_schedule_interval if len(ranks) > 1 else 1
 
@@ -166,6 +171,9 @@ class Worker:
                 continue
             if len(running) > rank.budget:
                 return 0
+            newest = running[-1]  # a prompt still being computed is usually the last admitted
+            if newest.computed != newest.input_length + newest.generated - 1:
+                return 0
             any_running = True
             bs = rank.block_size
             limit = rank.max_model_len
@@ -196,13 +204,16 @@ class Worker:
         for rank in self.ranks:
             if rank._cnb > now_ns:  # a G2 fence delays the next pass
                 return None
-        fixed = all(rank.timer.fixed for rank in self.ranks)
         self.busy = True
         self.outcome = None
         self.committed = 0
         self.pass_start = now_ns
         self.stretch_k = k
-        if fixed:
+        if self.fixed_decode_ns is not None:
+            self.stretch_d = self.fixed_decode_ns
+            self.stretch_ends = None
+            return now_ns + k * self.stretch_d
+        if all(rank.timer.fixed for rank in self.ranks):
             self.stretch_d = max(rank.timer.decode_ns(0) for rank in self.ranks if rank.running)
             self.stretch_ends = None
             return now_ns + k * self.stretch_d
