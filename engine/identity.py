@@ -16,13 +16,23 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 ROOT = -1  # parent of block 0 (identities are >= 0; fresh output identities are < -1)
+_WIDE = 1 << 64  # one-value contents below this are keyed by one int
+
+
+def block_key(parent: int, content: object) -> object:
+    """The interning key of (parent, content): parent * 2**64 + content for a one-value block
+    of a value in 0..2**64-1 (the usual case: cheaper to hash and compare, and one to one),
+    else the pair itself (never equal to an int)."""
+    if type(content) is int and 0 <= content < _WIDE:
+        return (parent << 64) | content
+    return (parent, content)
 
 
 class BlockIdentities:
     __slots__ = ("_ids", "_next_fresh", "keys")
 
     def __init__(self, keep_keys: bool = False) -> None:
-        self._ids: dict[tuple[int, object], int] = {}
+        self._ids: dict[object, int] = {}  # block_key(parent, content) -> identity
         self._next_fresh = -2
         # identity -> (parent, content), kept only when something must read a block's tokens back
         # (the G2 tier orders its LRU ties by the reference's block hashes).
@@ -33,13 +43,13 @@ class BlockIdentities:
 
     def intern(self, parent: int, content: object) -> tuple[int, bool]:
         """The identity of `content` after `parent`, and whether it was new."""
-        key = (parent, content)
+        key = block_key(parent, content)
         ident = self._ids.get(key)
         if ident is None:
             ident = len(self._ids)
             self._ids[key] = ident
             if self.keys is not None:
-                self.keys.append(key)
+                self.keys.append((parent, content))
             return ident, True
         return ident, False
 
@@ -87,17 +97,20 @@ class BlockIdentities:
         runs = iter(prompt)
         value, left = 0, 0
         # Fast path: leading runs of exactly one block each (a Mooncake prompt whose hash ids
-        # cover block_size tokens), each block keyed by its run's value.
+        # cover block_size tokens), each block keyed by its run's value (block_key, inline).
         for value, left in runs:
             if left != block_size or len(out) == full:
                 break
-            key: tuple[int, object] = (parent, value)
+            if type(value) is int and 0 <= value < _WIDE:
+                key: object = (parent << 64) | value
+            else:
+                key = (parent, value)
             ident = ids.get(key)
             if ident is None:
                 ident = len(ids)
                 ids[key] = ident
                 if keys is not None:
-                    keys.append(key)
+                    keys.append((parent, value))
             out.append(ident)
             parent = ident
         else:
@@ -132,13 +145,13 @@ class BlockIdentities:
                     need -= take
                     left -= take
                 content = value if len(parts) == 2 else tuple(parts)
-            key = (parent, content)
+            key = block_key(parent, content)
             ident = ids.get(key)
             if ident is None:
                 ident = len(ids)
                 ids[key] = ident
                 if keys is not None:
-                    keys.append(key)
+                    keys.append((parent, content))
             out.append(ident)
             parent = ident
         return out

@@ -171,3 +171,20 @@ def test_replay_collects_young_objects_less_often_and_restores_the_thresholds() 
     rows = mooncake_rows(EXAMPLE / "mooncake-conversation-200.jsonl", limit=20)
     replay(rows, stepwise=False, workers=2)
     assert gc.get_threshold() == before
+
+
+def test_block_keys_are_one_to_one() -> None:
+    """An int key for one-value blocks below 2**64, the pair otherwise: distinct (parent,
+    content) pairs never share a key, whatever the parent's sign."""
+    from kvreplay.engine.identity import ROOT, BlockIdentities, block_key
+
+    parents = [ROOT, -2, -3, 0, 1, 2 ** 40]
+    contents: list[object] = [0, 1, 2 ** 64 - 1, 2 ** 64, -1, (1, 3, 2, 1)]
+    keys = {block_key(p, c) for p in parents for c in contents}
+    assert len(keys) == len(parents) * len(contents)
+    ids = BlockIdentities(keep_keys=True)
+    chain = ids.prompt_blocks(((5, 4), (2 ** 64 - 1, 4), (7, 2), (8, 2)), 12, 4)
+    assert chain == [0, 1, 2]
+    assert ids.intern(ROOT, 5) == (0, False) and ids.intern(0, 2 ** 64 - 1) == (1, False)
+    assert ids.intern(1, (7, 2, 8, 2)) == (2, False)
+    assert ids.keys == [(ROOT, 5), (0, 2 ** 64 - 1), (1, (7, 2, 8, 2))]
