@@ -1,10 +1,11 @@
 """One rank's G1 block pool: fixed capacity, prefix cache by block identity, LRU eviction.
 
-A physical block ("copy", an int handle) is private (being filled, or never full) or cached
-under an identity with a reference count. A cached copy nobody references sits in the inactive
-LRU (head = evicted first). Allocation takes free capacity first, then evicts LRU heads.
-Duplicate copies of one identity are allowed; lookups use the oldest. Releases go tail-first,
-so a sequence's suffix blocks are evicted before its prefix (checked against the reference).
+A physical block ("copy", a small int handle; freed handles are reused) is private (being
+filled, or never full) or cached under an identity with a reference count. A cached copy nobody
+references sits in the inactive LRU (head = evicted first). Allocation takes free capacity
+first, then evicts LRU heads. Duplicate copies of one identity are allowed; lookups use the
+oldest. Releases go tail-first, so a sequence's suffix blocks are evicted before
+its prefix (checked against the reference).
 
 Router-visible events (prompt identities only; output identities never match another request):
 `Stored` when an identity gets its first cached copy on the rank, `Removed` when its last copy is
@@ -13,24 +14,34 @@ evicted. They are buffered in `events` when a KV router consumes them.
 
 from __future__ import annotations
 
-from collections import OrderedDict
-
 STORED = 1
 REMOVED = 0
+_LRU = 0  # index of the LRU list's sentinel in `older`/`newer`; handles start at 1
 
 
 class BlockPool:
-    __slots__ = ("blank", "by_ident", "capacity", "dep", "events", "free_slots", "ident", "lru",
-                 "n_copies", "next_handle", "pending", "refs")
+    __slots__ = ("blank", "by_ident", "capacity", "dep", "events", "free_handles", "free_slots",
+                 "ident", "idle", "later_copies", "n_copies", "newer", "older", "pending", "refs")
 
     def __init__(self, capacity: int, record_events: bool) -> None:
         self.capacity = capacity
         self.n_copies = 0
-        self.next_handle = 0
-        self.ident: dict[int, int | None] = {}
-        self.refs: dict[int, int] = {}
-        self.by_ident: dict[int, list[int]] = {}
-        self.lru: OrderedDict[int, None] = OrderedDict()
+        # Per handle: the cached identity (None: private, or free) and the reference count.
+        # Handles are minted as needed (index 0 is the LRU sentinel), so memory follows the
+        # blocks in use, not the capacity; freed ones are reused from a stack.
+        self.ident: list[int | None] = [None]
+        self.refs: list[int] = [0]
+        self.free_handles: list[int] = []
+        # Cached copies by identity: the oldest (the one lookups use), and the later
+        # duplicates in registration order when there are any.
+        self.by_ident: dict[int, int] = {}
+        self.later_copies: dict[int, list[int]] = {}
+        # The inactive LRU: a doubly linked list through `older`/`newer` (indexed by handle),
+        # closed by the sentinel _LRU: newer[_LRU] is the head (evicted first), older[_LRU]
+        # the tail. `idle` counts its members.
+        self.older = [_LRU]
+        self.newer = [_LRU]
+        self.idle = 0
         self.events: list[tuple[int, int]] | None = [] if record_events else None
         # Private G2 only (track_copies): a physical block whose contents a D2H copy still reads
         # carries that store's transfer id; reusing its capacity before the copy completes must
@@ -53,7 +64,7 @@ class BlockPool:
 
     def num_active(self) -> int:
         """Blocks in use: everything but free capacity and the inactive LRU."""
-        return self.n_copies - len(self.lru)
+        return self.n_copies - self.idle
 
     def free_capacity(self) -> int:
         return self.capacity - self.n_copies
@@ -64,11 +75,11 @@ class BlockPool:
         refs = self.refs
         hits = active = 0
         for ident in block_ids[:limit]:
-            copies = by_ident.get(ident)
-            if copies is None:
+            handle = by_ident.get(ident)
+            if handle is None:
                 break
             hits += 1
-            if refs[copies[0]] > 0:
+            if refs[handle] > 0:
                 active += 1
         return hits, active
 
@@ -77,10 +88,11 @@ class BlockPool:
         short = fresh - (self.capacity - self.n_copies)
         if short <= 0:
             return True
-        lru = self.lru
         by_ident = self.by_ident
-        inactive_hits = sum(1 for ident in hit_ids if by_ident[ident][0] in lru)
-        return short <= len(lru) - inactive_hits
+        refs = self.refs
+        # A cached copy nobody references is in the LRU.
+        inactive_hits = sum(1 for ident in hit_ids if refs[by_ident[ident]] == 0)
+        return short <= self.idle - inactive_hits
 
     # -- mutations -----------------------------------------------------------------------------
 
@@ -88,11 +100,15 @@ class BlockPool:
         """Reference the first copy of each hit identity (in order), appending handles to `into`."""
         by_ident = self.by_ident
         refs = self.refs
-        lru = self.lru
+        older = self.older
+        newer = self.newer
         for ident in hit_ids:
-            handle = by_ident[ident][0]
-            if refs[handle] == 0:
-                del lru[handle]
+            handle = by_ident[ident]
+            if refs[handle] == 0:  # out of the LRU
+                before, after = older[handle], newer[handle]
+                newer[before] = after
+                older[after] = before
+                self.idle -= 1
             refs[handle] += 1
             into.append(handle)
 
@@ -106,35 +122,52 @@ class BlockPool:
         free = self.capacity - self.n_copies
         if free < fresh:
             self._evict(fresh - free)
-        ident = self.ident
         refs = self.refs
-        first = self.next_handle
-        for handle in range(first, first + fresh):
-            ident[handle] = None
-            refs[handle] = 1
+        handles = self.free_handles
+        for _ in range(fresh):
+            if handles:
+                handle = handles.pop()
+                refs[handle] = 1
+            else:
+                handle = self._mint()
             into.append(handle)
-        self.next_handle = first + fresh
         self.n_copies += fresh
+
+    def _mint(self) -> int:
+        """A new handle, referenced once (no freed handle is left to reuse)."""
+        handle = len(self.refs)
+        self.refs.append(1)
+        self.ident.append(None)
+        self.older.append(_LRU)
+        self.newer.append(_LRU)
+        return handle
 
     def _evict(self, count: int) -> None:
         """evict_one() `count` times (no G2 copy tracking: the pool has no pending copies)."""
-        lru = self.lru
         ident_of = self.ident
-        refs = self.refs
         by_ident = self.by_ident
         events = self.events
+        free = self.free_handles
+        older = self.older
+        newer = self.newer
+        later = self.later_copies
+        handle = _LRU
         for _ in range(count):
-            handle, _ = lru.popitem(last=False)
-            ident = ident_of.pop(handle)
-            del refs[handle]
+            handle = newer[handle]  # the next LRU head
+            ident = ident_of[handle]
+            ident_of[handle] = None
+            free.append(handle)
             assert ident is not None
-            copies = by_ident[ident]
-            if len(copies) == 1:
+            if later and ident in later:
+                self._drop_copy(handle, ident)
+            else:
                 del by_ident[ident]
                 if events is not None and ident >= 0:
                     events.append((REMOVED, ident))
-            else:
-                copies.remove(handle)
+        head = newer[handle]  # unlink the evicted run at once
+        newer[_LRU] = head
+        older[head] = _LRU
+        self.idle -= count
         self.n_copies -= count
 
     def allocate_tracked(self, fresh: int, into: list[int]) -> list[int]:
@@ -159,10 +192,11 @@ class BlockPool:
         for _ in range(fresh - take):
             reserved.append(self.evict_one())
         for slot in reversed(reserved):
-            handle = self.next_handle
-            self.next_handle = handle + 1
-            self.ident[handle] = None
-            self.refs[handle] = 1
+            if self.free_handles:
+                handle = self.free_handles.pop()
+                self.refs[handle] = 1
+            else:
+                handle = self._mint()
             self.n_copies += 1
             if slot is not None and slot in pending:
                 dep[handle] = slot
@@ -199,46 +233,65 @@ class BlockPool:
     def register(self, handle: int, ident: int) -> None:
         """A private block became full and computed: enter the prefix cache under `ident`."""
         self.ident[handle] = ident
-        copies = self.by_ident.get(ident)
-        if copies is None:
-            self.by_ident[ident] = [handle]
+        if ident not in self.by_ident:
+            self.by_ident[ident] = handle
             if self.events is not None and ident >= 0:
                 self.events.append((STORED, ident))
         else:
-            copies.append(handle)
+            self.later_copies.setdefault(ident, []).append(handle)
+
+    def _drop_copy(self, handle: int, ident: int) -> None:
+        """Forget one of several cached copies of `ident` (the next oldest becomes the first)."""
+        later = self.later_copies[ident]
+        if self.by_ident[ident] == handle:
+            self.by_ident[ident] = later.pop(0)
+        else:
+            later.remove(handle)
+        if not later:
+            del self.later_copies[ident]
 
     def release(self, handles: list[int]) -> None:
         """Drop one reference to each block, tail first: private blocks free, cached ones idle."""
         ident = self.ident
         refs = self.refs
-        lru = self.lru
+        older = self.older
+        newer = self.newer
         for handle in reversed(handles):
             if ident[handle] is None:
                 left = refs[handle] - 1
+                refs[handle] = left
                 if left:
-                    refs[handle] = left
                     continue
-                del ident[handle]
-                del refs[handle]
+                self.free_handles.append(handle)
                 self.n_copies -= 1
                 if self.pending is not None:
                     self.free_slots.append(self._slot_dep(handle))
                 continue
             left = refs[handle] - 1
             refs[handle] = left
-            if left == 0:
-                lru[handle] = None
+            if left == 0:  # to the LRU tail
+                tail = older[_LRU]
+                newer[tail] = handle
+                older[handle] = tail
+                newer[handle] = _LRU
+                older[_LRU] = handle
+                self.idle += 1
 
     def evict_one(self) -> int | None:
         """Evict the LRU head; return the store id still copying out of it (private G2)."""
-        handle, _ = self.lru.popitem(last=False)
-        ident = self.ident.pop(handle)
-        del self.refs[handle]
+        handle = self.newer[_LRU]  # the LRU head
+        head = self.newer[handle]
+        self.newer[_LRU] = head
+        self.older[head] = _LRU
+        self.idle -= 1
+        ident = self.ident[handle]
+        self.ident[handle] = None
+        self.free_handles.append(handle)
         self.n_copies -= 1
         assert ident is not None
-        copies = self.by_ident[ident]
-        copies.remove(handle)
-        if not copies:
+        if ident in self.later_copies:
+            self._drop_copy(handle, ident)
+        else:
             del self.by_ident[ident]
             if self.events is not None and ident >= 0:
                 self.events.append((REMOVED, ident))
@@ -256,10 +309,27 @@ class BlockPool:
         assert 0 <= self.n_copies <= self.capacity, (self.n_copies, self.capacity)
         if self.pending is not None:
             assert len(self.free_slots) + self.blank == self.capacity - self.n_copies
-        assert len(self.ident) == len(self.refs) == self.n_copies
-        idle = {h for h, r in self.refs.items() if r == 0}
-        assert idle == set(self.lru), "LRU must hold exactly the unreferenced cached copies"
+        minted = len(self.refs)
+        assert len(self.ident) == len(self.older) == len(self.newer) == minted
+        free = set(self.free_handles)
+        assert len(free) == len(self.free_handles) == minted - 1 - self.n_copies
+        assert _LRU not in free and all(0 < h < minted for h in free)
+        assert all(self.refs[h] == 0 and self.ident[h] is None for h in free), "free but in use"
+        live = [h for h in range(1, minted) if h not in free]
+        idle = {h for h in live if self.refs[h] == 0}
+        lru = []
+        handle = self.newer[_LRU]
+        while handle != _LRU:
+            assert self.older[self.newer[handle]] == handle, "LRU links broken"
+            lru.append(handle)
+            handle = self.newer[handle]
+        assert len(lru) == self.idle and len(set(lru)) == len(lru), "LRU length"
+        assert idle == set(lru), "LRU must hold exactly the unreferenced cached copies"
         for handle in idle:
             assert self.ident[handle] is not None, "an unreferenced private block must be freed"
-        cached = sum(len(c) for c in self.by_ident.values())
-        assert cached == sum(1 for i in self.ident.values() if i is not None)
+        copies = {i: [first, *self.later_copies.get(i, ())] for i, first in self.by_ident.items()}
+        assert set(self.later_copies) <= set(copies)
+        assert all(self.later_copies.values()), "an empty duplicate list"
+        cached = sum(len(c) for c in copies.values())
+        assert cached == sum(1 for h in live if self.ident[h] is not None)
+        assert all(h not in free and self.ident[h] == i for i, c in copies.items() for h in c)

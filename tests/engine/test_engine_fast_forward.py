@@ -188,3 +188,28 @@ def test_block_keys_are_one_to_one() -> None:
     assert ids.intern(ROOT, 5) == (0, False) and ids.intern(0, 2 ** 64 - 1) == (1, False)
     assert ids.intern(1, (7, 2, 8, 2)) == (2, False)
     assert ids.keys == [(ROOT, 5), (0, 2 ** 64 - 1), (1, (7, 2, 8, 2))]
+
+
+def test_pool_memory_follows_the_blocks_in_use_not_the_capacity() -> None:
+    """Handles are minted as blocks are needed: a schema-valid 3e9-block pool costs nothing up
+    front, and a replay on it runs."""
+    import tracemalloc
+
+    from engine_support import rank
+    from kvreplay.engine.pool import BlockPool
+
+    tracemalloc.start()
+    try:
+        pool = BlockPool(3_000_000_000, False)
+        blocks: list[int] = []
+        pool.allocate(10, blocks)
+        pool.register(blocks[0], 5)
+        pool.release(blocks)
+        pool.check()
+        assert tracemalloc.get_traced_memory()[1] < 1 << 20
+    finally:
+        tracemalloc.stop()
+    rows = mooncake_rows(EXAMPLE / "mooncake-conversation-200.jsonl", limit=20)
+    doc = native(rank(block_size=512, num_gpu_blocks=3_000_000_000), workers=2)
+    result = run_native(doc, workload=mooncake_workload(rows, 512))
+    assert all(r.terminal_status == "completed" for r in result.records)
