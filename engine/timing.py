@@ -62,10 +62,14 @@ class PassTimer:
         last = active_tokens + (passes - 1) * step
         if passes <= 2 or last > cap:  # u would be clamped at 1: pass by pass
             return [self.decode_ns(active_tokens + j * step) for j in range(passes)]
-        # The polynomial grows on [0, 1]: the extremes are the first and the last pass, and
-        # decode_ns raises on them as on any non-finite time.
-        self.decode_ns(active_tokens)
-        self.decode_ns(last)
+        # The polynomial grows on [0, 1]: the first and the last pass bound every other one.
+        # Should either be an invalid time (decode_ns raises), go pass by pass, so the error
+        # is the one the first such pass gives.
+        try:
+            self.decode_ns(active_tokens)
+            self.decode_ns(last)
+        except Exception:  # re-raised by the pass that fails first
+            return [self.decode_ns(active_tokens + j * step) for j in range(passes)]
         a, b, c = DECODE_A, DECODE_B, DECODE_C
         div = self._decode_div
         floor = math.floor
