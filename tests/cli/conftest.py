@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Callable
@@ -12,6 +13,14 @@ import attrs
 import pytest
 
 from kvreplay.cli.main import main
+
+
+def default_signals() -> None:
+    """For a child process (`preexec_fn`): the signals a test sends act as in a terminal, even
+    when the test run itself was started in the background (`&` ignores SIGINT, `nohup`
+    SIGHUP), which the child would otherwise inherit, and rightly keep ignoring."""
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_DFL)
 
 
 @attrs.frozen

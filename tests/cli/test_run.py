@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
+from conftest import default_signals
 
 REPO = Path(__file__).resolve().parents[2]
 MAIN_EXAMPLE = REPO / "examples" / "kv-router-mooncake.yaml"
@@ -84,7 +85,7 @@ def test_ctrl_c_stops_cleanly_without_a_partial_file(tmp_path: Path) -> None:
     out = tmp_path / "report.json"
     proc = subprocess.Popen([sys.executable, "-m", "kvreplay", "run", str(config), "-o", str(out),
                              "--stepwise"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+                            text=True, preexec_fn=default_signals)
     time.sleep(2.5)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)

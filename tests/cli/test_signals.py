@@ -17,6 +17,7 @@ from pathlib import Path
 
 import attrs
 import pytest
+from conftest import default_signals
 
 REPO = Path(__file__).resolve().parents[2]
 GOOD = REPO / "examples" / "agentx-g2-local.yaml"
@@ -83,7 +84,7 @@ def _stop(tmp_path: Path, mode: str, what: str, signum: int, *args: str, delay: 
     command = [sys.executable, "-c", PRELUDE, mode, what, str(int(signum)), str(delay),
                str(stamp), runner, "yes" if ignored else "no", *args]
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            cwd=tmp_path)
+                            cwd=tmp_path, preexec_fn=default_signals)
     _, err = proc.communicate(timeout=60)
     ended = time.time()
     fired = float(stamp.read_text()) if stamp.exists() else None
@@ -206,7 +207,7 @@ def test_sigterm_during_a_real_run_leaves_no_temp_file(tmp_path: Path, large: Pa
     out.write_text(PREVIOUS)
     proc = subprocess.Popen([sys.executable, "-m", "kvreplay", "run", str(large), "-o", str(out),
                              "--no-progress"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+                            text=True, preexec_fn=default_signals)
     deadline = time.monotonic() + 30
     while not list(tmp_path.glob(".kvreplay-*.tmp")) and time.monotonic() < deadline:
         assert proc.poll() is None, proc.communicate()
