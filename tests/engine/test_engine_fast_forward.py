@@ -12,7 +12,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from engine_support import mooncake_rows, mooncake_workload, native, record_dict
+from engine_support import mooncake_rows, mooncake_workload, native, native_pd, record_dict
 from kvreplay.engine import run_native
 from kvreplay.engine.records import RequestRecord, SharedGaps
 from kvreplay.engine.report import dumps_report, report_from_run
@@ -213,3 +213,44 @@ def test_pool_memory_follows_the_blocks_in_use_not_the_capacity() -> None:
     doc = native(rank(block_size=512, num_gpu_blocks=3_000_000_000), workers=2)
     result = run_native(doc, workload=mooncake_workload(rows, 512))
     assert all(r.terminal_status == "completed" for r in result.records)
+
+
+FIXED = {"backend": "vllm", "block_size": 512, "num_gpu_blocks": 1000,
+         "timing_model": {"type": "fixed", "prefill_ms": 20.0, "decode_ms": 5.0}}
+G2_RANK = {**FIXED, "kv_cache_bytes_per_token": 131072}
+
+
+def _regime(name: str) -> dict[str, Any]:
+    """bench/bench_engine.py's regimes (10x load is the rows' timestamps divided by 10)."""
+    if name == "pd":
+        pd_rank = {**FIXED, "kv_cache_bytes_per_token": 131072,
+                   "kv_transfer_bytes_per_token": 131072, "kv_transfer_bandwidth": 25.0}
+        return native_pd(pd_rank, pd_rank, prefill_workers=4, decode_workers=4)
+    if name == "g2-local":
+        return native({**G2_RANK, "native_host_offload": {
+            "num_host_blocks": 4000, "d2h_bandwidth_gbps": 32.0, "h2d_bandwidth_gbps": 32.0}},
+            workers=8)
+    if name == "g2-shared":
+        return native({**G2_RANK, "native_host_offload": {
+            "scope": "cluster_shared", "num_host_blocks": 16000, "kv_layout_id": "bench",
+            "d2h_bandwidth_gbps": 32.0, "h2d_bandwidth_gbps": 32.0}}, workers=8)
+    return native(dict(FIXED), workers=8, router="kv_router" if name == "fixed-kv" else
+                  "round_robin")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["fixed-rr", "fixed-kv", "load10x", "pd", "g2-local",
+                                  "g2-shared"])
+def test_every_bench_regime_fast_forward_equals_step_by_step_on_2000_rows(
+        name: str, conversation_2000: tuple[list[dict[str, Any]], Path]) -> None:
+    """The first 2,000 conversation rows in each other regime of bench/bench_engine.py:
+    fast-forwarded and step-by-step replays give identical records and report bytes."""
+    rows = conversation_2000[0]
+    if name == "load10x":
+        rows = [{**row, "timestamp": row["timestamp"] / 10} for row in rows]
+    document = _regime(name)
+    fast = run_native(document, workload=mooncake_workload(rows, 512), stepwise=False)
+    slow = run_native(document, workload=mooncake_workload(rows, 512), stepwise=True)
+    assert fast.facts.fast_forwarded_passes > 0
+    assert [record_dict(r) for r in fast.records] == [record_dict(r) for r in slow.records]
+    assert report_text(fast) == report_text(slow)
