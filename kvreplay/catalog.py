@@ -1,4 +1,5 @@
-"""Every diagnostic ID kvreplay can report, for --select/--ignore checks and SARIF rule lists."""
+"""Every diagnostic ID kvreplay can report: the one catalog behind --select/--ignore, `kvreplay
+explain` and SARIF's rule list (kvreplay.rule_docs adds the help text and examples)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,8 @@ from kvreplay.codes import CodeInfo
 
 DOCS = f"{HOMEPAGE}/blob/main/docs"
 
-# Codes that warn (or note) by default; all other built-in codes are errors.
-_WARNINGS = frozenset({"LINT-UNUSED-SUPPRESSION", "TRACE-UNKNOWN-FIELD", "TRACE-TRUNCATED",
-                       "WORKLOAD-IGNORED"})
+_TRACE_NO_EXAMPLE = ("`kvreplay run` finds it in a trace file or the traffic it replays; "
+                     "`kvreplay lint` never reports it")
 
 _CATEGORY_TITLES = {
     "file": "Reading files",
@@ -28,9 +28,11 @@ _CATEGORY_TITLES = {
 def builtin_codes() -> list[CodeInfo]:
     """The codes outside the support matrix: kvreplay.codes plus the trace/workload readers'."""
     from kvreplay.codes import CODES
-    from kvreplay.engine.traces.rules import RULES
+    from kvreplay.engine.traces.rules import FIXES, RULES, SEVERITIES
 
-    trace = [CodeInfo(code, _sentence(summary), "trace") for code, summary in RULES.items()]
+    trace = [CodeInfo(code, _sentence(summary), "trace", FIXES[code],
+                      SEVERITIES.get(code, "error"), _TRACE_NO_EXAMPLE)
+             for code, summary in RULES.items()]
     return [*CODES.values(), *trace]
 
 
@@ -46,8 +48,7 @@ def catalog() -> dict[str, tuple[str, str, str | None]]:
     from kvreplay.rules import catalog as matrix_catalog
 
     out: dict[str, tuple[str, str, str | None]] = {
-        info.code: (info.summary, "warning" if info.code in _WARNINGS else "error",
-                    f"{DOCS}/diagnostics.md#{info.code.lower()}")
+        info.code: (info.summary, info.severity, f"{DOCS}/diagnostics.md#{info.code.lower()}")
         for info in builtin_codes()
     }
     for rule_id, (summary, severity) in matrix_catalog().items():
@@ -62,15 +63,17 @@ def render_codes_markdown() -> str:
         "",
         "Every finding names a stable code. The support-matrix rules (G2-BACKEND, POOL-LAYOUT,",
         "...) are listed in [support-matrix.md](support-matrix.md); this page lists the others.",
-        "Codes are a public contract: they are never renamed or reused.",
+        "Codes are a public contract: they are never renamed or reused. `kvreplay explain CODE`",
+        "shows a code with a failing and a passing example where a config can show one.",
         "Generated (`python -m kvreplay.catalog > docs/diagnostics.md`).",
         "",
     ]
     codes = builtin_codes()
     for category, title in _CATEGORY_TITLES.items():
-        lines += [f"## {title}", "", "| code | meaning |", "| --- | --- |"]
-        lines += [f'| <a id="{c.code.lower()}"></a>`{c.code}` | {c.summary} |'
-                  for c in codes if c.category == category]
+        lines += [f"## {title}", "", "| code | severity | meaning | fix |",
+                  "| --- | --- | --- | --- |"]
+        lines += [f'| <a id="{c.code.lower()}"></a>`{c.code}` | {c.severity} | {c.summary} '
+                  f'| {c.fix} |' for c in codes if c.category == category]
         lines.append("")
     return "\n".join(lines)
 

@@ -1,7 +1,9 @@
 """The stable diagnostic codes that are not support-matrix rules (those live in rules/*.rules).
 
 Codes are a public contract: users suppress, grep and link them. Keep them; add new ones; never
-reuse a retired code.
+reuse a retired code. Each code carries its default severity (every emitter uses it, a test
+checks) and its fix; its failing and passing examples live under rules/cases/<CODE>/ unless
+`no_example` says why a config cannot show it.
 """
 
 from __future__ import annotations
@@ -14,42 +16,82 @@ class CodeInfo:
     code: str
     summary: str
     category: str  # file | yaml | json | schema | config | native | trace | lint
+    fix: str = ""
+    severity: str = "error"
+    no_example: str | None = None
 
+
+_FILE = "it is about the file itself (its path, size, bytes or permissions), not text a config shows"
 
 _CODES = [
-    CodeInfo("FILE-UNREADABLE", "The file cannot be read (missing, no permission, or not a regular file: a directory, FIFO, device or socket).", "file"),
-    CodeInfo("FILE-TOO-LARGE", "The file is larger than a config or spec can be.", "file"),
-    CodeInfo("FILE-BINARY", "The file holds binary data, not YAML or JSON text.", "file"),
-    CodeInfo("FILE-ENCODING", "The file is not valid UTF-8.", "file"),
-    CodeInfo("YAML-SYNTAX", "The YAML cannot be parsed (tabs, bad indentation, unclosed quotes...).", "yaml"),
-    CodeInfo("YAML-DUPLICATE-KEY", "A mapping defines the same key twice.", "yaml"),
-    CodeInfo("YAML-TAG", "An explicit YAML tag (`!!python/...`, `!foo`) is used.", "yaml"),
-    CodeInfo("YAML-NOT-MAPPING", "The document is empty or not a mapping.", "yaml"),
-    CodeInfo("YAML-MULTI-DOCUMENT", "The file holds more than one YAML document.", "yaml"),
-    CodeInfo("YAML-ALIAS", "Aliases expand too far (alias bomb) or recursively.", "yaml"),
-    CodeInfo("YAML-NON-JSON", "A value is a YAML-only type (date, timestamp, binary, set).", "yaml"),
-    CodeInfo("YAML-NON-FINITE", "A number is NaN, infinite or out of range.", "yaml"),
-    CodeInfo("YAML-KEY", "A mapping key is not a string.", "yaml"),
-    CodeInfo("JSON-SYNTAX", "The JSON cannot be parsed.", "json"),
-    CodeInfo("JSON-DUPLICATE-KEY", "A JSON object defines the same key twice.", "json"),
-    CodeInfo("JSON-NON-FINITE", "A JSON number is NaN, Infinity or out of range.", "json"),
-    CodeInfo("JSON-NOT-OBJECT", "The JSON document is not an object.", "json"),
-    CodeInfo("SCHEMA-UNKNOWN-KEY", "A key the schema does not define (did-you-mean hint).", "schema"),
-    CodeInfo("SCHEMA-NOT-APPLICABLE", "A key that does not apply to the chosen type/kind.", "schema"),
-    CodeInfo("SCHEMA-REQUIRED", "A required key is missing.", "schema"),
-    CodeInfo("SCHEMA-TYPE", "A value has the wrong type (no silent coercion).", "schema"),
-    CodeInfo("SCHEMA-ENUM", "A value is not one of the allowed names.", "schema"),
-    CodeInfo("SCHEMA-RANGE", "A number is out of its allowed range.", "schema"),
-    CodeInfo("SCHEMA-LENGTH", "A string or list is too short or too long.", "schema"),
-    CodeInfo("SCHEMA-COMBINATION", "Keys that must (not) appear together.", "schema"),
-    CodeInfo("SCHEMA-INVALID", "Another schema violation.", "schema"),
-    CodeInfo("MODEL-INVALID", "The document does not fit the config model.", "config"),
-    CodeInfo("CONFIG-CAPACITY-BYTES", "A capacity in bytes cannot be turned into blocks.", "config"),
-    CodeInfo("CONFIG-RATE-UNIT", "A rate key does not match the source type.", "config"),
-    CodeInfo("CONFIG-OVERRIDE", "A --set override cannot be applied.", "config"),
-    CodeInfo("NATIVE-SHAPE", "A native spec's engine/topology shape is inconsistent.", "native"),
-    CodeInfo("LINT-UNUSED-SUPPRESSION", "An inline `kvreplay: ignore[...]` suppresses nothing.", "lint"),
+    CodeInfo("FILE-UNREADABLE", "The file cannot be read (missing, no permission, or not a regular file: a directory, FIFO, device or socket).", "file",
+             "Fix the path or the permissions; name a regular file, not a folder or a pipe.", no_example=_FILE),
+    CodeInfo("FILE-TOO-LARGE", "The file is larger than a config or spec can be.", "file",
+             "Check that the path names a config, not a trace or a log; split the file if it really is one.", no_example=_FILE),
+    CodeInfo("FILE-BINARY", "The file holds binary data, not YAML or JSON text.", "file",
+             "Check that the path names a YAML or JSON config, not a binary or compressed file.", no_example=_FILE),
+    CodeInfo("FILE-ENCODING", "The file is not valid UTF-8.", "file",
+             "Save the file as UTF-8.", no_example=_FILE),
+    CodeInfo("YAML-SYNTAX", "The YAML cannot be parsed (tabs, bad indentation, unclosed quotes...).", "yaml",
+             "Fix the YAML at the reported position: indent with spaces, close quotes and brackets."),
+    CodeInfo("YAML-DUPLICATE-KEY", "A mapping defines the same key twice.", "yaml",
+             "Keep one of the two keys (other YAML readers silently keep the last one)."),
+    CodeInfo("YAML-TAG", "An explicit YAML tag (`!!python/...`, `!foo`) is used.", "yaml",
+             "Remove the tag and write the plain value; configs take plain scalars, lists and mappings."),
+    CodeInfo("YAML-NOT-MAPPING", "The document is empty or not a mapping.", "yaml",
+             "Write the config as one mapping with a top-level `engine` key."),
+    CodeInfo("YAML-MULTI-DOCUMENT", "The file holds more than one YAML document.", "yaml",
+             "Put each config in its own file."),
+    CodeInfo("YAML-ALIAS", "Aliases expand too far (alias bomb) or recursively.", "yaml",
+             "Write the repeated value out, or use aliases that neither contain themselves nor multiply."),
+    CodeInfo("YAML-NON-JSON", "A value is a YAML-only type (date, timestamp, binary, set).", "yaml",
+             "Quote the value if a string is meant, or write a JSON-compatible value."),
+    CodeInfo("YAML-NON-FINITE", "A number is NaN, infinite or out of range.", "yaml",
+             "Use a finite number (`.inf` and `.nan` are not values a config takes)."),
+    CodeInfo("YAML-KEY", "A mapping key is not a string.", "yaml",
+             "Use the key name the config expects (quote it if it really is a number)."),
+    CodeInfo("JSON-SYNTAX", "The JSON cannot be parsed.", "json",
+             "Fix the JSON at the reported position (no trailing commas, no comments, double quotes)."),
+    CodeInfo("JSON-DUPLICATE-KEY", "A JSON object defines the same key twice.", "json",
+             "Keep one of the two keys (other JSON readers silently keep the last one)."),
+    CodeInfo("JSON-NON-FINITE", "A JSON number is NaN, Infinity or out of range.", "json",
+             "Use a finite number; JSON has no NaN or Infinity."),
+    CodeInfo("JSON-NOT-OBJECT", "The JSON document is not an object.", "json",
+             "Write the document as one JSON object.",
+             no_example="a file is read as JSON only when it starts with `{`, so a file never reaches this check (a JSON list or scalar is a YAML-NOT-MAPPING)"),
+    CodeInfo("SCHEMA-UNKNOWN-KEY", "A key the schema does not define (did-you-mean hint).", "schema",
+             "Fix the spelling (the hint names the closest key), or remove the key."),
+    CodeInfo("SCHEMA-NOT-APPLICABLE", "A key that does not apply to the chosen type/kind.", "schema",
+             "Remove the key, or change the `type` or `kind` it depends on."),
+    CodeInfo("SCHEMA-REQUIRED", "A required key is missing.", "schema",
+             "Add the missing key."),
+    CodeInfo("SCHEMA-TYPE", "A value has the wrong type (no silent coercion).", "schema",
+             "Write the value with the expected type: no quotes around numbers and booleans, quotes around strings that look like numbers."),
+    CodeInfo("SCHEMA-ENUM", "A value is not one of the allowed names.", "schema",
+             "Use one of the allowed names (the hint lists them or names the closest)."),
+    CodeInfo("SCHEMA-RANGE", "A number is out of its allowed range.", "schema",
+             "Use a value inside the range the message gives."),
+    CodeInfo("SCHEMA-LENGTH", "A string or list is too short or too long.", "schema",
+             "Give a string or list of the length the message asks for."),
+    CodeInfo("SCHEMA-COMBINATION", "Keys that must (not) appear together.", "schema",
+             "Keep exactly one of the keys the message names."),
+    CodeInfo("SCHEMA-INVALID", "Another schema violation.", "schema",
+             "Change the value as the message says.",
+             no_example="it is the fallback for schema violations without a more specific SCHEMA-* code; no small config is known to reach it"),
+    CodeInfo("MODEL-INVALID", "The document does not fit the config model.", "config",
+             "Pass a JSON-shaped mapping (a config, not a native spec) to the Python API.",
+             no_example="only the Python API reaches it (data that is not JSON-shaped, a native spec given to compile_config); a file that passes the schema fits the model"),
+    CodeInfo("CONFIG-CAPACITY-BYTES", "A capacity in bytes cannot be turned into blocks.", "config",
+             "Give `kv_cache.bytes_per_token` explicitly, or the capacity in blocks."),
+    CodeInfo("CONFIG-RATE-UNIT", "A rate key does not match the source type.", "config",
+             "Use `requests_per_second` with request sources and `sessions_per_second` with session sources."),
+    CodeInfo("CONFIG-OVERRIDE", "A --set override cannot be applied.", "config",
+             "Fix the `--set KEY=VALUE` argument: an existing dotted key and a YAML value.",
+             no_example="it is about a `--set` argument on the command line, not the config file"),
+    CodeInfo("NATIVE-SHAPE", "A native spec's engine/topology shape is inconsistent.", "native",
+             "Make the topology and the engine roles agree: the same roles, each with its own worker type."),
+    CodeInfo("LINT-UNUSED-SUPPRESSION", "An inline `kvreplay: ignore[...]` suppresses nothing.", "lint",
+             "Remove the comment, or correct the rule ID it names.", severity="warning"),
 ]
 
 CODES: dict[str, CodeInfo] = {c.code: c for c in _CODES}
-

@@ -37,6 +37,45 @@ RULES: dict[str, str] = {
 }
 
 
+# Default severities (every other code is an error); the emitters pass the same value.
+SEVERITIES: dict[str, Severity] = {
+    "TRACE-UNKNOWN-FIELD": "warning",
+    "TRACE-TRUNCATED": "note",
+    "WORKLOAD-IGNORED": "warning",
+}
+
+# What to change, for `kvreplay explain` and the SARIF rule help.
+FIXES: dict[str, str] = {
+    "TRACE-PATH": "Point `traffic.source.paths` (or `--trace`) at readable trace files, as many as "
+                  "the format takes.",
+    "TRACE-FORMAT": "Use a trace format the bundled readers take (the message lists them).",
+    "TRACE-ENCODING": "Save the trace as UTF-8 without a byte-order mark.",
+    "TRACE-JSON": "Write each line as one JSON object with unique keys and finite numbers.",
+    "TRACE-MISSING": "Add the field the message names to the row.",
+    "TRACE-FIELD": "Write the field with the JSON type the message names.",
+    "TRACE-VALUE": "Use a value inside the range the message gives.",
+    "TRACE-CAPACITY": "Give the row enough hash_ids for its input_length, or fix the trace block "
+                      "size.",
+    "TRACE-SESSION": "Start each session with a zero delay.",
+    "TRACE-ORDER": "Order each session's turns by timestamp, or give the delays explicitly.",
+    "TRACE-EMPTY": "Point at a trace that holds requests.",
+    "TRACE-UNKNOWN-FIELD": "Nothing is required: the field is ignored; drop it to silence the "
+                           "warning.",
+    "TRACE-TRUNCATED": "Fix the listed problems first; the run lists the rest next time.",
+    "TRACE-BLOCK-SIZE": "Use one block size in every play, and set the configured trace block size "
+                        "to it.",
+    "TRACE-NESTED-TIME": "Set `traffic.source.nested_timestamp_basis` to `relative` (or "
+                         "`auto`), or fix the subagent's timestamps.",
+    "TRACE-GRAPH": "Fix the dependency graph as the message says: every request's parent exists "
+                   "in the same play, no cycles, one root per play.",
+    "WORKLOAD-SOURCE": "Use a traffic source type the readers know.",
+    "WORKLOAD-LOAD": "Choose a load type that fits the source, with its parameters.",
+    "WORKLOAD-VALUE": "Use a value of the type and range the message gives.",
+    "WORKLOAD-STOP": "Give the stop condition the source needs (`traffic.stop`).",
+    "WORKLOAD-IGNORED": "Remove the parameter, or pick the source or load it applies to.",
+}
+
+
 def diag(rule: str, message: str, *, file: str | None = None, path: str | None = None,
          line: int | None = None, column: int | None = None, end_column: int | None = None,
          severity: Severity = "error", hint: str | None = None,
