@@ -1,7 +1,8 @@
 """The rule case corpus: rules/cases/<RULE-ID>/{fail,pass}-*.{yaml,json}.
 
-`explain` shows one failing and one passing case per rule; the tests run all of them. The cases
-ship as package data, so an installed wheel can show them too.
+Support-matrix rules and the built-in codes a config can show (YAML-*, SCHEMA-*, ...) have
+cases. `explain` and SARIF's rule help show one failing and one passing case per ID (`example`);
+the tests run all of them. The cases ship as package data, so an installed wheel can show them.
 """
 
 from __future__ import annotations
@@ -27,3 +28,11 @@ def all_cases() -> list[Path]:
         return []
     return sorted((p for p in CASES_DIR.glob("*/*") if p.suffix in SUFFIXES),
                   key=lambda p: (p.parent.name, p.name))
+
+
+def example(rule_id: str, kind: str) -> Path | None:
+    """The case `explain` and SARIF show: the first YAML case by name (configs are YAML), else
+    the first case."""
+    found = cases(rule_id, kind)
+    yaml = [p for p in found if p.suffix in (".yaml", ".yml")]
+    return (yaml or found)[0] if found else None

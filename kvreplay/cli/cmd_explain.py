@@ -1,4 +1,4 @@
-"""`kvreplay explain RULE-ID`: a rule's text, rationale and a failing and a passing example."""
+"""`kvreplay explain RULE-ID`: a rule or code, its rationale, examples and fix."""
 
 from __future__ import annotations
 
@@ -9,19 +9,13 @@ from kvreplay.cli.output import write_stderr, write_stdout
 
 
 def run(args: argparse.Namespace) -> int:
-    from kvreplay.catalog import builtin_codes, catalog
+    from kvreplay.catalog import catalog
     from kvreplay.compiler.suggest import hint_for
     from kvreplay.rules import explain
 
-    rule_id = args.rule.strip().upper()
-    text = explain(rule_id)
+    text = explain(args.rule.strip().upper())
     if text is None:
-        info = next((c for c in builtin_codes() if c.code == rule_id), None)
-        if info is not None:
-            severity = catalog()[info.code][1]
-            text = f"{info.code} ({info.category}, {severity})\n\n{info.summary}\n"
-    if text is None:
-        hint = hint_for(rule_id, catalog(), "rule IDs") or ""
+        hint = hint_for(args.rule.strip().upper(), catalog(), "rule IDs") or ""
         write_stderr(f"kvreplay: unknown rule ID `{args.rule}`; {hint}\n")
         return exits.USAGE
     write_stdout(text if text.endswith("\n") else text + "\n")

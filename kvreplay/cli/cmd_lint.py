@@ -76,6 +76,5 @@ def run(args: argparse.Namespace) -> int:
     name = resolve_auto(is_tty, os.environ) if args.format == "auto" else args.format
     write_stdout(render(name, results, color=use_color(is_tty, args.no_color, os.environ),
                         root=args.root or os.getcwd(), cwd=os.getcwd(),
-                        catalog=catalog() if name == "sarif" else None,
                         version=__version__, information_uri=HOMEPAGE))
     return exits.for_diagnostics(kept_all, strict=args.strict)

@@ -1,10 +1,13 @@
 """`--format sarif`: one SARIF 2.1.0 run, for GitHub code scanning and other SARIF viewers.
 
-`tool.driver.rules` lists every rule of the catalog (plus any rule a finding uses that the
-catalog lacks), sorted by ID; each result points at its rule by `ruleId` and `ruleIndex`. File
-URIs are relative to `%SRCROOT%` (the repository root, given in `originalUriBaseIds` when the
-caller passes `root`); files outside the root get absolute `file://` URIs. Columns are Unicode
-code points with exclusive end columns, as in kvreplay's spans.
+`tool.driver.rules` lists every ID of the catalog (plus any rule a finding uses that the catalog
+lacks), sorted by ID; each result points at its rule by `ruleId` and `ruleIndex`. The default
+catalog is kvreplay's own (kvreplay.rule_docs, the same entries `kvreplay explain` prints): each
+rule with its default severity, descriptions, help text and Markdown (rationale, a failing and a
+passing example, the fix), help URI, tags and precision. File URIs are relative to `%SRCROOT%`
+(the repository root, given in `originalUriBaseIds` when the caller passes `root`); files outside
+the root get absolute `file://` URIs. Columns are Unicode code points with exclusive end columns,
+as in kvreplay's spans.
 """
 
 from __future__ import annotations
@@ -28,22 +31,34 @@ TOOL_NAME = "kvreplay"
 
 
 class RuleMeta(NamedTuple):
-    """What SARIF says about a rule: short description, default severity, help URI (or None)."""
+    """What SARIF says about a rule; only the first two fields are required."""
 
-    description: str
-    severity: str
+    description: str  # shortDescription
+    severity: str  # defaultConfiguration.level
     help_uri: str | None = None
+    full_description: str | None = None
+    help_text: str | None = None
+    help_markdown: str | None = None
+    tags: tuple[str, ...] = ()
+    precision: str | None = None
 
 
-# Rule ID -> (short description, default severity, help URI); RuleMeta or plain tuples.
-Catalog = Mapping[str, tuple[str, str, str | None]]
+# Rule ID -> RuleMeta, or a plain (short description, default severity, help URI) tuple.
+Catalog = Mapping[str, RuleMeta | tuple[str, str, str | None]]
 
 
-def codes_catalog() -> dict[str, RuleMeta]:
-    """The built-in diagnostic codes (kvreplay.codes) as a catalog, all defaulting to `error`."""
-    from kvreplay.codes import CODES
+def default_catalog() -> dict[str, RuleMeta]:
+    """kvreplay's catalog with its help: every rule and code, as `kvreplay explain` knows it.
 
-    return {code: RuleMeta(info.summary, "error") for code, info in CODES.items()}
+    Building it lints each ID's failing example (for the findings and fix the help shows).
+    """
+    from kvreplay.rule_docs import render_markdown, render_text, rule_docs
+
+    return {
+        rule_id: RuleMeta(doc.title, doc.severity, doc.help_uri, doc.description,
+                          render_text(doc), render_markdown(doc), doc.tags, doc.precision)
+        for rule_id, doc in rule_docs().items()
+    }
 
 
 def render_sarif(
@@ -57,12 +72,12 @@ def render_sarif(
 ) -> str:
     """The SARIF log as JSON text (sorted keys, two-space indent, ASCII, final newline).
 
-    `catalog` defaults to `codes_catalog()`; `version` to kvreplay's own. `root` is the
+    `catalog` defaults to `default_catalog()`; `version` to kvreplay's own. `root` is the
     repository root, absolute or relative to `cwd`; relative file paths are taken from `cwd`
     (default: `root`).
     """
     if catalog is None:
-        catalog = codes_catalog()
+        catalog = default_catalog()
     if version is None:
         import kvreplay
 
@@ -90,17 +105,32 @@ def render_sarif(
     return json.dumps(log, indent=2, sort_keys=True, ensure_ascii=True) + "\n"
 
 
-def _rule(rule: str, meta: tuple[str, str, str | None] | None) -> dict[str, Any]:
+def _rule(rule: str, entry: RuleMeta | tuple[str, str, str | None] | None) -> dict[str, Any]:
     descriptor: dict[str, Any] = {"id": rule}
-    if meta is None:
+    if entry is None:
         return descriptor
-    description, severity, help_uri = meta
-    if severity not in SEVERITY_ORDER:
-        raise ValueError(f"rule {rule}: default severity {severity!r} is not error|warning|note")
-    descriptor["shortDescription"] = {"text": description}
-    descriptor["defaultConfiguration"] = {"level": severity}
-    if help_uri is not None:
-        descriptor["helpUri"] = help_uri
+    meta = RuleMeta(*entry)
+    if meta.severity not in SEVERITY_ORDER:
+        raise ValueError(
+            f"rule {rule}: default severity {meta.severity!r} is not error|warning|note")
+    descriptor["shortDescription"] = {"text": meta.description}
+    descriptor["defaultConfiguration"] = {"level": meta.severity}
+    if meta.full_description is not None:
+        descriptor["fullDescription"] = {"text": meta.full_description}
+    if meta.help_text is not None:
+        descriptor["help"] = {"text": meta.help_text}
+        if meta.help_markdown is not None:
+            descriptor["help"]["markdown"] = meta.help_markdown
+    if meta.help_uri is not None:
+        descriptor["helpUri"] = meta.help_uri
+    # No `security-severity`: these rules judge whether a deployment is valid, not its security.
+    properties: dict[str, Any] = {}
+    if meta.tags:
+        properties["tags"] = list(meta.tags)
+    if meta.precision is not None:
+        properties["precision"] = meta.precision
+    if properties:
+        descriptor["properties"] = properties
     return descriptor
 
 

@@ -13,9 +13,10 @@ from hypothesis import strategies as st
 from jsonschema.validators import validator_for
 from syrupy.assertion import SnapshotAssertion
 
+from kvreplay.catalog import catalog as kvreplay_catalog
 from kvreplay.diagnostics import Diagnostic, Related, Span
 from kvreplay.formats import FileResult
-from kvreplay.formats.sarif import RuleMeta, codes_catalog, render_sarif
+from kvreplay.formats.sarif import Catalog, RuleMeta, render_sarif
 
 SCHEMA_PATH = Path(__file__).resolve().parents[1] / "cases" / "sarif" / "sarif-schema-2.1.0.json"
 # RFC 3986 URI-reference characters, with every `%` starting a two-digit escape.
@@ -43,8 +44,8 @@ SNAPSHOT_CATALOG = {
 }
 
 
-def catalog() -> dict[str, tuple[str, str, str | None]]:
-    return {**codes_catalog(), **MATRIX_RULES}
+def catalog() -> Catalog:
+    return {**kvreplay_catalog(), **MATRIX_RULES}
 
 
 @pytest.fixture(scope="module")
@@ -82,6 +83,14 @@ def test_snapshot(results: tuple[FileResult, ...], snapshot: SnapshotAssertion) 
         information_uri="https://example.com/kvreplay",
     )
     assert text == snapshot
+
+
+def test_one_rule_entry_in_full(snapshot: SnapshotAssertion) -> None:
+    """G2-BACKEND's descriptor from the default catalog is pinned whole: descriptions, help
+    text and Markdown with both examples and the fix, help URI, level, tags, precision."""
+    log = json.loads(render_sarif([], version="0"))
+    (entry,) = [r for r in log["runs"][0]["tool"]["driver"]["rules"] if r["id"] == "G2-BACKEND"]
+    assert json.dumps(entry, indent=2, sort_keys=True) + "\n" == snapshot
 
 
 @pytest.mark.parametrize("root", [None, "/repo"])

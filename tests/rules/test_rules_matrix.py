@@ -86,7 +86,7 @@ def test_explain_shows_rule_rationale_and_examples() -> None:
     text = explain("G2-SCOPE")
     assert text is not None
     info = rule_infos()["G2-SCOPE"]
-    assert text.startswith(f"G2-SCOPE (error): {info.title}\n")
+    assert text.startswith(f"G2-SCOPE (error, g2): {info.title}\n")
     assert 'when r.host_offload.scope == "worker_local"' in text
     fail, passing = cases("G2-SCOPE", "fail")[0], cases("G2-SCOPE", "pass")[0]
     assert f"Failing example (rules/cases/G2-SCOPE/{fail.name})" in text
