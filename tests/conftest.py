@@ -1,9 +1,12 @@
-"""Shared test fixtures: repository paths, the shared traces, and the reference engine switch."""
+"""Shared test fixtures: repository paths, the vendored Mooncake trace slices, and the reference
+engine switch."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +18,8 @@ os.environ.setdefault("DYN_LOG", "error")
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "examples"
-SHARED = REPO.parent / "shared"
+# Leading rows of the Mooncake FAST'25 traces (Apache-2.0), see tests/cases/mooncake/README.md.
+MOONCAKE = REPO / "tests" / "cases" / "mooncake"
 
 
 @pytest.fixture(scope="session")
@@ -23,22 +27,24 @@ def repo() -> Path:
     return REPO
 
 
-@pytest.fixture(scope="session")
-def shared() -> Path:
-    """The workplace's ../shared folder (specs, traces); tests that need it skip without it."""
-    if not (SHARED / "traces").is_dir():
-        pytest.skip("../shared is not available")
-    return SHARED
+def unpack_slice(name: str, factory: pytest.TempPathFactory) -> Path:
+    """The vendored slice `name` (.jsonl.gz) as a plain JSONL file, for readers that take paths."""
+    path = factory.mktemp("mooncake") / f"{name}.jsonl"
+    with gzip.open(MOONCAKE / f"{name}.jsonl.gz", "rb") as packed, path.open("wb") as plain:
+        shutil.copyfileobj(packed, plain)
+    return path
 
 
 @pytest.fixture(scope="session")
-def conversation_trace(shared: Path) -> Path:
-    return shared / "traces" / "mooncake" / "conversation_trace.jsonl"
+def conversation_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The first 2,000 rows of the Mooncake conversation trace."""
+    return unpack_slice("conversation_trace-head2000", tmp_path_factory)
 
 
 @pytest.fixture(scope="session")
-def synthetic_trace(shared: Path) -> Path:
-    return shared / "traces" / "mooncake" / "synthetic_trace.jsonl"
+def synthetic_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The first 1,000 rows of the Mooncake synthetic trace."""
+    return unpack_slice("synthetic_trace-head1000", tmp_path_factory)
 
 
 class JsonSnapshot(SingleFileSnapshotExtension):
@@ -54,15 +60,9 @@ def json_snapshot(snapshot):  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture(scope="session")
-def conversation_2000(conversation_trace: Path, tmp_path_factory: pytest.TempPathFactory,
-                      ) -> tuple[list[dict[str, Any]], Path]:
+def conversation_2000(conversation_trace: Path) -> tuple[list[dict[str, Any]], Path]:
     """The first 2,000 rows of the conversation trace, parsed and as a JSONL file."""
-    rows = []
     with conversation_trace.open() as f:
-        for line in f:
-            if len(rows) == 2000:
-                break
-            rows.append(json.loads(line))
-    path = tmp_path_factory.mktemp("trace") / "conversation_2000.jsonl"
-    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
-    return rows, path
+        rows = [json.loads(line) for line in f]
+    assert len(rows) == 2000
+    return rows, conversation_trace

@@ -74,10 +74,9 @@ def test_hand_timeline_end_to_end(tmp_path: Path) -> None:
              sla={"ttft_ms": 12.0, "itl_ms": 3.0, "e2e_ms": None})
 
 
-def test_conversation_trace_prefix_end_to_end(shared: Path, tmp_path: Path) -> None:
+def test_conversation_trace_prefix_end_to_end(conversation_trace: Path, tmp_path: Path) -> None:
     """The first 300 rows of the Mooncake conversation trace on two workers."""
-    source = shared / "traces" / "mooncake" / "conversation_trace.jsonl"
-    with open(source, encoding="utf-8") as rows:
+    with open(conversation_trace, encoding="utf-8") as rows:
         head = [next(rows) for _ in range(300)]
     path = tmp_path / "head.jsonl"
     path.write_text("".join(head), encoding="utf-8")
