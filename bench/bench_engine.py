@@ -46,10 +46,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchlib import first_rows
+from benchlib import SHARED_TRACE, first_rows, require_trace
 
 REPO = Path(__file__).resolve().parent.parent
-TRACE = REPO.parent / "shared" / "traces" / "mooncake" / "conversation_trace.jsonl"
 BLOCK = 512
 WORKERS = 8
 FIXED: dict[str, Any] = {"type": "fixed", "prefill_ms": 20.0, "decode_ms": 5.0}
@@ -358,7 +357,7 @@ def reference_version(python: str) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--trace", type=Path, default=TRACE)
+    parser.add_argument("--trace", type=Path, default=SHARED_TRACE)
     parser.add_argument("--ref-python", default=os.environ.get("KVREPLAY_REF_PYTHON",
                                                                sys.executable),
                         help="python with ai-dynamo installed (default: this one)")
@@ -370,6 +369,7 @@ def main() -> None:
                         help="add kvreplay's cost per request at 2k/4k/8k/all rows")
     parser.add_argument("--child", choices=("kvreplay", "reference"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    require_trace(args.trace, "bench_engine")
     names = [n for n in args.regimes.split(",") if n]
     unknown = [n for n in names if n not in REGIMES]
     if unknown:

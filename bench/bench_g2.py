@@ -20,10 +20,18 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchlib import best, first_rows, measured, print_cells, run_child, usage
+from benchlib import (
+    SHARED_TRACE,
+    best,
+    first_rows,
+    measured,
+    print_cells,
+    require_trace,
+    run_child,
+    usage,
+)
 
 REPO = Path(__file__).resolve().parent.parent
-TRACE = REPO.parent / "shared" / "traces" / "mooncake" / "conversation_trace.jsonl"
 RANK: dict[str, Any] = {"backend": "vllm", "block_size": 512, "num_gpu_blocks": 1000,
                         "kv_cache_bytes_per_token": 131072,
                         "timing_model": {"type": "fixed", "prefill_ms": 20.0, "decode_ms": 5.0}}
@@ -83,7 +91,7 @@ def spawn(python: str, engine: str, args: argparse.Namespace, scope: str,
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--trace", type=Path, default=TRACE)
+    parser.add_argument("--trace", type=Path, default=SHARED_TRACE)
     parser.add_argument("--ref-python", default=os.environ.get("KVREPLAY_REF_PYTHON",
                                                                sys.executable))
     parser.add_argument("--repeat", type=int, default=1, help="runs per cell (best CPU kept)")
@@ -92,6 +100,7 @@ def main() -> None:
     parser.add_argument("--scope", default="dp_rank_local", choices=sorted(HOST))
     parser.add_argument("--router", default="round_robin")
     args = parser.parse_args()
+    require_trace(args.trace, "bench_g2")
     if args.child:
         run = child_kvreplay if args.child == "kvreplay" else child_reference
         print(json.dumps(run(args.trace, args.scope, args.router, args.rows)))

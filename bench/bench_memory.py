@@ -21,8 +21,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchlib import SHARED_TRACE, require_trace
+
 REPO = Path(__file__).resolve().parent.parent
-TRACE = REPO.parent / "shared" / "traces" / "mooncake" / "conversation_trace.jsonl"
 CONFIG = """\
 engine:
   model: meta-llama/Llama-3.1-8B
@@ -74,13 +75,11 @@ def measure(config: Path, output: Path | None) -> dict[str, float]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--trace", type=Path, default=TRACE)
+    parser.add_argument("--trace", type=Path, default=SHARED_TRACE)
     parser.add_argument("--sizes", default="12031,100000,1000000")
     parser.add_argument("--no-output", action="store_true", help="run without -o")
     args = parser.parse_args()
-    if not args.trace.exists():
-        print(f"bench_memory: no trace at {args.trace} (pass --trace)", file=sys.stderr)
-        return 2
+    require_trace(args.trace, "bench_memory")
     print("rows       wall s   cpu s  peak RSS MB  report MB  us/request (cpu)  vs first")
     first = None
     with tempfile.TemporaryDirectory() as tmp:

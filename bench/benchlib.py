@@ -6,10 +6,26 @@ import json
 import os
 import resource
 import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+# The full Mooncake conversation trace (12,031 rows) is not part of the repository: it is read
+# from the workplace's shared folder beside it, or from --trace. (The tests use the vendored
+# 2,000-row slice in tests/cases/mooncake/ instead.)
+SHARED_TRACE = (Path(__file__).resolve().parents[2] / "shared" / "traces" / "mooncake"
+                / "conversation_trace.jsonl")
+
+
+def require_trace(path: Path, script: str) -> None:
+    """Exit 2 with a message saying where the trace was looked for when it is not there."""
+    if not path.is_file():
+        print(f"{script}: no trace at {path}. The full Mooncake conversation trace is not in "
+              "the repository: put the shared folder beside it (../shared/traces/mooncake/) or "
+              "pass --trace PATH.", file=sys.stderr)
+        raise SystemExit(2)
 
 
 def usage() -> tuple[float, float]:
