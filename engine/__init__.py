@@ -2,8 +2,8 @@
 
 Import-light: the public names below load their modules on first use.
 
-    run_native(document, *, base_dir=None, workload, stepwise=False, progress=None,
-               should_stop=None) -> RunResult          # .records, .facts
+    run_native(document, *, workload, stepwise=False, progress=None, should_stop=None,
+               sink=None) -> RunResult                 # .records, .facts
     refusals(document) -> list[str]                     # one message per unsupported feature
     approximations(document) -> list[str]               # what runs through a stand-in model
     CAPABILITIES                                        # frozenset of capability names

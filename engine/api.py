@@ -17,7 +17,6 @@ from kvreplay.engine.traces.request import Workload
 def run_native(
     document: Mapping[str, Any],
     *,
-    base_dir: str | None = None,
     workload: Workload,
     stepwise: bool = False,
     progress: Callable[[float, float | None], None] | None = None,
@@ -32,12 +31,11 @@ def run_native(
     requests are left that nothing can ever move. `progress(sim_time_ms, fraction)` is called
     every few thousand events and once at the end; fraction is terminal/total when the workload
     has a `total_requests` attribute, else None. `stepwise=True` disables fast-forwarding of
-    pure decode stretches (same records, slower). `base_dir` is where the document's relative
-    paths resolve; the core reads no files itself (the workload is built by the caller).
-    `sink` takes each measured record as it becomes terminal (times already relative to the
-    measured window); the result then keeps only the records that never ended.
+    pure decode stretches (same records, slower). The core reads no files itself (the workload
+    is built by the caller, which resolves trace paths). `sink` takes each measured record as it
+    becomes terminal (times already relative to the measured window); the result then keeps only
+    the records that never ended.
     """
-    del base_dir
     refused = refusals(document)
     if refused:
         raise Unsupported(refused)
