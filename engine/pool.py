@@ -66,9 +66,6 @@ class BlockPool:
         """Blocks in use: everything but free capacity and the inactive LRU."""
         return self.n_copies - self.idle
 
-    def free_capacity(self) -> int:
-        return self.capacity - self.n_copies
-
     def lookup(self, block_ids: list[int], limit: int) -> tuple[int, int]:
         """Longest cached prefix of block_ids[:limit]: (hit blocks, of which active)."""
         by_ident = self.by_ident

@@ -16,7 +16,7 @@ report's uuid is ordinal + 1.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Protocol
 
 
@@ -99,10 +99,3 @@ def runs_from_hash_ids(hash_ids: Sequence[int], block_size: int,
     if rest and len(hash_ids) > full:
         runs.append((hash_ids[full], rest))
     return tuple(runs)
-
-
-def iter_tokens(prompt: tuple[tuple[int, int], ...]) -> Iterator[int]:
-    """Expand runs into token values (tests and small prompts only)."""
-    for value, count in prompt:
-        for _ in range(count):
-            yield value
