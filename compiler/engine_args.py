@@ -14,11 +14,13 @@ from collections.abc import Mapping
 from typing import Any
 
 import attrs
+from kvreplay.compiler.emit import TOPOLOGY_KEY, dumps
 from kvreplay.compiler.layout import derive_layout_id
 from kvreplay.compiler.native import ROLE_LEVEL
-from kvreplay.compiler.source import Path, SourceMap, format_path
+from kvreplay.compiler.pipeline import Compiled, RuleRunner, compile_native_loaded
+from kvreplay.compiler.source import Loaded, Path, SourceMap, format_path
 
-from kvreplay.diagnostics import Span
+from kvreplay.diagnostics import Diagnostic, Span
 from kvreplay.native_defaults import block_size_default
 
 ARG_NAMES = {"aggregated": "engine_args", "prefill": "prefill_engine_args",
@@ -107,3 +109,57 @@ class PythonSourceMap(SourceMap):
 def plain_data(value: Any) -> Any:
     """JSON-shaped copy of caller data (tuples become lists); raises TypeError on other objects."""
     return json.loads(json.dumps(value, allow_nan=False))
+
+
+def compile_engine_args(
+    role_args: Mapping[str, Mapping[str, Any] | None],
+    workers: Mapping[str, int],
+    *,
+    model: str | None,
+    router_mode: str,
+    router_config: Mapping[str, Any] | None,
+    traffic: Mapping[str, Any] | None,
+    handoff_latency_ms: float,
+    planner_config: Mapping[str, Any] | None,
+    max_sim_time_ms: float | None,
+    sla: tuple[float | None, float | None, float | None],
+    rules: RuleRunner | None,
+) -> Compiled:
+    """`kvreplay.spec_from_engine_args`: role name -> engine args (None: role absent) and role
+    name -> worker count become a native document, compiled like native JSON."""
+    roles = {name: split_role_args(name, args) for name, args in role_args.items()
+             if args is not None}
+    plain = list(roles) == ["aggregated"]
+    mode = "aggregated" if "aggregated" in roles or not roles else "disaggregated"
+    topology: dict[str, Any] = {"kind": mode}
+    for name in roles:
+        topology[TOPOLOGY_KEY[name]] = {"initial_workers": workers[name]}
+    if mode == "disaggregated":
+        topology["handoff_latency_ms"] = handoff_latency_ms
+    document = {
+        "spec": {
+            "version": 1,
+            "model": model,
+            "topology": topology,
+            "engine": roles["aggregated"].role if plain else {n: r.role for n, r in roles.items()},
+            "adapters": {
+                "placement": {"provider": router_mode,
+                              "config": dict(router_config) if router_config else None},
+                "scaling": {"provider": "planner", "config": dict(planner_config)}
+                if planner_config is not None else {"provider": "none", "config": None},
+            },
+            "max_sim_time_ms": max_sim_time_ms,
+            "sla": None if sla == (None, None, None)
+            else {"ttft_ms": sla[0], "itl_ms": sla[1], "e2e_ms": sla[2]},
+        },
+        **({"traffic": dict(traffic)} if traffic is not None else {}),
+    }
+    source = PythonSourceMap(roles, plain)
+    try:
+        data = plain_data(document)
+    except (TypeError, ValueError) as exc:
+        return Compiled("<python>", "python", None, None, (Diagnostic(
+            "MODEL-INVALID", "error", f"engine args are not JSON-shaped data: {exc}",
+            Span(file="<python>")),))
+    loaded = Loaded(data, source, dumps(data))
+    return compile_native_loaded(loaded, rules, kind="python")

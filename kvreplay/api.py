@@ -147,56 +147,15 @@ def spec_from_engine_args(
     native traffic keys (docs/native-json.md); `planner_config` enables the planner scaling hook
     (so pools are not static); the SLA bounds feed goodput.
     """
-    from kvreplay.compiler.emit import TOPOLOGY_KEY, dumps
-    from kvreplay.compiler.engine_args import PythonSourceMap, plain_data, split_role_args
-    from kvreplay.compiler.pipeline import compile_native_loaded
-    from kvreplay.compiler.source import Loaded
+    from kvreplay.compiler.engine_args import compile_engine_args
 
-    named: dict[str, Mapping[str, Any]] = {}
-    if engine_args is not None:
-        named["aggregated"] = engine_args
-    if prefill_engine_args is not None:
-        named["prefill"] = prefill_engine_args
-    if decode_engine_args is not None:
-        named["decode"] = decode_engine_args
-    counts = {"aggregated": num_workers, "prefill": num_prefill_workers,
-              "decode": num_decode_workers}
-    roles = {name: split_role_args(name, args) for name, args in named.items()}
-    plain = list(roles) == ["aggregated"]
-    mode = "aggregated" if "aggregated" in roles or not roles else "disaggregated"
-    topology: dict[str, Any] = {"kind": mode}
-    for name in roles:
-        topology[TOPOLOGY_KEY[name]] = {"initial_workers": counts[name]}
-    if mode == "disaggregated":
-        topology["handoff_latency_ms"] = handoff_latency_ms
-    document = {
-        "spec": {
-            "version": 1,
-            "model": model,
-            "topology": topology,
-            "engine": roles["aggregated"].role if plain else {n: r.role for n, r in roles.items()},
-            "adapters": {
-                "placement": {"provider": router_mode,
-                              "config": dict(router_config) if router_config else None},
-                "scaling": {"provider": "planner", "config": dict(planner_config)}
-                if planner_config is not None else {"provider": "none", "config": None},
-            },
-            "max_sim_time_ms": max_sim_time_ms,
-            "sla": None if sla_ttft_ms is None and sla_itl_ms is None and sla_e2e_ms is None
-            else {"ttft_ms": sla_ttft_ms, "itl_ms": sla_itl_ms, "e2e_ms": sla_e2e_ms},
-        },
-        **({"traffic": dict(traffic)} if traffic is not None else {}),
-    }
-    source = PythonSourceMap(roles, plain)
-    try:
-        data = plain_data(document)
-    except (TypeError, ValueError) as exc:
-        return Compiled("<python>", "python", None, None, (Diagnostic(
-            "MODEL-INVALID", "error", f"engine args are not JSON-shaped data: {exc}",
-            Span(file="<python>")),))
-    loaded = Loaded(data, source, dumps(data))
-    return compile_native_loaded(loaded, matrix_rules() if matrix else None, kind="python")
-
+    return compile_engine_args(
+        {"aggregated": engine_args, "prefill": prefill_engine_args, "decode": decode_engine_args},
+        {"aggregated": num_workers, "prefill": num_prefill_workers, "decode": num_decode_workers},
+        model=model, router_mode=router_mode, router_config=router_config, traffic=traffic,
+        handoff_latency_ms=handoff_latency_ms, planner_config=planner_config,
+        max_sim_time_ms=max_sim_time_ms, sla=(sla_ttft_ms, sla_itl_ms, sla_e2e_ms),
+        rules=matrix_rules() if matrix else None)
 
 
 def run_spec(
