@@ -32,7 +32,6 @@ if TYPE_CHECKING:
 
 RESIDENT = -1
 STORE, LOAD = 0, 1
-ALREADY_PRESENT = -1
 RETRY_CAPACITY = -2
 
 
@@ -109,13 +108,9 @@ class HostPool:
 
     # -- recency ---------------------------------------------------------------------------------
 
-    def touch(self, key: int) -> None:
-        """A new epoch for one resident, unpinned entry (others ignore touches)."""
-        lru = self.lru
-        if key in lru:
-            lru.move_to_end(key)
-
     def touch_reversed(self, keys: Sequence[int]) -> None:
+        """A new epoch for each resident, unpinned key, the last first (keys[0] ends most
+        recent); other keys ignore touches."""
         lru = self.lru
         for key in reversed(keys):
             if key in lru:

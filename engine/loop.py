@@ -108,7 +108,6 @@ class Simulation:
         self.kv_pending: dict[tuple[str, int, int], int] = {}
         self.heap: list[tuple[int, int, int, int, int, Any]] = []
         self.seq_no = 0
-        self.handoffs = 0
         self.arrival_no: dict[int, int] = {}  # released, not yet terminal: ordinal -> arrival
         self.arrivals = 0
         self.actions: deque[Callable[[], None]] = deque()  # P/D handoff actions, FIFO
@@ -567,7 +566,7 @@ class Simulation:
         seq = Seq(req, rec, list(chain), max_output, hidden)
         seq.scheduler = rank
         self.seq_of[req.ordinal] = seq
-        pool.router.placed(seq, chain, decision.selected_overlap_blocks or 0)
+        pool.router.placed(seq, chain)
         if pool.name != "decode":
             rank.waiting.append(seq)
             self._poke(pool.workers[rank.worker_id])
@@ -744,7 +743,6 @@ class Simulation:
             tokens = (dseq.input_length if source.kv_transfer_timing_mode == "full_prompt"
                       else fresh * bs)
             delay_ms += tokens * per_token / (bandwidth * 1e6)
-        self.handoffs += 1
         # Same-instant transfer completions come in the requests' arrival order (the reference's
         # handoff ids), not in reservation order (checked against the reference).
         self._push(now + ms_to_ns(delay_ms), TRANSFER_DONE, self.arrival_no[dseq.req.ordinal],

@@ -69,7 +69,7 @@ class RoundRobinRouter:
         target = self.ranks[worker * self.dp_size + rank]
         return target, RoutingDecision(self.pool_name, worker, rank, target.scheduler_id)
 
-    def placed(self, seq: Seq, chain: list[int], overlap_blocks: int) -> None:
+    def placed(self, seq: Seq, chain: list[int]) -> None:
         pass
 
     def first_token(self, seq: Seq) -> None:
@@ -208,7 +208,7 @@ class KvRouter:
                 return s
         raise AssertionError("no minimum cost")
 
-    def placed(self, seq: Seq, chain: list[int], overlap_blocks: int) -> None:
+    def placed(self, seq: Seq, chain: list[int]) -> None:
         """Book the request's load on its scheduler."""
         s = seq.scheduler.scheduler_id  # type: ignore[attr-defined]
         tokens = 0

@@ -35,7 +35,3 @@ def output_runs(token_ids: tuple[int, ...] | None, emitted: int, ordinal: int) -
         else:
             runs.append((value, 1))
     return tuple(runs)
-
-
-def run_length(runs: Runs) -> int:
-    return sum(count for _, count in runs)

@@ -74,7 +74,7 @@ def test_a_cohort_protects_its_present_keys() -> None:
     """Resident [1, 2], 1 touched: storing [1, 3] reserves only 3 and evicts 2, never 1."""
     p, owner = pool(2)
     store(p, owner, [1, 2])
-    p.touch(1)
+    p.touch_reversed([1])
     transfer = p.reserve_store(owner, [1, 3], [3])
     assert isinstance(transfer, Transfer) and transfer.keys == [3]
     assert sorted(p.entries) == [1, 3]
@@ -108,7 +108,7 @@ def test_a_cancelled_load_unpins_as_one_newer_cohort() -> None:
     store(p, owner, [3])
     load = p.schedule_load(owner, [1, 2])
     assert load is not None
-    p.touch(1)  # pinned: ignored
+    p.touch_reversed([1])  # pinned: ignored
     p.cancel_load(load)
     assert list(p.lru) == [3, 1, 2]
     store(p, owner, [4])
