@@ -17,14 +17,8 @@ from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 os.environ.setdefault("DYN_LOG", "error")
 
 REPO = Path(__file__).resolve().parent.parent
-EXAMPLES = REPO / "examples"
 # Leading rows of the Mooncake FAST'25 traces (Apache-2.0), see tests/cases/mooncake/README.md.
 MOONCAKE = REPO / "tests" / "cases" / "mooncake"
-
-
-@pytest.fixture(scope="session")
-def repo() -> Path:
-    return REPO
 
 
 def unpack_slice(name: str, factory: pytest.TempPathFactory) -> Path:
