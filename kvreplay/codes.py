@@ -90,6 +90,9 @@ _CODES = [
              no_example="it is about a `--set` argument on the command line, not the config file"),
     CodeInfo("NATIVE-SHAPE", "A native spec's engine/topology shape is inconsistent.", "native",
              "Make the topology and the engine roles agree: the same roles, each with its own worker type."),
+    CodeInfo("SETTINGS-INVALID", "The project configuration (`kvreplay.toml`, `[tool.kvreplay]` in `pyproject.toml`) cannot be used: TOML syntax, an unknown setting, a wrong type or an unknown rule ID.", "lint",
+             "Fix the setting at the reported position (`kvreplay lint --show-settings` prints what is in effect).",
+             no_example="it is about the project's TOML settings file, not a config"),
     CodeInfo("LINT-UNUSED-SUPPRESSION", "An inline `kvreplay: ignore[...]` suppresses nothing.", "lint",
              "Remove the comment, or correct the rule ID it names.", severity="warning"),
 ]

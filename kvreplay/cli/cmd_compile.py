@@ -1,4 +1,5 @@
-"""`kvreplay compile CONFIG [-o OUT | --check OUT]`."""
+"""`kvreplay compile CONFIG [-o OUT | --check OUT]`, `kvreplay compile --check-pairs [FILE...]`
+(`--fix` rewrites what is stale)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import argparse
 import contextlib
 import difflib
 import os
+import shlex
 
 from kvreplay.cli import exits
 from kvreplay.cli.diagnostics_out import print_diagnostics
@@ -15,26 +17,46 @@ from kvreplay.files import open_regular
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.check_sibling:
-        codes = [_compile_one(args, config, _sibling(config)) for config in args.config]
-        return max(codes, default=exits.OK)
+    if args.check_pairs or (args.fix and not args.check and not args.output):
+        return _check_pairs(args)
+    if args.fix and args.output:
+        write_stderr("kvreplay: --fix rewrites stale outputs of --check OUT or --check-pairs; "
+                     "-o always writes\n")
+        return exits.USAGE
     if len(args.config) != 1:
-        write_stderr("kvreplay: compile takes one CONFIG (several only with --check-sibling)\n")
+        write_stderr("kvreplay: compile takes one CONFIG (several only with --check-pairs)\n")
         return exits.USAGE
     return _compile_one(args, args.config[0], args.check)
 
 
-def _sibling(config: str) -> str | None:
-    candidate = os.path.splitext(config)[0] + ".json"
-    return candidate if os.path.isfile(candidate) and not same_file(candidate, config) else None
+def _check_pairs(args: argparse.Namespace) -> int:
+    from kvreplay.cli.pairs import configured, pairs_of
+    from kvreplay.cli.project_cli import report_settings_error, resolver_or_error
+    from kvreplay.cli.settings_file import SettingsError
+
+    resolver = resolver_or_error(args)
+    if resolver is None:
+        return exits.USAGE
+    try:
+        if args.config:
+            pairs, alone = pairs_of(args.config, resolver)
+        else:
+            pairs, alone = configured(resolver), []
+    except SettingsError as exc:
+        report_settings_error(exc, args)
+        return exits.USAGE
+    if args.verbose:
+        for path in alone:
+            write_stderr(f"kvreplay: skipped {path}: in no compile pair\n")
+        write_stderr(f"kvreplay: {len(pairs)} pair(s) to check\n")
+    codes = [_compile_one(args, pair.config, pair.output) for pair in pairs]
+    return max(codes, default=exits.OK)
 
 
 def _compile_one(args: argparse.Namespace, config: str, check: str | None) -> int:
     from kvreplay.api import matrix_rules
     from kvreplay.compiler.documents import compile_path
 
-    if args.check_sibling and check is None:
-        return exits.OK
     if check and same_file(check, config):
         write_stderr(f"kvreplay: --check {check} is the config {config} itself: check it against "
                      "the JSON it compiles to\n")
@@ -55,32 +77,53 @@ def _compile_one(args: argparse.Namespace, config: str, check: str | None) -> in
             return code or exits.FINDINGS
         text = result.emitted()
         if check:
-            return _check(check, text)
+            return _check(check, text, config, args)
         assert out is not None
         out.write(text)
         out.commit()
     return exits.OK
 
 
-def _check(path: str, expected: str) -> int:
-    """Compare the committed artifact with a fresh compile; print a unified diff when stale."""
+def _check(path: str, expected: str, config: str, args: argparse.Namespace) -> int:
+    """Compare the output on disk with a fresh compile: print a unified diff when stale, or with
+    --fix rewrite it (exit 1 either way, so a pre-commit hook shows the change)."""
     if os.path.isdir(path):
         write_stderr(f"kvreplay: {path}: is a directory\n")
         return exits.USAGE
     try:
         with open_regular(path) as fh:  # a FIFO or device is refused, never waited on
-            current = fh.read().decode("utf-8")
+            current: str | None = fh.read().decode("utf-8")
     except FileNotFoundError:
-        current = ""
-        write_stderr(f"kvreplay: {path} does not exist: it is not up to date\n")
+        current = None
     except (OSError, UnicodeDecodeError) as exc:
         write_stderr(f"kvreplay: cannot read {path}: {exc}\n")
         return exits.USAGE
     if current == expected:
         return exits.OK
-    diff = difflib.unified_diff(current.splitlines(keepends=True),
-                                expected.splitlines(keepends=True),
-                                fromfile=f"{path} (committed)", tofile=f"{path} (compiled)")
-    write_stdout("".join(diff))
-    write_stderr(f"kvreplay: {path} is stale: run `kvreplay compile ... -o {path}`\n")
+    if args.fix:
+        with Output(path, [("the config", config)]) as out:
+            out.write(expected)
+            out.commit()
+        state = "missing" if current is None else "stale"
+        write_stderr(f"kvreplay: {path} was {state}: rewritten from {config}\n")
+        return exits.FINDINGS
+    if current is not None:
+        diff = difflib.unified_diff(current.splitlines(keepends=True),
+                                    expected.splitlines(keepends=True),
+                                    fromfile=f"{path} (on disk)",
+                                    tofile=f"{path} (compiled from {config})")
+        write_stdout("".join(diff))
+    state = "does not exist" if current is None else "is stale"
+    write_stderr(f"kvreplay: {path} {state}: run `{_fix_command(config, path, args)}` "
+                 "(or add --fix)\n")
     return exits.FINDINGS
+
+
+def _fix_command(config: str, path: str, args: argparse.Namespace) -> str:
+    """The command that writes the up-to-date output, with the options this run used."""
+    words = ["kvreplay", "compile", config]
+    for override in args.overrides:
+        words += ["--set", override]
+    if args.no_matrix:
+        words.append("--no-matrix")
+    return shlex.join([*words, "-o", path])

@@ -3,78 +3,130 @@
 from __future__ import annotations
 
 import argparse
-import fnmatch
+import contextlib
 import os
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from kvreplay import HOMEPAGE, __version__
 from kvreplay.cli import exits
-from kvreplay.cli.output import write_stderr, write_stdout
+from kvreplay.cli.output import Output, write_stderr
+from kvreplay.cli.rule_select import keeps, unknown_patterns
 from kvreplay.diagnostics import Diagnostic, Span, sort_unique
 
-
-def _rule_patterns(values: Iterable[str]) -> list[str]:
-    return [p.strip() for v in values for p in v.split(",") if p.strip()]
-
-
-def _unknown_patterns(patterns: Sequence[str], known: Iterable[str]) -> list[str]:
-    names = sorted(known)
-    return [p for p in patterns if not fnmatch.filter(names, p)]
-
-
-def _keep(d: Diagnostic, select: Sequence[str], ignore: Sequence[str]) -> bool:
-    if d.rule in exits.IO_RULES:
-        return True  # unreadable input is never filtered away
-    if select and not any(fnmatch.fnmatchcase(d.rule, p) for p in select):
-        return False
-    return not any(fnmatch.fnmatchcase(d.rule, p) for p in ignore)
+if TYPE_CHECKING:  # kept out of start-up
+    from kvreplay.cli.selection import Selection
+    from kvreplay.cli.settings import Resolver
 
 
 def run(args: argparse.Namespace) -> int:
-    from kvreplay.api import matrix_rules
-    from kvreplay.catalog import catalog
-    from kvreplay.cli import suppressions
-    from kvreplay.cli.discovery import expand
-    from kvreplay.compiler.documents import compile_path
-    from kvreplay.compiler.overrides import OverrideError
-    from kvreplay.compiler.suggest import hint_for
-    from kvreplay.formats import FileResult, render, resolve_auto, use_color
+    from kvreplay.cli.project_cli import report_settings_error, resolver_or_error
+    from kvreplay.cli.settings_file import SettingsError
 
-    select = _rule_patterns(args.select)
-    ignore = _rule_patterns(args.ignore)
-    for pattern in _unknown_patterns(select + ignore, catalog()) if select or ignore else ():
+    resolver = resolver_or_error(args)
+    if resolver is None:
+        return exits.USAGE
+    if bad_rule_options(args):
+        return exits.USAGE
+    paths = args.paths or ["."]
+    try:
+        if args.show_settings:
+            from kvreplay.cli.show_settings import show
+
+            return show(resolver, paths[0], args)
+        return _lint(args, resolver, paths)
+    except SettingsError as exc:
+        report_settings_error(exc, args)
+        return exits.USAGE
+
+
+def bad_rule_options(args: argparse.Namespace) -> bool:
+    """An unknown rule ID in --select / --ignore is a usage error (with a did-you-mean hint)."""
+    from kvreplay.cli.rule_select import split_patterns
+
+    patterns = split_patterns(args.select) + split_patterns(args.ignore)
+    if not patterns:
+        return False
+    from kvreplay.catalog import catalog
+    from kvreplay.compiler.suggest import hint_for
+
+    for pattern in unknown_patterns(patterns, catalog()):
         hint = hint_for(pattern, catalog(), "rule IDs") or ""
         write_stderr(f"kvreplay: unknown rule ID `{pattern}` in --select/--ignore; {hint}\n")
-        return exits.USAGE
-    rules = matrix_rules()
-    results: list[FileResult] = []
-    kept_all: list[Diagnostic] = []
-    for target in expand(args.paths):
-        if target.missing:
-            found: list[Diagnostic] = [Diagnostic(
-                "FILE-UNREADABLE", "error", "no such file or directory (nothing matched)",
-                Span(file=target.path))]
-            text = None
+        return True
+    return False
+
+
+def _lint(args: argparse.Namespace, resolver: Resolver, paths: Sequence[str]) -> int:
+    from kvreplay.api import matrix_rules
+    from kvreplay.cli import suppressions
+    from kvreplay.cli.selection import select
+    from kvreplay.compiler.documents import compile_path
+    from kvreplay.compiler.overrides import OverrideError
+    from kvreplay.formats import FileResult, render, resolve_auto, use_color
+
+    selection = select(paths, resolver, force_exclude=args.force_exclude)
+    if args.verbose:
+        _verbose(selection)
+    with contextlib.ExitStack() as stack:
+        out = None if args.output_file is None else stack.enter_context(Output(
+            args.output_file, [("a linted file", t.path) for t in selection.targets]))
+        rules = matrix_rules()
+        results: list[FileResult] = []
+        code = exits.OK
+        for target in selection.targets:
+            settings = resolver.for_path(target.path)
+            if target.missing:
+                found: list[Diagnostic] = [Diagnostic(
+                    "FILE-UNREADABLE", "error", "no such file or directory (nothing matched)",
+                    Span(file=target.path))]
+                text = None
+            else:
+                try:
+                    compiled = compile_path(target.path, overrides=args.overrides, rules=rules)
+                except OverrideError as exc:
+                    write_stderr(f"kvreplay: {exc}\n")
+                    return exits.USAGE
+                text = compiled.text
+                found = suppressions.apply(compiled.diagnostics, text, compiled.file)
+            ignore = settings.ignored_rules(target.path)
+            kept = [d for d in sort_unique(found) if keeps(d.rule, settings["select"], ignore)]
+            code = max(code, exits.for_diagnostics(kept, strict=settings["strict"]))
+            if args.quiet:
+                kept = [d for d in kept if d.severity == "error"]
+            results.append(FileResult(target.path, text, tuple(kept)))
+        if not results:
+            write_stderr("kvreplay: no kvreplay configs found to lint"
+                         + ("" if args.verbose else " (--verbose says what was skipped)") + "\n")
+            return exits.OK
+        is_tty = out is None and sys.stdout.isatty()
+        name = resolver.for_cwd()["format"]
+        name = resolve_auto(is_tty, os.environ) if name == "auto" else name
+        if args.statistics:
+            from kvreplay.formats.statistics import render_statistics
+
+            text = render_statistics(results, as_json=name == "json")
         else:
-            try:
-                compiled = compile_path(target.path, overrides=args.overrides, rules=rules)
-            except OverrideError as exc:
-                write_stderr(f"kvreplay: {exc}\n")
-                return exits.USAGE
-            text = compiled.text
-            found = suppressions.apply(compiled.diagnostics, text, compiled.file)
-        kept = [d for d in sort_unique(found) if _keep(d, select, ignore)]
-        kept_all.extend(kept)
-        if args.quiet:
-            kept = [d for d in kept if d.severity == "error"]
-        results.append(FileResult(target.path, text, tuple(kept)))
-    if not results:
-        write_stderr("kvreplay: no YAML or JSON files found to lint\n")
+            text = render(name, results, color=use_color(is_tty, args.no_color, os.environ),
+                          root=args.root or os.getcwd(), cwd=os.getcwd(),
+                          version=__version__, information_uri=HOMEPAGE)
+        target_out = out or stack.enter_context(Output("-"))
+        target_out.write(text)
+        target_out.commit()
+    if args.exit_zero and code == exits.FINDINGS:
         return exits.OK
-    is_tty = sys.stdout.isatty()
-    name = resolve_auto(is_tty, os.environ) if args.format == "auto" else args.format
-    write_stdout(render(name, results, color=use_color(is_tty, args.no_color, os.environ),
-                        root=args.root or os.getcwd(), cwd=os.getcwd(),
-                        version=__version__, information_uri=HOMEPAGE))
-    return exits.for_diagnostics(kept_all, strict=args.strict)
+    return code
+
+
+def _verbose(selection: Selection) -> None:
+    for skipped in selection.skipped:
+        write_stderr(f"kvreplay: skipped {skipped.path}: {skipped.reason}\n")
+    for note in selection.notes:
+        write_stderr(f"kvreplay: {note}\n")
+    counts: dict[str, int] = {}
+    for skipped in selection.skipped:
+        counts[skipped.reason] = counts.get(skipped.reason, 0) + 1
+    detail = ", ".join(f"{n} {reason}" for reason, n in sorted(counts.items()))
+    write_stderr(f"kvreplay: {len(selection.targets)} file(s) to lint, "
+                 f"{len(selection.skipped)} skipped{': ' + detail if detail else ''}\n")

@@ -21,18 +21,24 @@ _SKIP_DIRS = frozenset({".git", ".hg", ".svn", "__pycache__", "node_modules", ".
 
 @attrs.frozen
 class Target:
-    """A file to lint, or an argument that matched nothing (reported as unreadable)."""
+    """A file to lint, or an argument that matched nothing (reported as unreadable).
+
+    `explicit`: named on the command line (or matched by a glob given there), not found by
+    walking a folder; walked files are linted only when they are kvreplay configs."""
 
     path: str
     missing: bool = False
+    explicit: bool = True
 
 
 def _walk(folder: str) -> list[str]:
+    """Every file below `folder` (the caller picks the configs among them)."""
     found: list[str] = []
     for root, dirs, files in os.walk(folder):
         dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and not d.startswith("."))
-        found.extend(os.path.join(root, f) for f in sorted(files)
-                     if f.endswith(CONFIG_SUFFIXES))
+        # `lint .` (the default) shows `deploy/a.yaml`, not `./deploy/a.yaml`
+        here = "" if root == os.curdir else root
+        found.extend(os.path.join(here, f) for f in sorted(files))
     return found
 
 
@@ -107,20 +113,23 @@ def glob_files(pattern: str) -> list[str]:
 
 
 def expand(arguments: Iterable[str]) -> list[Target]:
-    """Targets in argument order, directories walked in sorted order, each file once."""
-    seen: set[str] = set()
+    """Targets in argument order, directories walked in sorted order, each file once (walked
+    files are every file: see kvreplay.cli.selection for which of them are linted)."""
+    seen: dict[str, int] = {}
     targets: list[Target] = []
 
-    def add(path: str) -> None:
+    def add(path: str, explicit: bool = True) -> None:
         key = os.path.normpath(path)
         if key not in seen:
-            seen.add(key)
-            targets.append(Target(path))
+            seen[key] = len(targets)
+            targets.append(Target(path, explicit=explicit))
+        elif explicit:  # walked first, then named: named wins
+            targets[seen[key]] = attrs.evolve(targets[seen[key]], explicit=True)
 
     for argument in arguments:
         if os.path.isdir(argument):
             for path in _walk(argument):
-                add(path)
+                add(path, explicit=False)
         elif os.path.lexists(argument):
             add(argument)
         elif glob.has_magic(argument):

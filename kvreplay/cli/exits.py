@@ -17,7 +17,8 @@ TERMINATED = 143  # SIGTERM
 # Findings that mean "the input could not be read or the command was misused": exit 2. So is
 # any error in a trace's content (TRACE-*): the config is fine, the data it points to is not.
 IO_RULES = frozenset({"FILE-UNREADABLE", "FILE-TOO-LARGE", "FILE-BINARY", "FILE-ENCODING",
-                      "CONFIG-OVERRIDE", "TRACE-PATH", "TRACE-ENCODING"})
+                      "CONFIG-OVERRIDE", "TRACE-PATH", "TRACE-ENCODING",
+                      "SETTINGS-INVALID"})
 
 
 def _unreadable(d: Diagnostic) -> bool:

@@ -17,6 +17,7 @@ from kvreplay.cli.output import (
     write_stderr,
     write_stdout,
 )
+from kvreplay.cli.project_cli import add_project_options, add_walk_options
 
 FORMATS = ["auto", "text", "concise", "json", "sarif", "github"]
 
@@ -26,14 +27,23 @@ EXAMPLES = {
   kvreplay lint 'configs/**/*.yaml' --strict    # warnings fail too
   kvreplay lint cfg.yaml --format sarif > kvreplay.sarif
   kvreplay lint cfg.yaml --ignore G2-SHARED-LINK --set engine.backend=sglang
+  kvreplay lint . --statistics                  # findings per rule
+  kvreplay lint --show-settings deploy/         # the settings and where each came from
   # suppress one finding on its line:  scope: cluster_shared  # kvreplay: ignore[G2-SHARED-LINK]
+""",
+    "completion": """examples:
+  kvreplay completion bash > ~/.local/share/bash-completion/completions/kvreplay
+  kvreplay completion zsh > "${fpath[1]}/_kvreplay"
+  kvreplay completion fish > ~/.config/fish/completions/kvreplay.fish
 """,
     "compile": """examples:
   kvreplay compile examples/agentx-g2-local.yaml              # canonical JSON on stdout
   kvreplay compile cfg.yaml -o cfg.json                       # written atomically
   kvreplay compile cfg.yaml --check cfg.json                  # CI: fail (and diff) when stale
   kvreplay compile cfg.json                                   # re-emit a native spec canonically
-  kvreplay compile --check-sibling configs/*.yaml             # each against its committed .json
+  kvreplay compile --check-pairs                              # every configured pair
+  kvreplay compile --check-pairs deploy/prod.json             # the pair it belongs to
+  kvreplay compile --fix deploy/prod.yaml                     # rewrite its stale output
 """,
     "run": """examples:
   kvreplay run examples/kv-router-mooncake.yaml
@@ -93,30 +103,51 @@ def build_parser() -> argparse.ArgumentParser:
                               formatter_class=argparse.RawDescriptionHelpFormatter)
 
     lint = add("lint", "check configs and native specs against the schema and support matrix")
-    lint.add_argument("paths", nargs="+", metavar="PATH", help="files, directories or globs")
-    lint.add_argument("--format", choices=FORMATS, default="auto",
+    lint.add_argument("paths", nargs="*", metavar="PATH",
+                      help="files, directories or globs (default: the current folder)")
+    lint.add_argument("--format", choices=FORMATS, default=None,
                       help="output format (auto: text on a terminal, github in GitHub Actions, "
-                      "else concise)")
-    lint.add_argument("--strict", action="store_true", help="warnings fail too (exit 1)")
+                      "else concise; default: the settings' format, else auto)")
+    lint.add_argument("--strict", action=argparse.BooleanOptionalAction, default=None,
+                      help="warnings fail too (exit 1)")
     lint.add_argument("--select", action="append", default=[], metavar="RULE-ID",
                       help="report only these rules (repeatable or comma-separated)")
     lint.add_argument("--ignore", action="append", default=[], metavar="RULE-ID",
                       help="do not report these rules (repeatable or comma-separated)")
     lint.add_argument("--root", default=None, help="repository root for SARIF URIs (default: cwd)")
+    lint.add_argument("--statistics", action="store_true",
+                      help="print how many findings each rule has instead of the findings")
+    lint.add_argument("--exit-zero", action="store_true",
+                      help="exit 0 even when there are findings (2 still means unreadable input)")
+    lint.add_argument("--output-file", "-o", metavar="FILE",
+                      help="write the output here (atomically) instead of stdout")
+    lint.add_argument("--show-settings", action="store_true",
+                      help="print the settings for the first PATH and where each came from")
+    add_project_options(lint)
+    add_walk_options(lint)
     _overrides(lint)
 
+    completion = add("completion", "print a shell completion script")
+    completion.add_argument("shell", choices=["bash", "zsh", "fish"])
+
     comp = add("compile", "compile a YAML config (or native spec) into canonical native JSON")
-    comp.add_argument("config", metavar="CONFIG", nargs="+",
-                      help="the config (several only with --check-sibling)")
+    comp.add_argument("config", metavar="CONFIG", nargs="*",
+                      help="the config (with --check-pairs: any number of configs and outputs)")
     target = comp.add_mutually_exclusive_group()
     target.add_argument("-o", "--output", metavar="OUT", help="write the JSON here (atomically)")
     target.add_argument("--check", metavar="OUT",
                         help="exit 1 with a unified diff when OUT is not what CONFIG compiles to")
-    target.add_argument("--check-sibling", action="store_true",
-                        help="check each CONFIG against the .json next to it with the same name "
-                        "(configs without one are skipped; used by the pre-commit hook)")
+    target.add_argument("--check-pairs", "--check-sibling", dest="check_pairs",
+                        action="store_true",
+                        help="check the pairs the given files belong to (configured `compile` "
+                        "pairs, else x.yaml beside x.json), either side; every configured pair "
+                        "when none is given (used by the pre-commit hook)")
+    comp.add_argument("--fix", "--write", dest="fix", action="store_true",
+                      help="with --check or --check-pairs (implied): rewrite stale outputs "
+                      "atomically and exit 1")
     comp.add_argument("--no-matrix", action="store_true",
                       help="skip the support-matrix rules (emit JSON for invalid deployments)")
+    add_project_options(comp)
     _overrides(comp)
 
     run = add("run", "replay a config or native spec with the bundled engine")

@@ -1,4 +1,5 @@
-"""`--format concise`: one line per finding, `file:line:col: RULE message`, for grep and editors."""
+"""`--format concise`: one line per finding, `file:line:col: severity RULE message` (the first
+line of the text format), for grep, editors and pre-commit."""
 
 from __future__ import annotations
 
@@ -16,9 +17,10 @@ def render_concise(results: Sequence[FileResult]) -> str:
 
 
 def concise_line(d: Diagnostic, default_file: str) -> str:
-    """`file:line:col: RULE message`, dropping the parts the finding does not have."""
+    """`file:line:col: severity RULE message`, dropping the location parts the finding does
+    not have."""
     location = location_prefix(d.file or default_file, d.line, d.column)
-    return f"{location}{d.rule} {escape_inline(d.message)}"
+    return f"{location}{d.severity} {d.rule} {escape_inline(d.message)}"
 
 
 def location_prefix(file: str | None, line: int | None, column: int | None) -> str:

@@ -78,7 +78,8 @@ def test_fifo_in_a_folder_is_reported_and_the_rest_is_linted(tmp_path: Path) -> 
     concise = _kvreplay("lint", "--format", "concise", str(tmp_path / "a-pipe.yaml"))
     assert concise.returncode == 2
     assert concise.stdout.startswith(
-        f"{tmp_path / 'a-pipe.yaml'}: FILE-UNREADABLE is a FIFO (named pipe), not a regular file")
+        f"{tmp_path / 'a-pipe.yaml'}: error FILE-UNREADABLE is a FIFO (named pipe), "
+        "not a regular file")
     assert _state(tmp_path) == before
 
 
@@ -89,7 +90,7 @@ def test_fifo_config_for_compile_check_and_run(tmp_path: Path) -> None:
     pipe = _fifo(tmp_path / "cfg.yaml")
     (tmp_path / "good.yaml").write_text(GOOD)
     before = _state(tmp_path)
-    message = f"{pipe}: FILE-UNREADABLE is a FIFO (named pipe), not a regular file"
+    message = f"{pipe}: error FILE-UNREADABLE is a FIFO (named pipe), not a regular file"
     for args in (("compile", str(pipe), "-o", str(tmp_path / "out.json")),
                  ("compile", str(pipe), "--check", str(tmp_path / "good.yaml")),
                  ("run", str(pipe), "-o", str(tmp_path / "report.json"))):

@@ -1,4 +1,4 @@
-"""The `concise` reporter: exactly one `file:line:col: RULE message` line per finding."""
+"""The `concise` reporter: exactly one `file:line:col: severity RULE message` line per finding."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ def test_one_line_per_finding(results: tuple[FileResult, ...]) -> None:
     findings = [d for r in results for d in r.diagnostics]
     assert len(lines) == len(findings)
     for line, d in zip(lines, findings, strict=True):
-        assert line.endswith(f"{d.rule} {d.message}")
+        assert line.endswith(f"{d.severity} {d.rule} {d.message}")
 
 
 def test_missing_parts_are_left_out() -> None:
@@ -33,17 +33,17 @@ def test_missing_parts_are_left_out() -> None:
     ]
     results = [FileResult("", None, tuple(Diagnostic("R", "error", "m", s) for s in spans))]
     assert render_concise(results).splitlines() == [
-        "a.yaml:3:5: R m",
-        "a.yaml:3: R m",
-        "a.yaml: R m",
-        "R m",
+        "a.yaml:3:5: error R m",
+        "a.yaml:3: error R m",
+        "a.yaml: error R m",
+        "error R m",
     ]
 
 
 def test_file_defaults_to_the_result_path() -> None:
     """A finding without its own file is reported under the checked file's path."""
     result = FileResult("b.yaml", None, (Diagnostic("R", "error", "m", Span(None, "$", 1, 2)),))
-    assert render_concise([result]) == "b.yaml:1:2: R m\n"
+    assert render_concise([result]) == "b.yaml:1:2: error R m\n"
 
 
 def test_newlines_and_controls_stay_on_one_line() -> None:
@@ -51,8 +51,15 @@ def test_newlines_and_controls_stay_on_one_line() -> None:
     d = Diagnostic("R", "error", "two\nlines \x1b[2J", Span("we\nird.yaml", None, 1, 1))
     assert (
         render_concise([FileResult("x", None, (d,))])
-        == "we\\nird.yaml:1:1: R two\\nlines \\x1b[2J\n"
+        == "we\\nird.yaml:1:1: error R two\\nlines \\x1b[2J\n"
     )
+
+
+def test_severity_is_shown() -> None:
+    """A warning reads as a warning, not as an error (the pre-commit hook's default format)."""
+    d = Diagnostic("LINT-UNUSED-SUPPRESSION", "warning", "m", Span("a.yaml", None, 2, 3))
+    assert render_concise([FileResult("a.yaml", None, (d,))]) == \
+        "a.yaml:2:3: warning LINT-UNUSED-SUPPRESSION m\n"
 
 
 def test_clean_run_is_empty() -> None:

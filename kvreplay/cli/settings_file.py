@@ -1,0 +1,228 @@
+"""Project configuration files: `kvreplay.toml` (top-level keys) or the `[tool.kvreplay]` table
+of `pyproject.toml`, read with tomllib and checked key by key. A problem is a SETTINGS-INVALID
+diagnostic at the key's line (exit 2)."""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+from kvreplay.cli.toml_lines import Position, key_positions, locate
+from kvreplay.diagnostics import Diagnostic, Span
+
+KVREPLAY_TOML = "kvreplay.toml"
+PYPROJECT = "pyproject.toml"
+RULE = "SETTINGS-INVALID"
+LINT_FORMATS = ("auto", "text", "concise", "json", "sarif", "github")
+
+
+@attrs.frozen
+class Key:
+    """One setting: its kind decides the TOML type it takes and how it is checked."""
+
+    name: str
+    kind: str  # globs | rules | bool | format | per-file | pairs
+    default: Any
+    help: str
+
+
+KEYS: tuple[Key, ...] = (
+    Key("include", "globs", (), "files that are kvreplay configs whatever their content"),
+    Key("exclude", "globs", (), "files and folders never linted when walking a folder"),
+    Key("respect-gitignore", "bool", True, "skip what .gitignore ignores when walking"),
+    Key("select", "rules", (), "report only these rules (IDs, prefixes or globs)"),
+    Key("ignore", "rules", (), "do not report these rules"),
+    Key("per-file-ignores", "per-file", (), "glob -> rules not reported in matching files"),
+    Key("strict", "bool", False, "warnings fail too (exit 1)"),
+    Key("format", "format", "auto", "lint output format"),
+    Key("compile", "pairs", (), "config -> its compiled native JSON (compile --check-pairs)"),
+)
+KEYS_BY_NAME = {k.name: k for k in KEYS}
+
+
+class SettingsError(Exception):
+    """A project configuration that cannot be used: its findings and its text (for frames)."""
+
+    def __init__(self, file: str, text: str | None, diagnostics: list[Diagnostic]) -> None:
+        super().__init__(diagnostics[0].message if diagnostics else file)
+        self.file = file
+        self.text = text
+        self.diagnostics = diagnostics
+
+
+@attrs.frozen
+class ProjectFile:
+    """A project configuration: its absolute path, checked values and where each key is set."""
+
+    path: str
+    values: Mapping[str, Any]
+    lines: Mapping[str, int]
+
+    @property
+    def root(self) -> str:
+        """Paths and globs in the file are relative to its folder."""
+        return os.path.dirname(self.path)
+
+    def where(self, key: str) -> str:
+        return f"{display(self.path)}:{self.lines.get(key, 1)}"
+
+
+def display(path: str) -> str:
+    """A path as messages show it: relative to the current folder when below it."""
+    relative = os.path.relpath(path)
+    return path if relative.startswith(os.pardir) else relative
+
+
+def load(path: str) -> ProjectFile | None:
+    """The settings of one file; None for a pyproject.toml without `[tool.kvreplay]`."""
+    from kvreplay.compiler.reading import read_config_text
+
+    name = display(path)
+    text, problems = read_config_text(path, name)
+    if text is None:
+        raise SettingsError(name, None, problems)
+    pyproject = os.path.basename(path) == PYPROJECT
+    if pyproject and "kvreplay" not in text:
+        return None
+    try:
+        document = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise SettingsError(name, text, [_syntax(name, exc)]) from None
+    table: tuple[str, ...] = ("tool", "kvreplay") if pyproject else ()
+    data: Any = document.get("tool", {}).get("kvreplay") if pyproject else document
+    if data is None:
+        return None
+    positions = key_positions(text)
+    checker = _Checker(name, positions, table)
+    if not isinstance(data, dict):
+        checker.error(table, f"`{'.'.join(table)}` must be a table, found {_type(data)}")
+        raise SettingsError(name, text, checker.found)
+    values = {key: value for key, value in data.items() if checker.check(key, value)}
+    if checker.found:
+        raise SettingsError(name, text, checker.found)
+    lines = {key: (locate(positions, table + (key,)) or (1, 1))[0] for key in values}
+    return ProjectFile(os.path.abspath(path), values, lines)
+
+
+def _syntax(name: str, exc: tomllib.TOMLDecodeError) -> Diagnostic:
+    message = str(exc)
+    match = re.search(r"\s*\(at line (\d+), column (\d+)\)$", message)
+    line = column = None
+    if match:
+        line, column = int(match.group(1)), int(match.group(2))
+        message = message[:match.start()]
+    return Diagnostic(RULE, "error", f"TOML syntax error: {message}",
+                      Span(file=name, line=line, column=column))
+
+
+def _type(value: object) -> str:
+    names = {str: "string", bool: "boolean", int: "integer", float: "float", list: "array",
+             dict: "table"}
+    return names.get(type(value), "date-time")
+
+
+class _Checker:
+    """Checks settings one key at a time, collecting every problem with its position."""
+
+    def __init__(self, name: str, positions: dict[tuple[str, ...], Position],
+                 table: tuple[str, ...]) -> None:
+        self.name = name
+        self.positions = positions
+        self.table = table
+        self.found: list[Diagnostic] = []
+
+    def error(self, path: tuple[str, ...], message: str, hint: str | None = None) -> None:
+        line, column = locate(self.positions, path) or (None, None)
+        self.found.append(Diagnostic(RULE, "error", message,
+                                     Span(file=self.name, line=line, column=column), hint=hint))
+
+    def check(self, key: str, value: Any) -> bool:
+        from kvreplay.compiler.suggest import hint_for
+
+        path = self.table + (key,)
+        spec = KEYS_BY_NAME.get(key)
+        before = len(self.found)
+        if spec is None:
+            where = f"[{'.'.join(self.table)}]" if self.table else KVREPLAY_TOML
+            self.error(path, f"unknown setting `{key}` in {where}",
+                       hint_for(key, KEYS_BY_NAME, "settings"))
+        elif spec.kind == "bool":
+            if not isinstance(value, bool):
+                self.error(path, f"`{key}` must be a boolean, found {_type(value)}")
+        elif spec.kind == "format":
+            if value not in LINT_FORMATS:
+                self.error(path, f"`{key}` must be one of {', '.join(LINT_FORMATS)}, found "
+                           f"{_type(value)} `{value}`", hint_for(str(value), LINT_FORMATS))
+        elif spec.kind in ("globs", "rules"):
+            self._strings(path, value, rules=spec.kind == "rules")
+        elif spec.kind == "per-file":
+            if self._table(path, value):
+                for pattern, rules in value.items():
+                    self._strings(path + (pattern,), rules, rules=True)
+        elif spec.kind == "pairs" and self._table(path, value):
+            for config, output in value.items():
+                if not isinstance(output, str):
+                    self.error(path + (config,), f"the output of `{config}` must be a string "
+                               f"(a path), found {_type(output)}")
+                elif os.path.normpath(output) == os.path.normpath(config):
+                    self.error(path + (config,), f"`{config}` cannot be its own output")
+        return len(self.found) == before
+
+    def _table(self, path: tuple[str, ...], value: Any) -> bool:
+        if isinstance(value, dict):
+            return True
+        self.error(path, f"`{path[-1]}` must be a table, found {_type(value)}")
+        return False
+
+    def _strings(self, path: tuple[str, ...], value: Any, *, rules: bool) -> None:
+        what = "rule IDs" if rules else "globs"
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            self.error(path, f"`{'.'.join(path[len(self.table):])}` must be an array of "
+                       f"strings ({what}), found {_type(value)}")
+            return
+        if rules:
+            from kvreplay.catalog import catalog
+            from kvreplay.cli.rule_select import unknown_patterns
+            from kvreplay.compiler.suggest import hint_for
+
+            for pattern in unknown_patterns(value, catalog()) if value else ():
+                self.error(path, f"unknown rule ID `{pattern}`",
+                           hint_for(pattern, catalog(), "rule IDs"))
+
+
+def find(folder: str, cache: dict[str, ProjectFile | None]) -> ProjectFile | None:
+    """The closest project configuration at or above `folder` (kvreplay.toml before
+    pyproject.toml in one folder; a pyproject.toml without `[tool.kvreplay]` does not count)."""
+    folder = os.path.abspath(folder)
+    visited: list[str] = []
+    found: ProjectFile | None = None
+    while True:
+        if folder in cache:
+            found = cache[folder]
+            break
+        visited.append(folder)
+        found = _in_folder(folder)
+        if found is not None:
+            break
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            break
+        folder = parent
+    for seen in visited:
+        cache[seen] = found
+    return found
+
+
+def _in_folder(folder: str) -> ProjectFile | None:
+    for name in (KVREPLAY_TOML, PYPROJECT):
+        candidate = os.path.join(folder, name)
+        if os.path.isfile(candidate):
+            loaded = load(candidate)
+            if loaded is not None:
+                return loaded
+    return None
