@@ -29,9 +29,17 @@ def add_walk_options(parser: argparse.ArgumentParser) -> None:
 
 
 def report_settings_error(exc: SettingsError, args: argparse.Namespace) -> None:
-    from kvreplay.cli.diagnostics_out import print_diagnostics
+    """The findings with their code frame and hint, wherever stderr goes (they are few, and
+    the hint is the fix)."""
+    import os
+    import sys
 
-    print_diagnostics([(exc.file, exc.text, exc.diagnostics)], args)
+    from kvreplay.cli.output import write_stderr
+    from kvreplay.formats import FileResult, render, use_color
+
+    color = use_color(sys.stderr.isatty(), args.no_color, os.environ)
+    write_stderr(render("text", [FileResult(exc.file, exc.text, tuple(exc.diagnostics))],
+                        color=color))
 
 
 def resolver_or_error(args: argparse.Namespace) -> Resolver | None:

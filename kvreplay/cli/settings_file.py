@@ -148,7 +148,7 @@ class _Checker:
         spec = KEYS_BY_NAME.get(key)
         before = len(self.found)
         if spec is None:
-            where = f"[{'.'.join(self.table)}]" if self.table else KVREPLAY_TOML
+            where = f"[{'.'.join(self.table)}]" if self.table else self.name
             self.error(path, f"unknown setting `{key}` in {where}",
                        hint_for(key, KEYS_BY_NAME, "settings"))
         elif spec.kind == "bool":
