@@ -101,6 +101,9 @@ def _check(path: str, expected: str, config: str, args: argparse.Namespace) -> i
     if current == expected:
         return exits.OK
     if args.fix:
+        if current is None:  # a configured output may live in a folder not made yet
+            with contextlib.suppress(OSError):  # if it cannot be made, Output says why
+                os.makedirs(os.path.dirname(path) or os.curdir, exist_ok=True)
         with Output(path, [("the config", config)]) as out:
             out.write(expected)
             out.commit()

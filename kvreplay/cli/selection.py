@@ -62,17 +62,16 @@ def select(arguments: Iterable[str], resolver: Resolver, *,
         if target.missing or (target.explicit and not force_exclude):
             continue
         settings = resolver.for_path(target.path)
-        if globs.any_matches(settings["exclude"], settings.relative(target.path)):
+        is_named = named(settings, target.path)
+        if not is_named and not target.path.endswith(CONFIG_SUFFIXES):
+            # not YAML or JSON: a walked one is not even counted
+            skipped[target.path] = UNRECOGNIZED if target.explicit else ""
+        elif globs.any_matches(settings["exclude"], settings.relative(target.path)):
             skipped[target.path] = EXCLUDED
-        elif named(settings, target.path):
-            named_files.add(target.path)
-            pending.append(target)
-        elif target.path.endswith(CONFIG_SUFFIXES):
-            pending.append(target)
-        elif not target.explicit:
-            skipped[target.path] = ""  # not YAML or JSON: not even counted
         else:
-            skipped[target.path] = UNRECOGNIZED
+            if is_named:
+                named_files.add(target.path)
+            pending.append(target)
     notes: list[str] = []
     asked = [t.path for t in pending if resolver.for_path(t.path)["respect-gitignore"]]
     if asked:

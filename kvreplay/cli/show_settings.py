@@ -12,6 +12,8 @@ from kvreplay.cli.output import write_stdout
 from kvreplay.cli.settings import Resolver, Settings
 from kvreplay.cli.settings_file import KEYS, display
 
+_ALIGN = 40  # source comments line up, except after longer rows (inline tables)
+
 
 def show(resolver: Resolver, path: str, args: argparse.Namespace) -> int:
     settings = resolver.for_path(path)
@@ -54,6 +56,6 @@ def render_toml(settings: Settings, path: str) -> str:
     lines = [f"# settings for {path} (project configuration: {project})"]
     rows = [(f"{k.name} = {_toml(_plain(k.kind, settings[k.name]))}", settings.sources[k.name])
             for k in KEYS]
-    width = max(len(row) for row, _ in rows)
+    width = min(max(len(row) for row, _ in rows), _ALIGN)
     lines += [f"{row:<{width}}  # {source}" for row, source in rows]
     return "\n".join(lines) + "\n"
