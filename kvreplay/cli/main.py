@@ -23,7 +23,7 @@ FORMATS = ["auto", "text", "concise", "json", "sarif", "github"]
 
 EXAMPLES = {
     "lint": """examples:
-  kvreplay lint examples/                       # every *.yaml, *.yml, *.json below
+  kvreplay lint examples/                       # every kvreplay config below (by content)
   kvreplay lint 'configs/**/*.yaml' --strict    # warnings fail too
   kvreplay lint cfg.yaml --format sarif > kvreplay.sarif
   kvreplay lint cfg.yaml --ignore G2-SHARED-LINK --set engine.backend=sglang
