@@ -24,6 +24,7 @@ from kvreplay.engine.metrics import Distribution, StreamingDistribution, exact_d
 from kvreplay.engine.records import RequestRecord, SharedGaps
 from kvreplay.engine.simtime import NS_PER_MS
 
+from kvreplay import __version__
 from kvreplay.sla import Sla as Sla  # re-exported: report callers name it here
 
 REPORT_VERSION = 1
@@ -158,7 +159,79 @@ class SummaryAccumulator:
 
     def finish(self, num_requests: int, facts: RunFacts) -> dict[str, Any]:
         """The summary of `num_requests` records (terminal or not) given so far."""
-        return _summary(self, num_requests, facts)
+        duration_ms = facts.duration_ms if facts.duration_ms is not None else self.last_terminal
+        duration_s = max(duration_ms / 1000.0, 1e-9)
+        itl, rate = self._token_distributions()
+        summary: dict[str, Any] = {
+            **self._volumes(num_requests, duration_ms, duration_s),
+            **_billing(facts, duration_s),
+            **self._reuse(),
+            "committed_prefill_tokens": facts.committed_prefill_tokens,
+            "kv_eviction_policy": facts.kv_eviction_policy,
+            "power_w": None,
+            "power_coverage": None,
+            "max_itl_ms": itl.max,
+        }
+        stats: list[tuple[str, Distribution, str]] = [
+            ("ttft", exact_distribution(self.ttfts), "_ms"),
+            ("ttst", exact_distribution(self.ttsts), "_ms"),
+            ("tpot", exact_distribution(self.tpots), "_ms"),
+            ("itl", itl, "_ms"),
+            ("e2e_latency", exact_distribution(self.e2es), "_ms"),
+            ("output_token_throughput_per_user", rate, ""),
+        ]
+        for name, dist, unit in stats:
+            summary.update(dist.summary(name, unit))
+        summary["num_ttft_samples"] = len(self.ttfts)
+        summary["num_tpot_samples"] = len(self.tpots)
+        summary["num_e2e_latency_samples"] = len(self.e2es)
+        if self.sla is not None:
+            summary["goodput_completed_requests"] = self.good_requests
+            summary["goodput_request_throughput_rps"] = self.good_requests / duration_s
+            summary["goodput_output_throughput_tok_s"] = self.good_tokens / duration_s
+        if "g2_transfers" in facts.summary_extra:  # kvreplay's own figure: restored share of input
+            summary["first_admission_host_reused_ratio"] = self._share(self.host_reused)
+        for key, value in facts.summary_extra.items():
+            if key in summary:
+                raise ReportError(f"summary_extra key {key!r} would replace a computed summary key")
+            summary[key] = value
+        return summary
+
+    def _volumes(self, num_requests: int, duration_ms: float,
+                 duration_s: float) -> dict[str, Any]:
+        """Request and token counts and their rates per simulated second."""
+        completed, tokens_in, tokens_out = self.completed, self.input_tokens, self.output_tokens
+        return {
+            "num_requests": num_requests,
+            "completed_requests": completed,
+            "total_input_tokens": tokens_in,
+            "total_output_tokens": tokens_out,
+            "processed_tokens": tokens_in + tokens_out,
+            "duration_ms": float(duration_ms),
+            "request_throughput_rps": completed / duration_s,
+            "input_throughput_tok_s": tokens_in / duration_s,
+            "output_throughput_tok_s": tokens_out / duration_s,
+            "total_throughput_tok_s": (tokens_in + tokens_out) / duration_s,
+        }
+
+    def _share(self, tokens: int) -> float:
+        """`tokens` as a share of the completed requests' input (0 without input)."""
+        return tokens / self.input_tokens if self.input_tokens else 0.0
+
+    def _reuse(self) -> dict[str, float]:
+        return {"prefix_cache_reused_ratio": self._share(self.reused),
+                "first_admission_prefix_cache_reused_ratio": self._share(self.first_reused)}
+
+    def _token_distributions(self) -> tuple[Distribution, Distribution]:
+        """ITL and per-user output rate over every token gap (equal gaps added as one run: the
+        moments are exact, the sketch counts per bin)."""
+        itl = StreamingDistribution()
+        rate = StreamingDistribution()
+        gaps = self.gap_counts()
+        ordered = sorted(gaps)
+        itl.add_runs((gap, gaps[gap]) for gap in ordered)
+        rate.add_runs((1000.0 / gap, gaps[gap]) for gap in ordered if gap > 0.0)
+        return itl.finish(), rate.finish()
 
     def gap_counts(self) -> dict[float, int]:
         """Every token gap of the completed records: {gap_ms: count}."""
@@ -178,80 +251,20 @@ class SummaryAccumulator:
         return gaps
 
 
-def _summary(acc: SummaryAccumulator, num_requests: int, facts: RunFacts) -> dict[str, Any]:
-    itl = StreamingDistribution()
-    rate = StreamingDistribution()
-    gaps = acc.gap_counts()
-    sla = acc.sla
-    completed, input_tokens, output_tokens = acc.completed, acc.input_tokens, acc.output_tokens
-    reused, first_reused, host_reused = acc.reused, acc.first_reused, acc.host_reused
-    good_requests, good_tokens, last_terminal = acc.good_requests, acc.good_tokens, \
-        acc.last_terminal
-    ttfts, ttsts, tpots, e2es = acc.ttfts, acc.ttsts, acc.tpots, acc.e2es
-
-    # Equal gaps are added as one run (the moments are exact, the sketch counts per bin).
-    ordered = sorted(gaps)
-    itl.add_runs((gap, gaps[gap]) for gap in ordered)
-    rate.add_runs((1000.0 / gap, gaps[gap]) for gap in ordered if gap > 0.0)
-    duration_ms = facts.duration_ms if facts.duration_ms is not None else last_terminal
-    duration_s = max(duration_ms / 1000.0, 1e-9)
+def _billing(facts: RunFacts, duration_s: float) -> dict[str, Any]:
+    """Provisioned worker time and GPU hours (static pools: workers x duration)."""
     prefill_ws = (facts.prefill_worker_seconds if facts.prefill_worker_seconds is not None
                   else facts.prefill_workers * duration_s)
     decode_ws = (facts.decode_worker_seconds if facts.decode_worker_seconds is not None
                  else facts.decode_workers * duration_s)
-    gpu_hours = (prefill_ws * facts.prefill_gpus_per_worker
-                 + decode_ws * facts.decode_gpus_per_worker) / 3600.0
-    itl_stats = itl.finish()
-    summary: dict[str, Any] = {
-        "num_requests": num_requests,
-        "completed_requests": completed,
-        "total_input_tokens": input_tokens,
-        "total_output_tokens": output_tokens,
-        "processed_tokens": input_tokens + output_tokens,
-        "duration_ms": float(duration_ms),
-        "request_throughput_rps": completed / duration_s,
-        "input_throughput_tok_s": input_tokens / duration_s,
-        "output_throughput_tok_s": output_tokens / duration_s,
-        "total_throughput_tok_s": (input_tokens + output_tokens) / duration_s,
+    return {
         "prefill_worker_seconds": float(prefill_ws),
         "decode_worker_seconds": float(decode_ws),
         "prefill_gpus_per_worker": facts.prefill_gpus_per_worker,
         "decode_gpus_per_worker": facts.decode_gpus_per_worker,
-        "gpu_hours": gpu_hours,
-        "prefix_cache_reused_ratio": reused / input_tokens if input_tokens else 0.0,
-        "first_admission_prefix_cache_reused_ratio":
-            first_reused / input_tokens if input_tokens else 0.0,
-        "committed_prefill_tokens": facts.committed_prefill_tokens,
-        "kv_eviction_policy": facts.kv_eviction_policy,
-        "power_w": None,
-        "power_coverage": None,
-        "max_itl_ms": itl_stats.max,
+        "gpu_hours": (prefill_ws * facts.prefill_gpus_per_worker
+                      + decode_ws * facts.decode_gpus_per_worker) / 3600.0,
     }
-    stats: list[tuple[str, Distribution, str]] = [
-        ("ttft", exact_distribution(ttfts), "_ms"),
-        ("ttst", exact_distribution(ttsts), "_ms"),
-        ("tpot", exact_distribution(tpots), "_ms"),
-        ("itl", itl_stats, "_ms"),
-        ("e2e_latency", exact_distribution(e2es), "_ms"),
-        ("output_token_throughput_per_user", rate.finish(), ""),
-    ]
-    for name, dist, unit in stats:
-        summary.update(dist.summary(name, unit))
-    summary["num_ttft_samples"] = len(ttfts)
-    summary["num_tpot_samples"] = len(tpots)
-    summary["num_e2e_latency_samples"] = len(e2es)
-    if sla is not None:
-        summary["goodput_completed_requests"] = good_requests
-        summary["goodput_request_throughput_rps"] = good_requests / duration_s
-        summary["goodput_output_throughput_tok_s"] = good_tokens / duration_s
-    if "g2_transfers" in facts.summary_extra:  # kvreplay's own figure: restored share of input
-        summary["first_admission_host_reused_ratio"] = (
-            host_reused / input_tokens if input_tokens else 0.0)
-    for key, value in facts.summary_extra.items():
-        if key in summary:
-            raise ReportError(f"summary_extra key {key!r} would replace a computed summary key")
-        summary[key] = value
-    return summary
 
 
 def per_request_row(r: RequestRecord) -> dict[str, Any]:
@@ -334,7 +347,7 @@ def report_meta(summary: Mapping[str, Any], facts: RunFacts,
     meta: dict[str, Any] = {
         "report_version": REPORT_VERSION,
         "generator": "kvreplay",
-        "kvreplay_version": version if version is not None else _version(),
+        "kvreplay_version": version if version is not None else __version__,
         "wall_time_ms": facts.wall_time_ms,
         "processed_tokens_per_s": None,
         "processed_output_tokens_per_s": None,
@@ -348,14 +361,6 @@ def report_meta(summary: Mapping[str, Any], facts: RunFacts,
             raise ReportError(f"meta key {key!r} is reserved")
         meta[key] = value
     return meta
-
-
-class CorePool(Protocol):
-    """What the adapter reads of one of the core's pools (`kvreplay.engine.result.PoolFacts`)."""
-
-    name: str
-    workers: int
-    gpus_per_worker: int
 
 
 class CoreFacts(Protocol):
@@ -422,12 +427,6 @@ def sla_from_spec(sla: Mapping[str, Any] | None) -> Sla | None:
     if sla is None:
         return None
     return Sla(ttft_ms=sla.get("ttft_ms"), itl_ms=sla.get("itl_ms"), e2e_ms=sla.get("e2e_ms"))
-
-
-def _version() -> str:
-    from kvreplay import __version__
-
-    return __version__
 
 
 def dumps_report(report: Mapping[str, Any]) -> str:
