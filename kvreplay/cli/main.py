@@ -51,6 +51,12 @@ EXAMPLES = {
   kvreplay run cfg.yaml --format json | jq .mean_ttft_ms
   kvreplay run examples/agentx-g2-local.yaml --lifecycle lifecycle.jsonl
 """,
+    "compare": """examples:
+  kvreplay compare base.json new.json                         # every summary figure, both runs
+  kvreplay compare base.json new.json --fail-on "mean_ttft_ms > +5%" \\
+      --fail-on "prefix_cache_reused_ratio < -0.01"           # CI: exit 1 when a gate trips
+  kvreplay compare base.json new.json --format json -o diff.json
+""",
     "trace": """examples:
   kvreplay trace convert plays.jsonl -o plays-v2.jsonl       # Weka -> Agentic Mooncake v2
   kvreplay trace convert corpus/ --basis relative            # a directory of plays
@@ -163,6 +169,17 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--lifecycle", metavar="FILE",
                      help="agentic traces: write the lifecycle transcript (JSONL) here")
     _overrides(run)
+
+    compare = add("compare", "compare two run reports: summary deltas, per-request join, gates")
+    compare.add_argument("base", metavar="BASE", help="the report to compare against")
+    compare.add_argument("new", metavar="NEW", help="the report of the run under test")
+    compare.add_argument("--fail-on", action="append", default=[], metavar="GATE",
+                         help='exit 1 when the change trips GATE, e.g. "mean_ttft_ms > +5%%" '
+                         '(repeatable; docs/cli.md)')
+    compare.add_argument("--format", choices=["text", "json", "github"], default="text")
+    compare.add_argument("--top", type=int, default=10, metavar="N",
+                         help="the N requests that got slowest (default 10)")
+    compare.add_argument("-o", "--output", metavar="OUT", help="write here (atomically)")
 
     trace = add("trace", "work with trace files")
     trace_sub = trace.add_subparsers(dest="trace_command", metavar="ACTION", required=True)

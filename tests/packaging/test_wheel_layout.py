@@ -38,7 +38,7 @@ def test_only_the_kvreplay_package_is_top_level(wheel_files: list[str]) -> None:
 
 def test_top_level_folders_install_as_subpackages(wheel_files: list[str]) -> None:
     """schema/, compiler/, engine/ and rules/ become kvreplay.schema, .compiler, .engine, .rules."""
-    for package in ("compiler", "engine", "rules", "schema", "cli", "formats"):
+    for package in ("compiler", "engine", "rules", "schema", "cli", "formats", "compare"):
         assert f"kvreplay/{package}/__init__.py" in wheel_files
 
 

@@ -1,0 +1,37 @@
+"""`kvreplay compare BASE NEW`: two reports side by side, a per-request join, CI gates."""
+
+from __future__ import annotations
+
+import argparse
+
+from kvreplay.cli import exits
+from kvreplay.cli.output import emit, write_stderr
+
+
+def run(args: argparse.Namespace) -> int:
+    from kvreplay.compare import (
+        GateError,
+        ReportInputError,
+        compare_reports,
+        evaluate_gates,
+        load_report,
+        parse_gate,
+    )
+    from kvreplay.compare.formats import RENDERERS
+
+    try:
+        gates = [parse_gate(text) for text in args.fail_on]
+        base, new = load_report(args.base), load_report(args.new)
+        comparison = compare_reports(base, new, top=args.top)
+        results = evaluate_gates(comparison, gates)
+    except (GateError, ReportInputError) as exc:
+        write_stderr(f"kvreplay: {exc}\n")
+        return exits.USAGE
+    text = RENDERERS[args.format](comparison, results, (args.base, args.new))
+    inputs = [("the BASE report", args.base), ("the NEW report", args.new)]
+    if not emit(args.output, text, inputs):
+        return exits.USAGE
+    tripped = [r for r in results if r.tripped]
+    if tripped and (args.format == "json" or args.output not in (None, "-")):
+        write_stderr("".join(f"kvreplay: gate failed: {r.gate.text}\n" for r in tripped))
+    return exits.FINDINGS if tripped else exits.OK

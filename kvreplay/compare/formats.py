@@ -1,0 +1,185 @@
+"""`compare` output: a text table, JSON (the contract, docs/cli.md) or GitHub annotations."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from kvreplay.compare.gates import GateResult
+from kvreplay.compare.join import METRICS, PERCENTILES, RANKED_BY, DeltaStats, RequestJoin
+from kvreplay.compare.model import Comparison, FigureDelta
+
+COMPARE_VERSION = 1
+Labels = tuple[str, str]
+
+
+def to_json(comparison: Comparison, results: Sequence[GateResult], labels: Labels) -> str:
+    """Canonical JSON (sorted keys, 2-space indent); a relative change from a base of 0 is
+    null, a percent gate change from 0 is the string "+inf" / "-inf"."""
+    doc = {
+        "compare_version": COMPARE_VERSION,
+        "base": _side(labels[0], comparison.base_meta),
+        "new": _side(labels[1], comparison.new_meta),
+        "figures": [_figure(f) for f in comparison.figures],
+        "changed_figures": len(comparison.changed),
+        "requests": _join(comparison.requests),
+        "gates": [_gate(r) for r in results],
+        "tripped_gates": sum(r.tripped for r in results),
+    }
+    return json.dumps(doc, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def _side(label: str, meta: Mapping[str, Any]) -> dict[str, Any]:
+    provenance = meta.get("provenance") or {}
+    config = provenance.get("config") if isinstance(provenance, Mapping) else None
+    return {"report": label, "kvreplay_version": meta.get("kvreplay_version"),
+            "config_digest": config.get("digest") if isinstance(config, Mapping) else None}
+
+
+def _figure(f: FigureDelta) -> dict[str, Any]:
+    return {"name": f.name, "base": f.base if f.in_base else None,
+            "new": f.new if f.in_new else None, "in_base": f.in_base, "in_new": f.in_new,
+            "delta": f.delta, "relative": f.relative, "changed": f.changed}
+
+
+def _join(join: RequestJoin) -> dict[str, Any]:
+    if join.skipped is not None:
+        return {"joined": False, "reason": join.skipped}
+    return {
+        "joined": True, "matched": join.matched, "only_in_base": join.only_base,
+        "only_in_new": join.only_new, "not_completed_in_both": join.not_completed,
+        "deltas_ms": {m: _stats(s) for m, s in join.stats.items()},
+        "ranked_by": RANKED_BY,
+        "top_regressions": [
+            {"uuid": m.uuid, "request_id": m.request_id, "session_id": m.session_id,
+             "turn_index": m.turn_index,
+             **{metric: {"base": m.base[metric], "new": m.new[metric],
+                         "delta": m.delta(metric)} for metric in METRICS}}
+            for m in join.top],
+    }
+
+
+def _stats(s: DeltaStats) -> dict[str, Any]:
+    return {"count": s.count, "slower": s.slower, "faster": s.faster, "unchanged": s.unchanged,
+            "mean": s.mean, "min": s.min, "max": s.max,
+            **{f"p{p}": value for p, value in s.percentiles}}
+
+
+def _gate(r: GateResult) -> dict[str, Any]:
+    change: float | str = r.change if math.isfinite(r.change) else f"{r.change:+}"
+    return {"gate": r.gate.text, "figure": r.gate.figure, "op": r.gate.op,
+            "threshold": r.gate.threshold, "relative": r.gate.relative, "base": r.base,
+            "new": r.new, "change": change, "tripped": r.tripped}
+
+
+# --- text ---
+
+def num(value: Any) -> str:
+    """A figure for people: thousands separators, at most 4 decimals, trailing zeros cut."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return "-" if value is None else str(value)
+    if isinstance(value, int):
+        return f"{value:,}"
+    if value != 0 and abs(value) < 1e-3:
+        return f"{value:.3e}"
+    text = f"{value:,.4f}".rstrip("0").rstrip(".")
+    return "0" if text == "-0" else text
+
+
+def signed(value: Any) -> str:
+    text = num(value)
+    return text if text.startswith("-") or text in ("-", "0") else "+" + text
+
+
+def percent(value: float | None) -> str:
+    if value is None:
+        return "n/a"
+    if not math.isfinite(value):
+        return f"{value:+}%"
+    return f"{value:+.2f}%"
+
+
+def to_text(comparison: Comparison, results: Sequence[GateResult], labels: Labels) -> str:
+    lines = [f"BASE {_describe(labels[0], comparison.base_meta)}",
+             f"NEW  {_describe(labels[1], comparison.new_meta)}", ""]
+    width = max([len("figure"), *(len(f.name) for f in comparison.figures)]) + 2
+    lines.append(f"{'figure':<{width}}{'base':>16}{'new':>16}{'delta':>16}{'relative':>11}")
+    for f in comparison.figures:
+        rel = percent(None if f.relative is None else f.relative * 100.0)
+        if not f.numeric:
+            rel = "changed" if f.changed else ""
+        delta = signed(f.delta) if f.numeric else ""
+        lines.append(f"{f.name:<{width}}{_side_value(f.base, f.in_base):>16}"
+                     f"{_side_value(f.new, f.in_new):>16}{delta:>16}{rel:>11}".rstrip())
+    lines.append(f"{len(comparison.figures)} figures, {len(comparison.changed)} changed")
+    lines.append("")
+    lines.extend(_join_text(comparison.requests))
+    if results:
+        lines.append("")
+        lines.append("gates:")
+        lines.extend("  " + gate_line(r) for r in results)
+    return "\n".join(lines) + "\n"
+
+
+def _describe(label: str, meta: Mapping[str, Any]) -> str:
+    side = _side(label, meta)
+    text = f"{label} (kvreplay {side['kvreplay_version'] or '?'}"
+    if side["config_digest"]:
+        text += f", config {side['config_digest'][:19]}"
+    return text + ")"
+
+
+def _side_value(value: Any, present: bool) -> str:
+    return num(value) if present else "(absent)"
+
+
+def _join_text(join: RequestJoin) -> list[str]:
+    if join.skipped is not None:
+        return [f"per-request join skipped: {join.skipped}"]
+    lines = [f"per-request join: {join.matched:,} requests in both runs ({join.only_base:,} only "
+             f"in BASE, {join.only_new:,} only in NEW, {join.not_completed:,} not completed in "
+             "both)"]
+    head = ["mean", "min", *(f"p{p}" for p in PERCENTILES), "max"]
+    lines.append(f"{'delta (ms)':<16}{'slower':>8}{'faster':>8}{'same':>8}"
+                 + "".join(f"{h:>10}" for h in head))
+    for metric, s in join.stats.items():
+        values = [s.mean, s.min, *(v for _, v in s.percentiles), s.max]
+        lines.append(f"{metric:<16}{s.slower:>8,}{s.faster:>8,}{s.unchanged:>8,}"
+                     + "".join(f"{signed(v):>10}" for v in values))
+    if join.top:
+        lines.append(f"slowest regressions (by {RANKED_BY}):")
+        for m in join.top:
+            who = m.uuid if m.request_id is None else f"{m.uuid} ({m.request_id})"
+            parts = [f"{metric} {num(m.base[metric])} -> {num(m.new[metric])} "
+                     f"({signed(m.delta(metric))})" for metric in METRICS]
+            lines.append(f"  {who}: " + ", ".join(parts))
+    else:
+        lines.append("no request got slower")
+    return lines
+
+
+def gate_line(r: GateResult) -> str:
+    verdict = "FAILED" if r.tripped else "passed"
+    change = percent(r.change) if r.gate.relative else signed(r.change)
+    return (f"{verdict} `{r.gate.text}`: {r.gate.figure} base {num(r.base)}, new {num(r.new)}, "
+            f"change {change} (threshold {r.gate.op} {r.gate.threshold_text()})")
+
+
+# --- GitHub workflow commands ---
+
+def to_github(comparison: Comparison, results: Sequence[GateResult], labels: Labels) -> str:
+    """One `::error::` per tripped gate, a `::warning::` when the join was skipped, then the
+    text table for the log."""
+    from kvreplay.formats.github import escape_data, escape_property
+
+    title = escape_property("kvreplay compare")
+    out = [f"::error title={title}::{escape_data(gate_line(r))}" for r in results if r.tripped]
+    if comparison.requests.skipped is not None:
+        out.append(f"::warning title={title}::"
+                   + escape_data(f"per-request join skipped: {comparison.requests.skipped}"))
+    return "\n".join(out) + ("\n" if out else "") + to_text(comparison, results, labels)
+
+
+RENDERERS = {"text": to_text, "json": to_json, "github": to_github}

@@ -1,0 +1,121 @@
+"""`kvreplay compare`: exit codes, gates named, bad reports refused without a traceback."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+
+def test_identical_reports_exit_0(report_files: Callable[..., Path],
+                                  compare_cli: Callable[..., Any]) -> None:
+    """The same report twice: exit 0, nothing changed, the gate passes."""
+    base = report_files("base.json")
+    ran = compare_cli(base, base, "--fail-on", "mean_ttft_ms > +5%")
+    assert ran.code == 0, ran.err
+    assert " 0 changed" in ran.out and "no request got slower" in ran.out
+    assert "passed `mean_ttft_ms > +5%`" in ran.out
+
+
+def test_slower_run_trips_the_gate_exit_1(report_files: Callable[..., Path],
+                                          compare_cli: Callable[..., Any]) -> None:
+    """A slower run: exit 1, the tripped gate named with base, new and threshold; a gate that
+    holds is reported as passed."""
+    ran = compare_cli(report_files("base.json"), report_files("new.json", "slower"),
+                      "--fail-on", "mean_ttft_ms > +5%",
+                      "--fail-on", "prefix_cache_reused_ratio < -0.01")
+    assert ran.code == 1
+    assert ("FAILED `mean_ttft_ms > +5%`: mean_ttft_ms base 65.115, new 70.69, change +8.56% "
+            "(threshold > +5%)") in ran.out
+    assert "passed `prefix_cache_reused_ratio < -0.01`" in ran.out
+
+
+def test_json_output_to_a_file(report_files: Callable[..., Path],
+                               compare_cli: Callable[..., Any], tmp_path: Path) -> None:
+    """--format json -o: the file holds the document, stderr names the tripped gate."""
+    out = tmp_path / "diff.json"
+    ran = compare_cli(report_files("base.json"), report_files("new.json", "slower"),
+                      "--format", "json", "-o", out, "--fail-on", "mean_e2e_latency_ms > 10%")
+    assert ran.code == 1 and ran.out == ""
+    assert "gate failed: mean_e2e_latency_ms > 10%" in ran.err
+    doc = json.loads(out.read_text())
+    assert doc["tripped_gates"] == 1 and doc["requests"]["matched"] == 200
+    assert not list(tmp_path.glob(".kvreplay-*"))
+
+
+def test_output_that_is_an_input_is_refused(report_files: Callable[..., Path],
+                                             compare_cli: Callable[..., Any]) -> None:
+    """-o naming one of the reports: exit 2, the report untouched."""
+    base = report_files("base.json")
+    before = base.read_bytes()
+    ran = compare_cli(base, report_files("new.json"), "-o", base)
+    assert ran.code == 2 and "it is the BASE report" in ran.err
+    assert base.read_bytes() == before
+
+
+def _truncate(path: Path) -> None:
+    path.write_bytes(path.read_bytes()[:500])
+
+
+BAD: dict[str, tuple[Callable[[Path], None], str]] = {
+    "truncated": (_truncate, "not valid JSON"),
+    "not-utf8": (lambda p: p.write_bytes(b'{"summary": "\xff"}'), "not UTF-8 (byte 0xff"),
+    "empty": (lambda p: p.write_text(""), "empty file"),
+    "a-list": (lambda p: p.write_text("[]"), "a JSON list"),
+    "no-meta": (lambda p: p.write_text('{"summary": {}, "per_request": []}'), "no `meta`"),
+    "nan": (lambda p: p.write_text('{"summary": {"x": NaN}}'), "NaN"),
+    "huge-number": (lambda p: p.write_text('{"summary": {"x": 1e999}}'), "out of the range"),
+    "other-generator": (lambda p: p.write_text(
+        '{"summary": {}, "per_request": [], "meta": {"generator": "x", "report_version": 1}}'),
+        "meta.generator"),
+    "newer-layout": (lambda p: p.write_text(
+        '{"summary": {}, "per_request": [], "meta": {"generator": "kvreplay", '
+        '"report_version": 2}}'), "report_version 2"),
+    "row-without-uuid": (lambda p: p.write_text(
+        '{"summary": {}, "per_request": [{}], "meta": {"generator": "kvreplay", '
+        '"report_version": 1}}'), "per_request[0]"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_bad_reports_exit_2_without_traceback(case: str, report_files: Callable[..., Path],
+                                              compare_cli: Callable[..., Any]) -> None:
+    """Malformed, truncated, non-UTF-8, wrong-shape or other-version reports: exit 2, one
+    line naming the file and what is wrong."""
+    spoil, message = BAD[case]
+    bad = report_files("bad.json")
+    spoil(bad)
+    ran = compare_cli(report_files("base.json"), bad)
+    assert ran.code == 2
+    assert message in ran.err and "bad.json" in ran.err
+    assert "Traceback" not in ran.err and ran.out == ""
+
+
+def test_missing_report_exit_2(report_files: Callable[..., Path],
+                               compare_cli: Callable[..., Any], tmp_path: Path) -> None:
+    """A report that does not exist: exit 2 naming it."""
+    ran = compare_cli(report_files("base.json"), tmp_path / "nope.json")
+    assert ran.code == 2 and "cannot read" in ran.err and "nope.json" in ran.err
+
+
+def test_unknown_gate_figure_is_a_usage_error(report_files: Callable[..., Path],
+                                              compare_cli: Callable[..., Any]) -> None:
+    """--fail-on with a misspelt figure: exit 2 and a did-you-mean, even if nothing changed."""
+    base = report_files("base.json")
+    ran = compare_cli(base, base, "--fail-on", "prefix_cache_reuse_ratio < -0.01")
+    assert ran.code == 2
+    assert "did you mean `prefix_cache_reused_ratio`" in ran.err
+
+
+def test_github_format_annotates(report_files: Callable[..., Path],
+                                 compare_cli: Callable[..., Any]) -> None:
+    """--format github: the tripped gate as `::error::`, then the table for the log."""
+    ran = compare_cli(report_files("base.json"), report_files("new.json", "slower"),
+                      "--format", "github", "--fail-on", "mean_ttft_ms > +5%")
+    assert ran.code == 1
+    first = ran.out.splitlines()[0]
+    assert first.startswith("::error title=kvreplay compare::FAILED `mean_ttft_ms > +5%25`")
+    assert "per-request join" in ran.out
