@@ -264,6 +264,7 @@ class _Lowering:
             if stop.max_virtual_time_seconds is None
             else stop.max_virtual_time_seconds * 1000.0,
             sla=sla,
+            record_per_request=c.report is None or c.report.per_request == "full",
             traffic=self.traffic(),
         )
 

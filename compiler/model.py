@@ -452,6 +452,15 @@ class Evaluation:
     sla: Sla | None = None
 
 
+@described("What a run's report holds (`kvreplay run`; docs/traces-and-reports.md).")
+@attrs.frozen
+class Report:
+    per_request: Literal["full", "summary-only"] = choice(
+        "full", "`full`: one row per request in the report (`-o`); `summary-only`: summary and "
+        "meta only, for small reports (`kvreplay run --per-request` overrides it; "
+        "`--export` still writes the rows).")
+
+
 @described("A serving deployment to replay and the traffic to replay on it (kvreplay config.md).",
            required=["engine"])
 @attrs.frozen
@@ -463,3 +472,4 @@ class Config:
     router: Router = Router()
     scaling: Scaling | None = None
     evaluation: Evaluation | None = None
+    report: Report | None = None

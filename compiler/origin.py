@@ -106,6 +106,7 @@ _TOP_YAML: dict[str, Path] = {
     "scaling": ("scaling",),
     "max_sim_time_ms": ("traffic", "stop", "max_virtual_time_seconds"),
     "sla": ("evaluation", "sla"),
+    "record_per_request": ("report", "per_request"),
     "router": ("router",),
 }
 

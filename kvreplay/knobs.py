@@ -165,6 +165,8 @@ EXPOSED: tuple[Knob, ...] = (
     Knob("replay.sla_ttft_ms", "evaluation.sla.ttft_ms", 200, ("spec", "sla", "ttft_ms"), 200.0),
     Knob("replay.sla_itl_ms", "evaluation.sla.itl_ms", 20, ("spec", "sla", "itl_ms"), 20.0),
     Knob("replay.sla_e2e_ms", "evaluation.sla.e2e_ms", 900, ("spec", "sla", "e2e_ms"), 900.0),
+    Knob("replay.capture_per_request", "report.per_request", "summary-only",
+         ("spec", "record_per_request"), False),
     Knob("replay.execution_model", "engine.model", "Qwen/Qwen3-0.6B", ("spec", "model"),
          "Qwen/Qwen3-0.6B"),
     # --- synthetic replay (the Dynamo API's run_synthetic_trace_replay) -----------------
@@ -278,7 +280,6 @@ NOT_EXPOSED: dict[str, str] = {
     "router.shared_cache_type": _SHARED_CACHE,
     "replay.router_config": "the KV router config object; its fields are the `router.*` rows",
     "replay.report_jsonl_path": "an output location; `kvreplay run -o` writes the report",
-    "replay.capture_per_request": "kvreplay reports always carry per-request rows",
     "replay.capture_planner_details": "planner diagnostics of a scaling run; the bundled engine "
                                       "runs static pools (scaling is refused at run time)",
     "replay.replay_mode": "`offline` is what kvreplay replays; the online mode drives a live "
