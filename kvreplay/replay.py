@@ -46,7 +46,8 @@ def replay(
     should_stop: Callable[[], bool] | None = None,
     lifecycle: Callable[[str], None] | None = None,
     stream: bool = False,
-    rows: bool = True,
+    rows: bool | None = None,
+    phase: Callable[[str], None] | None = None,
 ) -> RunOutcome:
     """Replay a compiled spec; raises kvreplay.engine.Interrupted when should_stop() fires.
 
@@ -54,7 +55,9 @@ def replay(
     when the traffic is not agentic). `stream`: records leave memory as they end (the summary
     is accumulated, rows are spilled to a temporary file and the report's `per_request` is a
     `SpilledRows`; write it with `kvreplay.engine.report_stream.write_report`, then close it).
-    `rows=False` leaves `per_request` empty (nothing will read it)."""
+    `rows`: None lists the rows when the spec's `record_per_request` says so; True lists them
+    whatever it says (an export needs them), False never (nothing will read them). `phase`
+    hears "building the report" once the replay is done."""
     from kvreplay import __version__
     from kvreplay.engine import EngineError, Interrupted, refusals, run_native
     from kvreplay.engine.report import report_from_run, sla_from_spec
@@ -83,7 +86,7 @@ def replay(
                               "agentic trace (weka or agentic_mooncake)")
         transcript.sink = lifecycle
     sla = sla_from_spec(native["spec"].get("sla"))
-    keep_rows = rows and bool(native["spec"].get("record_per_request", True))
+    keep_rows = bool(native["spec"].get("record_per_request", True)) if rows is None else rows
     sink = ReportStream(sla, rows=keep_rows) if stream else None
     started = time.perf_counter()
     try:
@@ -98,6 +101,8 @@ def replay(
             return RunOutcome(None, tuple(sort_unique([*found, *exc.diagnostics])))
         raise
     wall_ms = (time.perf_counter() - started) * 1000.0
+    if phase is not None:
+        phase("building the report")
     if sink is not None:
         report = sink.finish(result, wall_time_ms=wall_ms, version=__version__)
     else:

@@ -7,54 +7,75 @@ import contextlib
 import json
 import os
 import sys
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from kvreplay.cli import exits
 from kvreplay.cli.diagnostics_out import print_diagnostics
 from kvreplay.cli.output import Output, write_stderr, write_stdout
-from kvreplay.cli.progress import ProgressDisplay
+from kvreplay.cli.progress import ProgressDisplay, mode_for
 
 
 def run(args: argparse.Namespace) -> int:
     from kvreplay.api import matrix_rules
     from kvreplay.compiler.documents import compile_path
     from kvreplay.compiler.overrides import OverrideError
+    from kvreplay.exports import ExportError, export_format
     from kvreplay.replay import replay
 
     inputs = [("the config", args.config), *(("the trace", path) for path in args.trace)]
+    try:
+        kinds = [export_format(path) for path in args.export]
+    except ExportError as exc:
+        write_stderr(f"kvreplay: {exc}\n")
+        return exits.USAGE
     with contextlib.ExitStack() as stack:
-        # Outputs are opened before any work: one that is an input is refused at once, and an
-        # interrupted run leaves the previous files as they were.
-        transcript = _open(stack, args.lifecycle, inputs)
-        if args.lifecycle:
-            inputs.append(("the --lifecycle output", args.lifecycle))
-        report = _open(stack, args.output, inputs)
+        # Outputs are opened before any work: one that is an input (or another output) is
+        # refused at once, and an interrupted run leaves the previous files as they were.
+        outputs: list[Output] = []
+        transcript = _open(stack, args.lifecycle, inputs, "the --lifecycle output", outputs)
+        report = _open(stack, args.output, inputs, "the -o report", outputs)
+        exports = [(out, kind) for path, kind in zip(args.export, kinds, strict=True)
+                   if (out := _open(stack, path, inputs, "an --export output", outputs))]
         try:
             compiled = compile_path(args.config, overrides=args.overrides, rules=matrix_rules())
         except OverrideError as exc:
             write_stderr(f"kvreplay: {exc}\n")
             return exits.USAGE
         base_dir = os.path.dirname(os.path.abspath(args.config))
+        traces = [(path, path) for path in args.trace]
         if not args.trace and compiled.spec is not None:
-            traces = [("the trace", path) for path in _spec_traces(compiled.native(), base_dir)]
-            for out in (transcript, report):
-                if out is not None:
-                    out.refuse(traces)
-        show = ProgressDisplay(enabled=sys.stderr.isatty() and not args.no_progress
-                               and not args.quiet)
-        try:
-            outcome = replay(compiled, base_dir=base_dir, trace_paths=args.trace or None,
-                             stepwise=args.stepwise, progress=show,
-                             lifecycle=transcript.write if transcript else None,
-                             stream=True, rows=bool(args.output))
-        finally:
-            show.close()
+            traces = _spec_traces(compiled.native(), base_dir)
+            for out in outputs:
+                out.refuse([("the trace", real) for _, real in traces])
+        listed = _per_request(args, compiled)
+        show = ProgressDisplay(mode_for(sys.stderr, quiet=args.quiet, disabled=args.no_progress))
+        stack.callback(show.close)
+        outcome = replay(compiled, base_dir=base_dir, trace_paths=args.trace or None,
+                         stepwise=args.stepwise, progress=show,
+                         lifecycle=transcript.write if transcript else None, stream=True,
+                         rows=(listed == "full" and report is not None) or bool(exports),
+                         phase=show.phase)
         rows = outcome.report.get("per_request") if outcome.report is not None else None
         close = getattr(rows, "close", None)  # rows spilled to an anonymous file
         if close is not None:
             stack.callback(close)
-        if transcript is not None and outcome.report is not None:
-            transcript.commit()
+        if outcome.report is not None:
+            from kvreplay.provenance import provenance
+
+            outcome.report["meta"]["per_request"] = listed
+            outcome.report["meta"]["provenance"] = provenance(
+                args.config, traces, getattr(args, "argv", None))
+            if transcript is not None:
+                transcript.commit()
+            if report is not None:
+                written = dict(outcome.report)
+                if listed != "full":
+                    written["per_request"] = []
+                _write_report(written, report, show)
+            for out, kind in exports:
+                _export(rows if rows is not None else [], out, kind, show)
+        show.close()
         print_diagnostics([(compiled.file, compiled.text, outcome.diagnostics)], args)
         if outcome.refusals:
             write_stderr("kvreplay: the bundled engine cannot run this spec (it never "
@@ -66,16 +87,10 @@ def run(args: argparse.Namespace) -> int:
             return exits.FINDINGS
         if outcome.report is None:
             return exits.for_diagnostics(outcome.diagnostics) or exits.FINDINGS
-        if report is not None:
-            from kvreplay.engine.report_stream import report_chunks
-
-            for chunk in report_chunks(outcome.report):
-                report.write(chunk)
-            report.commit()
     if args.format == "json":
         write_stdout(json.dumps(outcome.report["summary"], sort_keys=True, indent=2) + "\n")
     elif not args.quiet:
-        write_stdout(summary_table(outcome.report, args.output))
+        write_stdout(summary_table(outcome.report, args.output, args.export))
     phases = outcome.report["summary"].get("agentic_phases")
     if phases is not None and phases["phase"] == "aborted":
         write_stderr(f"kvreplay: the agentic warmup aborted ({phases['failure_reason']}): "
@@ -84,15 +99,62 @@ def run(args: argparse.Namespace) -> int:
     return exits.OK
 
 
-def _open(stack: contextlib.ExitStack, path: str | None,
-          inputs: list[tuple[str, str]]) -> Output | None:
-    return stack.enter_context(Output(path, inputs)) if path else None
+def _per_request(args: argparse.Namespace, compiled: Any) -> str:
+    """`full` or `summary-only`: --per-request, else the spec's record_per_request."""
+    if args.per_request is not None:
+        return str(args.per_request)
+    if compiled.spec is None:
+        return "full"
+    keep = compiled.native()["spec"].get("record_per_request", True)
+    return "full" if keep else "summary-only"
 
 
-def _spec_traces(native: dict[str, Any], base_dir: str) -> list[str]:
-    """The trace files the spec names (resolved as the workload reader resolves them)."""
+_WRITE_TICK = 2048  # rows between progress updates while writing
+
+
+def _write_report(report: dict[str, Any], out: Output, show: ProgressDisplay) -> None:
+    from kvreplay.engine.report_stream import report_chunks
+
+    label = f"writing {out.path}"
+    show.phase(label)
+    total = max(len(report["per_request"]), 1)
+    for n, chunk in enumerate(report_chunks(report)):
+        out.write(chunk)
+        if n % _WRITE_TICK == 0:
+            show.phase(label, min(n / total, 1.0))
+    out.commit()
+
+
+def _export(rows: Iterable[dict[str, Any]], out: Output, kind: str,
+            show: ProgressDisplay) -> None:
+    from kvreplay import exports
+
+    show.phase(f"exporting {out.path}")
+    if kind == "parquet":
+        exports.write_parquet(rows, out.binary())
+    elif kind == "csv":
+        exports.write_csv(rows, out)
+    else:
+        exports.write_jsonl(rows, out)
+    out.commit()
+
+
+def _open(stack: contextlib.ExitStack, path: str | None, inputs: list[tuple[str, str]],
+          role: str, outputs: list[Output]) -> Output | None:
+    """Enter the output at `path` (None without one); it becomes one more thing the next
+    outputs must not be."""
+    if not path:
+        return None
+    out = stack.enter_context(Output(path, inputs))
+    inputs.append((role, path))
+    outputs.append(out)
+    return out
+
+
+def _spec_traces(native: dict[str, Any], base_dir: str) -> list[tuple[str, str]]:
+    """The trace files the spec names: (as written, resolved as the workload reader does)."""
     given = native.get("traffic", {}).get("trace_paths") or []
-    return [os.path.join(base_dir, p) for p in given if isinstance(p, str)]
+    return [(p, os.path.join(base_dir, p)) for p in given if isinstance(p, str)]
 
 
 def _ms(value: Any) -> str:
@@ -157,7 +219,8 @@ def _agentic_rows(s: dict[str, Any]) -> list[tuple[str, str]]:
     return rows
 
 
-def summary_table(report: dict[str, Any], output: str | None) -> str:
+def summary_table(report: dict[str, Any], output: str | None,
+                  exported: Sequence[str] = ()) -> str:
     """A terminal summary of the report (the canonical numbers are in the JSON)."""
     s = report["summary"]
     meta = report["meta"]
@@ -184,5 +247,7 @@ def summary_table(report: dict[str, Any], output: str | None) -> str:
         footer += "\nnote: " + "; ".join(meta["approximations"])
     if output:
         footer += f"\nreport written to {output}"
+    for path in exported:
+        footer += f"\nper-request rows exported to {path}"
     return "\n".join(lines) + footer + "\n"
 

@@ -48,7 +48,9 @@ EXAMPLES = {
     "run": """examples:
   kvreplay run examples/kv-router-mooncake.yaml
   kvreplay run spec.json --trace other.jsonl -o report.json
-  kvreplay run cfg.yaml --format json | jq .mean_ttft_ms
+  kvreplay run cfg.yaml --format json | jq .mean_ttft_ms   # stdout holds the summary alone
+  kvreplay run cfg.yaml -o report.json && jq .summary.mean_ttft_ms report.json
+  kvreplay run cfg.yaml --per-request summary-only -o report.json --export rows.csv
   kvreplay run examples/agentx-g2-local.yaml --lifecycle lifecycle.jsonl
 """,
     "compare": """examples:
@@ -165,7 +167,14 @@ def build_parser() -> argparse.ArgumentParser:
                      help="stdout: a summary table or the summary as JSON")
     run.add_argument("--stepwise", action="store_true",
                      help="simulate every decode pass (slow; for checking the fast path)")
-    run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    run.add_argument("--no-progress", action="store_true",
+                     help="no progress (a bar on a terminal, periodic lines elsewhere)")
+    run.add_argument("--per-request", choices=["full", "summary-only"], default=None,
+                     help="rows per request in the -o report, or not (default: the config's "
+                     "report.per_request, full)")
+    run.add_argument("--export", action="append", default=[], metavar="FILE",
+                     help="write the per-request rows here too: .csv, .jsonl or .parquet "
+                     "(repeatable; Parquet needs kvreplay[parquet])")
     run.add_argument("--lifecycle", metavar="FILE",
                      help="agentic traces: write the lifecycle transcript (JSONL) here")
     _overrides(run)
@@ -217,6 +226,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         except OSError as exc:  # --help or --version to a stdout that cannot take it
             raise stdout_error(exc) from None
         debug = args.debug
+        args.argv = list(sys.argv[1:] if argv is None else argv)  # for a report's provenance
         if args.command is None:
             write_stdout(parser.format_help())
             return exits.USAGE

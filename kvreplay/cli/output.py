@@ -121,6 +121,16 @@ class Output:
         except OSError as exc:
             raise self._error(exc) from None
 
+    def binary(self) -> IO[bytes]:
+        """The byte stream under the text file (for binary formats), text written so far
+        flushed first."""
+        if self.fd == 1:
+            write_stdout("")
+            return sys.stdout.buffer
+        fh = self._file()
+        fh.flush()
+        return fh.buffer  # type: ignore[attr-defined, no-any-return]
+
     def _file(self) -> IO[str]:
         """The open file; a device, FIFO or descriptor is opened at the first write (a FIFO
         without a reader blocks only then, after the work)."""
