@@ -109,4 +109,5 @@ def replay(
         report = report_from_run(result, sla=sla, wall_time_ms=wall_ms, version=__version__,
                                  per_request=keep_rows)
     report["meta"].setdefault("stepwise", stepwise)
+    report["meta"]["per_request"] = "full" if keep_rows else "summary-only"
     return RunOutcome(report, tuple(sort_unique(found)))

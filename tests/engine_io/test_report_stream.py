@@ -77,13 +77,15 @@ def test_the_spill_file_has_no_name(tmp_path: Path) -> None:
 
 
 def test_cli_report_equals_the_api_report(tmp_path: Path) -> None:
-    """`kvreplay run -o` (streamed) writes the report `run_spec` returns (meta wall aside)."""
+    """`kvreplay run -o` (streamed) writes the report `run_spec` returns (meta wall aside, and
+    the provenance only the command line knows)."""
     from kvreplay.cli.main import main
 
     path = next(p for p in EXAMPLES if p.stem == "g2-restore-mooncake")
     out = tmp_path / "report.json"
     assert main(["run", str(path), "-o", str(out), "--quiet"]) == 0
     written = json.loads(out.read_text(encoding="utf-8"))
+    assert written["meta"].pop("provenance")["config"]["path"] == str(path)
     api = kvreplay.run_spec(path).report
     assert api is not None
     assert _without_wall(written) == json.loads(dumps_report(_without_wall(api)))
