@@ -26,20 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parent.parent
-TRACE = REPO.parent / "shared" / "traces" / "mooncake" / "conversation_trace.jsonl"
-CONFIG = """\
-engine:
-  model: meta-llama/Llama-3.1-8B
-  workers:
-    aggregated:
-      parallelism: {{replicas: 8}}
-      kv_cache: {{block_size: 512, capacity: {{type: fixed, blocks: 1000}}}}
-      timing: {{type: fixed, prefill_ms: 20, decode_ms: 5}}
-traffic:
-  source: {{type: trace, format: mooncake, paths: [{trace}], block_size: 512}}
-  load: {{type: trace_timestamps}}
-"""
+from bench_memory import CONFIG, TRACE  # the same regime and trace (bench/ is on sys.path)
 
 
 def run_once(config: Path, folder: str, rows: bool = True) -> dict[str, float]:

@@ -7,6 +7,8 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from kvreplay.engine.traces.jsonl import json_type
+
 SUPPORTED_VERSIONS = frozenset({1})
 
 
@@ -60,7 +62,7 @@ def check_shape(report: Any, label: str) -> None:
     """The parts `compare` reads: a summary object, a per-request list of objects with uuids,
     a meta object from kvreplay with a supported `report_version`."""
     if not isinstance(report, dict):
-        raise ReportInputError(f"{label}: not a kvreplay report (a JSON {_kind(report)}, "
+        raise ReportInputError(f"{label}: not a kvreplay report (a JSON {json_type(report)}, "
                                "expected an object with summary, per_request, meta)")
     missing = [key for key in ("summary", "per_request", "meta") if key not in report]
     if missing:
@@ -68,8 +70,8 @@ def check_shape(report: Any, label: str) -> None:
                                + ", ".join(f"`{m}`" for m in missing) + ")")
     for key, kind in (("summary", dict), ("per_request", list), ("meta", dict)):
         if not isinstance(report[key], kind):
-            expected = "an object" if kind is dict else "a list"
-            raise ReportInputError(f"{label}: `{key}` is a {_kind(report[key])}, expected "
+            expected = "an object" if kind is dict else "an array"
+            raise ReportInputError(f"{label}: `{key}` is a {json_type(report[key])}, expected "
                                    f"{expected}")
     meta = report["meta"]
     if meta.get("generator") != "kvreplay":
@@ -91,17 +93,3 @@ def check_comparable(base: Mapping[str, Any], new: Mapping[str, Any]) -> None:
     if ours != theirs:
         raise ReportInputError(f"mismatched reports: BASE has report_version {ours}, NEW "
                                f"{theirs}; compare reports of one layout")
-
-
-def _kind(value: Any) -> str:
-    if isinstance(value, dict):
-        return "object"
-    if isinstance(value, list):
-        return "list"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, bool):
-        return "boolean"
-    if value is None:
-        return "null"
-    return "number"

@@ -23,6 +23,19 @@ def default_signals() -> None:
         signal.signal(signum, signal.SIG_DFL)
 
 
+def synthetic_config(folder: Path, requests: int) -> Path:
+    """A config of `requests` synthetic requests on one worker (long enough, with --stepwise,
+    to be interrupted or to show progress)."""
+    config = folder / "long.yaml"
+    config.write_text(
+        "engine:\n  model: m\n  workers:\n    aggregated:\n"
+        "      kv_cache: {block_size: 16, capacity: {type: fixed, blocks: 4096}}\n"
+        "      timing: {type: fixed, prefill_ms: 1, decode_ms: 1}\n"
+        "traffic:\n  source: {type: synthetic, input_tokens: 64, output_tokens: 64}\n"
+        f"  load: {{type: concurrency, concurrency: 32}}\n  stop: {{requests: {requests}}}\n")
+    return config
+
+
 @attrs.frozen
 class Ran:
     code: int

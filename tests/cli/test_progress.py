@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import synthetic_config
 
 from kvreplay.cli.progress import ProgressDisplay, duration, eta, mode_for
 
@@ -100,13 +101,7 @@ def test_mode() -> None:
 def test_ci_log_of_a_long_run(tmp_path: Path) -> None:
     """A replay longer than a second with stderr in a file: progress lines, then the report
     phases; --quiet prints none."""
-    config = tmp_path / "long.yaml"
-    config.write_text(
-        "engine:\n  model: m\n  workers:\n    aggregated:\n"
-        "      kv_cache: {block_size: 16, capacity: {type: fixed, blocks: 4096}}\n"
-        "      timing: {type: fixed, prefill_ms: 1, decode_ms: 1}\n"
-        "traffic:\n  source: {type: synthetic, input_tokens: 64, output_tokens: 64}\n"
-        "  load: {type: concurrency, concurrency: 32}\n  stop: {requests: 12000}\n")
+    config = synthetic_config(tmp_path, 12_000)
     out = tmp_path / "r.json"
     cmd = [sys.executable, "-m", "kvreplay", "run", str(config), "-o", str(out), "--stepwise"]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=True)

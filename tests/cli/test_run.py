@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
-from conftest import default_signals
+from conftest import default_signals, synthetic_config
 
 REPO = Path(__file__).resolve().parents[2]
 MAIN_EXAMPLE = REPO / "examples" / "kv-router-mooncake.yaml"
@@ -75,13 +75,7 @@ def test_engine_refuses_what_it_cannot_run_naming_the_capability(cli: Callable[.
 
 def test_ctrl_c_stops_cleanly_without_a_partial_file(tmp_path: Path) -> None:
     """SIGINT during a long replay: exit 130, a one-line message, and no report file."""
-    config = tmp_path / "long.yaml"
-    config.write_text(
-        "engine:\n  model: m\n  workers:\n    aggregated:\n"
-        "      kv_cache: {block_size: 16, capacity: {type: fixed, blocks: 4096}}\n"
-        "      timing: {type: fixed, prefill_ms: 1, decode_ms: 1}\n"
-        "traffic:\n  source: {type: synthetic, input_tokens: 64, output_tokens: 64}\n"
-        "  load: {type: concurrency, concurrency: 32}\n  stop: {requests: 10000000}\n")
+    config = synthetic_config(tmp_path, 10_000_000)
     out = tmp_path / "report.json"
     proc = subprocess.Popen([sys.executable, "-m", "kvreplay", "run", str(config), "-o", str(out),
                              "--stepwise"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,

@@ -2,12 +2,44 @@
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+import kvreplay
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "kv-router-mooncake.yaml"
+
+
+@pytest.fixture(scope="module")
+def reports() -> dict[str, dict[str, Any]]:
+    """The KV-router example, and the same run with 6 ms decode passes instead of 5."""
+    runs = {"base": kvreplay.run_spec(EXAMPLE).report, "slower": kvreplay.run_spec(
+        EXAMPLE, overrides=["engine.workers.aggregated.timing.decode_ms=6"]).report}
+    assert all(runs.values())
+    return runs  # type: ignore[return-value]
+
+
+@pytest.fixture
+def report_files(tmp_path: Path, reports: dict[str, dict[str, Any]]) -> Callable[..., Path]:
+    """Write a report (base or slower) as `kvreplay run -o` would, and give its path."""
+
+    def write(name: str, which: str = "base") -> Path:
+        path = tmp_path / name
+        path.write_text(json.dumps(copy.deepcopy(reports[which]), indent=2, sort_keys=True),
+                        encoding="utf-8")
+        return path
+
+    return write
+
+
+@pytest.fixture
+def compare_cli(cli: Callable[..., Any]) -> Callable[..., Any]:
+    return lambda *args: cli("compare", *map(str, args))
 
 
 def test_identical_reports_exit_0(report_files: Callable[..., Path],
@@ -64,7 +96,7 @@ BAD: dict[str, tuple[Callable[[Path], None], str]] = {
     "truncated": (_truncate, "not valid JSON"),
     "not-utf8": (lambda p: p.write_bytes(b'{"summary": "\xff"}'), "not UTF-8 (byte 0xff"),
     "empty": (lambda p: p.write_text(""), "empty file"),
-    "a-list": (lambda p: p.write_text("[]"), "a JSON list"),
+    "an-array": (lambda p: p.write_text("[]"), "a JSON array"),
     "no-meta": (lambda p: p.write_text('{"summary": {}, "per_request": []}'), "no `meta`"),
     "nan": (lambda p: p.write_text('{"summary": {"x": NaN}}'), "NaN"),
     "huge-number": (lambda p: p.write_text('{"summary": {"x": 1e999}}'), "out of the range"),
