@@ -11,7 +11,7 @@ from kvreplay.files import open_regular
 
 SNIFF_BYTES = 64 * 1024
 # The top-level keys of compiler/model.Config and of the native schema (a test keeps them equal).
-CONFIG_KEYS = frozenset({"engine", "traffic", "router", "scaling", "evaluation"})
+CONFIG_KEYS = frozenset({"engine", "traffic", "router", "scaling", "evaluation", "report"})
 NATIVE_KEYS = frozenset({"spec", "traffic"})
 
 _SCHEMA_COMMENT = re.compile(r"^\s*#\s*yaml-language-server:\s*\$schema=(\S+)", re.M)

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import synthetic_config
+from cli_support import synthetic_config
 
 from kvreplay.cli.progress import ProgressDisplay, duration, eta, mode_for
 

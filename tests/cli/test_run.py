@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
-from conftest import default_signals, synthetic_config
+from cli_support import default_signals, synthetic_config
 
 REPO = Path(__file__).resolve().parents[2]
 MAIN_EXAMPLE = REPO / "examples" / "kv-router-mooncake.yaml"

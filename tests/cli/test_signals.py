@@ -17,7 +17,7 @@ from pathlib import Path
 
 import attrs
 import pytest
-from conftest import default_signals
+from cli_support import default_signals
 
 REPO = Path(__file__).resolve().parents[2]
 GOOD = REPO / "examples" / "agentx-g2-local.yaml"
