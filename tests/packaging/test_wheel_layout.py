@@ -51,6 +51,13 @@ def test_package_data_ships(wheel_files: list[str]) -> None:
     assert "kvreplay/rules/cases/G2-BACKEND/fail-sglang.yaml" in wheel_files  # for explain
 
 
+def test_html_report_assets_ship(wheel_files: list[str]) -> None:
+    """The HTML report's inlined library (with its license), script and style are in the wheel."""
+    for name in ("uPlot.iife.min.js", "uPlot.min.css", "uPlot.LICENSE", "report.js",
+                 "report.css"):
+        assert f"kvreplay/html/assets/{name}" in wheel_files
+
+
 def test_console_script_is_declared(wheel: Path, wheel_files: list[str]) -> None:
     """The wheel declares the `kvreplay` console script pointing at the CLI entry."""
     name = next(n for n in wheel_files if n.endswith(".dist-info/entry_points.txt"))

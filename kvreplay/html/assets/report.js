@@ -1,0 +1,206 @@
+/* kvreplay HTML report: draws every chart of the page from its embedded data section with
+   uPlot (inlined before this script). No network: everything the page needs is in the file. */
+(function () {
+  "use strict";
+  var DATA = JSON.parse(document.getElementById("kvreplay-data").textContent);
+  var RUNS = DATA.runs;
+  var COLORS = ["#1f6fb4", "#d1495b", "#2a9d4b", "#7b4fb0", "#e08a1e", "#5b6770"];
+  var DASH = [[], [7, 4], [2, 3]];
+  var drawn = {};
+
+  function color(i) { return COLORS[i % COLORS.length]; }
+
+  function fmt(v) {
+    if (v == null || !isFinite(v)) return "–";
+    var a = Math.abs(v);
+    if (a >= 1e6) return (v / 1e6).toPrecision(3) + "M";
+    if (a >= 1e4) return (v / 1e3).toPrecision(3) + "k";
+    if (a >= 100) return v.toFixed(0);
+    return String(+v.toPrecision(3));
+  }
+
+  function ticks(u, splits) { return splits.map(fmt); }
+
+  // Room on both sides, so that a jump at the first or last sample is not drawn on the frame.
+  function padded(u, lo, hi) {
+    var pad = (hi - lo) * 0.03 || Math.abs(hi) * 0.05 || 1;
+    return [lo - pad, hi + pad];
+  }
+
+  // A line series for run `r`; `style` picks the dash (0 solid, 1 dashed, 2 dotted).
+  function line(label, r, style, extra) {
+    var s = { label: label, stroke: color(r), width: 1.6, dash: DASH[style || 0],
+              spanGaps: true, points: { show: false }, value: function (u, v) { return fmt(v); } };
+    for (var k in extra || {}) s[k] = extra[k];
+    return s;
+  }
+
+  function bars(label, r, n) {
+    var align = n === 2 ? (r === 0 ? -1 : 1) : 0;
+    return { label: label, stroke: color(r), fill: color(r) + "b0", width: 1,
+             paths: uPlot.paths.bars({ size: [n === 2 ? 0.4 : 0.7, 48], align: align }),
+             points: { show: false }, value: function (u, v) { return fmt(v); } };
+  }
+
+  // Series with their own x values, merged on one sorted x axis (null where a series has none).
+  function merge(parts) {
+    var idx = [];
+    parts.forEach(function (p, s) { p.x.forEach(function (x, i) { idx.push([x, s, i]); }); });
+    idx.sort(function (a, b) { return a[0] - b[0] || a[1] - b[1] || a[2] - b[2]; });
+    var xs = idx.map(function (e) { return e[0]; });
+    var ys = parts.map(function () { return idx.map(function () { return null; }); });
+    idx.forEach(function (e, k) { ys[e[1]][k] = parts[e[1]].y[e[2]]; });
+    return [xs].concat(ys);
+  }
+
+  function axes(xLabel, yLabel, xValues) {
+    return [
+      { label: xLabel, values: xValues || ticks, stroke: "#444", grid: { stroke: "#eee" } },
+      { label: yLabel, values: ticks, size: 56, stroke: "#444", grid: { stroke: "#eee" } }
+    ];
+  }
+
+  function cdfChart(key, title) {
+    var parts = [], series = [{ label: title + " (ms)", value: function (u, v) { return fmt(v); } }];
+    RUNS.forEach(function (run, r) {
+      var c = run.cdf[key];
+      if (!c) return;
+      parts.push({ x: c.x, y: c.p });
+      var fromSummary = c.source === "summary";
+      // A CDF holds its value until the next sample: steps, drawn exactly at any sample count.
+      var extra = { paths: uPlot.paths.stepped({ align: 1 }) };
+      if (fromSummary) extra.points = { show: true, size: 6 };
+      series.push(line(run.label + (fromSummary ? " (percentiles)" : ""), r, fromSummary ? 1 : 0, extra));
+    });
+    return { data: merge(parts), series: series, axes: axes(title + " (ms)", "fraction of requests"),
+             scales: { x: { time: false, range: padded }, y: { range: [0, 1.02] } } };
+  }
+
+  function timeChart(fields, yLabel) {
+    var t = DATA.timeline.t_s, data = [t], series = [{ label: "time (s)", value: function (u, v) { return fmt(v); } }];
+    RUNS.forEach(function (run, r) {
+      if (!run.timeline) return;
+      fields.forEach(function (f, i) {
+        var ys = run.timeline[f[0]];
+        if (!ys) return;
+        data.push(ys);
+        series.push(line(run.label + ": " + f[1], r, i));
+      });
+    });
+    return { data: data, series: series, axes: axes("simulated time (s)", yLabel),
+             scales: { x: { time: false } } };
+  }
+
+  function ratioChart(pick, yLabel) {
+    var t = DATA.ratio_grid.t_s, data = [t], series = [{ label: "time (s)", value: function (u, v) { return fmt(v); } }];
+    RUNS.forEach(function (run, r) {
+      pick(run).forEach(function (f, i) {
+        if (!f[0]) return;
+        data.push(f[0]);
+        series.push(line(run.label + ": " + f[1], r, i, { points: { show: true, size: 4 } }));
+      });
+    });
+    return { data: data, series: series, axes: axes("simulated time (s)", yLabel),
+             scales: { x: { time: false } } };
+  }
+
+  // Bars over categories (workers, overlap values): one bar per run and category.
+  function barChart(names, valuesOf, label, yLabel, xLabel) {
+    var index = {}, order = [];
+    RUNS.forEach(function (run) {
+      names(run).forEach(function (n) { if (!(n in index)) { index[n] = order.length; order.push(n); } });
+    });
+    var xs = order.map(function (n, i) { return i; });
+    var data = [xs], series = [{ label: xLabel, value: function (u, v) { return v == null ? "" : order[v]; } }];
+    var shown = RUNS.filter(function (run) { return names(run).length; }).length;
+    RUNS.forEach(function (run, r) {
+      var ns = names(run);
+      if (!ns.length) return;
+      var ys = xs.map(function () { return null; });
+      var vs = valuesOf(run);
+      ns.forEach(function (n, i) { ys[index[n]] = vs[i]; });
+      data.push(ys);
+      series.push(bars(run.label + ": " + label, r, shown));
+    });
+    var every = Math.max(1, Math.ceil(order.length / 24));
+    var ax = axes(xLabel, yLabel, function (u, splits) {
+      return splits.map(function (v) { return Number.isInteger(v) && v % every === 0 ? order[v] : ""; });
+    });
+    ax[0].splits = function () { return xs.filter(function (i) { return i % every === 0; }); };
+    ax[0].grid = { show: false };
+    return { data: data, series: series, axes: ax,
+             scales: { x: { time: false, range: [-0.5, order.length - 0.5] }, y: { range: function (u, lo, hi) { return [0, hi > 0 ? hi * 1.08 : 1]; } } } };
+  }
+
+  function workerNames(run) { return (run.workers || []).map(function (w) { return w.name; }); }
+  function workerField(f) { return function (run) { return (run.workers || []).map(function (w) { return w[f]; }); }; }
+
+  var CHARTS = {
+    "cdf-ttft": function () { return cdfChart("ttft_ms", "TTFT"); },
+    "cdf-tpot": function () { return cdfChart("tpot_ms", "TPOT"); },
+    "cdf-itl": function () { return cdfChart("itl_ms", "ITL"); },
+    "cdf-e2e": function () { return cdfChart("e2e_latency_ms", "E2E latency"); },
+    "timeline-requests": function () {
+      return timeChart([["arrived", "arrived"], ["completed", "completed"], ["ended_otherwise", "rejected/canceled/failed"]], "requests (cumulative)");
+    },
+    "timeline-load": function () {
+      return timeChart([["in_flight", "in flight"], ["waiting", "waiting for admission"], ["router_queue", "router queue"]], "requests (mean per bin)");
+    },
+    "reuse-time": function () {
+      return ratioChart(function (run) {
+        return run.reuse ? [[run.reuse.g1, "G1"], [run.reuse.host, "G2 (host)"]] : [];
+      }, "reused share of prompt tokens");
+    },
+    "reuse-workers": function () {
+      return barChart(workerNames, workerField("reuse_ratio"), "reuse", "reused share (first admission)", "worker");
+    },
+    "load-workers": function () {
+      return barChart(workerNames, workerField("requests"), "requests", "requests routed", "worker");
+    },
+    "routing-overlap": function () {
+      function pairs(run) { return (run.routing && run.routing.overlap_shortfall) || []; }
+      return barChart(function (run) { return pairs(run).map(function (p) { return String(p[0]); }); },
+                      function (run) {
+                        var total = pairs(run).reduce(function (s, p) { return s + p[1]; }, 0);
+                        return pairs(run).map(function (p) { return p[1] / total; });
+                      }, "decisions", "share of decisions", "best available - selected overlap (blocks)");
+    },
+    "g2-restores": function () {
+      return ratioChart(function (run) {
+        return run.g2 ? [[run.g2.restored_tokens_per_s, "restored tokens/s"]] : [];
+      }, "tokens restored from host per s");
+    },
+    "g2-workers": function () {
+      return barChart(function (run) { return (run.workers || []).filter(function (w) { return w.host_ratio != null; }).map(function (w) { return w.name; }); },
+                      function (run) { return (run.workers || []).filter(function (w) { return w.host_ratio != null; }).map(function (w) { return w.host_ratio; }); },
+                      "host share", "restored share (first admission)", "worker");
+    }
+  };
+
+  var plots = [];
+  function draw(el) {
+    var id = el.getAttribute("data-chart");
+    try {
+      var spec = CHARTS[id]();
+      var opts = { width: Math.max(el.clientWidth, 280), height: 250, series: spec.series,
+                   axes: spec.axes, scales: spec.scales, legend: { live: true },
+                   cursor: { drag: { x: true, y: false } } };
+      plots.push([el, new uPlot(opts, spec.data, el)]);
+      // What the page tells a test: the points drawn (0 would be an empty chart).
+      drawn[id] = spec.data.slice(1).reduce(function (n, ys) {
+        return n + ys.filter(function (v) { return v != null; }).length;
+      }, 0);
+    } catch (err) {
+      drawn[id] = false;
+      el.textContent = "could not draw this chart: " + err;
+      console.error("kvreplay chart " + id + ": " + err);
+    }
+  }
+
+  document.querySelectorAll(".plot[data-chart]").forEach(draw);
+  window.addEventListener("resize", function () {
+    plots.forEach(function (p) { p[1].setSize({ width: Math.max(p[0].clientWidth, 280), height: 250 }); });
+  });
+  window.kvreplayCharts = drawn;
+  document.body.setAttribute("data-rendered", "1");
+})();

@@ -1,0 +1,158 @@
+"""The self-contained HTML page: tables rendered here, charts drawn in the browser by the
+inlined uPlot from the embedded data section. Nothing is fetched at view time (the page's
+Content-Security-Policy forbids it)."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping, Sequence
+from html import escape
+from importlib import resources
+from typing import Any
+
+from kvreplay.html.data import data_json, page_data
+from kvreplay.html.tables import g2_tables, provenance_table, summary_tables, workers_table
+
+# Only inline scripts and styles; no request of any kind (fonts, images, fetch, frames).
+CSP = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
+       "img-src data:; connect-src 'none'; base-uri 'none'; form-action 'none'")
+
+
+@functools.cache
+def asset(name: str) -> str:
+    return (resources.files("kvreplay.html") / "assets" / name).read_text(encoding="utf-8")
+
+
+def render_html(runs: Sequence[tuple[str, Mapping[str, Any]]]) -> str:
+    """The HTML report of one or more (label, report) runs, overlaid in every plot.
+
+    A pure function: the same runs give the same bytes. ReportShapeError (a ValueError naming
+    the JSON path) when a report is not shaped as `kvreplay run` writes it."""
+    data = page_data(runs)
+    return page(data)
+
+
+def page(data: Mapping[str, Any]) -> str:
+    runs = data["runs"]
+    labels = ", ".join(r["label"] for r in runs)
+    body = [
+        "<header><h1>kvreplay replay report</h1>",
+        f"<p>{escape(labels)}</p></header><main>",
+        _notes(runs),
+        "<h2>Summary</h2>", summary_tables(runs),
+        "<h2>Latency distributions</h2>", _cards(runs, LATENCY_CARDS),
+        "<h2>Timeline</h2>", _cards(runs, TIMELINE_CARDS),
+        "<h2>Prefix reuse, load and routing</h2>", _cards(runs, WORKER_CARDS),
+        _workers(runs),
+        _g2(runs),
+        "<h2>Provenance</h2>", provenance_table(runs),
+        "</main>",
+    ]
+    return "".join([
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">",
+        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>kvreplay report: {escape(labels)}</title>",
+        "<style>", asset("uPlot.min.css"), "</style><style>", asset("report.css"), "</style>",
+        "</head><body>\n", *body, "\n",
+        '<script type="application/json" id="kvreplay-data">', data_json(data), "</script>\n",
+        "<script>", asset("uPlot.iife.min.js"), "</script>\n",
+        "<script>", asset("report.js"), "</script>\n",
+        "</body></html>\n",
+    ])
+
+
+# (chart id, title, what it shows, the run field it needs, why it can be missing)
+Card = tuple[str, str, str, str, str]
+LATENCY_CARDS: tuple[Card, ...] = tuple(
+    (f"cdf-{short}", f"{title}: CDF", "fraction of completed requests at or below x ms",
+     f"cdf.{key}", "no sample (no completed request, or none with two output tokens)")
+    for short, title, key in (("ttft", "Time to first token", "ttft_ms"),
+                              ("tpot", "Time per output token", "tpot_ms"),
+                              ("itl", "Inter-token latency", "itl_ms"),
+                              ("e2e", "End-to-end latency", "e2e_latency_ms")))
+NEEDS_ROWS = "needs per-request rows, which this report does not list"
+TIMELINE_CARDS: tuple[Card, ...] = (
+    ("timeline-requests", "Arrivals and completions",
+     "cumulative requests arrived and completed", "timeline", NEEDS_ROWS),
+    ("timeline-load", "In flight and waiting",
+     "requests in flight (arrived, not ended) and waiting for their first admission; the router "
+     "queue when requests queued; time-weighted mean per bin", "timeline", NEEDS_ROWS),
+)
+WORKER_CARDS: tuple[Card, ...] = (
+    ("reuse-time", "Prefix reuse over time",
+     "share of prompt tokens found in G1 (and restored from G2) at each request's first "
+     "admission, per time bin", "reuse", NEEDS_ROWS),
+    ("reuse-workers", "Prefix reuse per worker",
+     "share of prompt tokens reused at first admission (G1 + G2), by the worker it was routed "
+     "to", "workers", NEEDS_ROWS),
+    ("load-workers", "Load per worker", "routing decisions (requests placed) per worker",
+     "workers", NEEDS_ROWS),
+    ("routing-overlap", "KV router: overlap given up",
+     "best overlap among candidates minus the chosen worker's, in blocks, as a share of "
+     "decisions (0: the router took the best-cached worker)", "routing.overlap_shortfall",
+     "the router reports no overlap credits (only the KV router does)"),
+)
+G2_CARDS: tuple[Card, ...] = (
+    ("g2-restores", "Host restores over time",
+     "prompt tokens restored from the host tier at first admissions, per second",
+     "g2.restored_tokens_per_s", NEEDS_ROWS),
+    ("g2-workers", "Host reuse per worker",
+     "share of prompt tokens restored from host at first admission, by worker",
+     "g2.restored_tokens_per_s", NEEDS_ROWS),
+)
+
+
+def _field(run: Mapping[str, Any], path: str) -> Any:
+    value: Any = run
+    for part in path.split("."):
+        value = value.get(part) if isinstance(value, Mapping) else None
+    return value
+
+
+def _cards(runs: Sequence[Mapping[str, Any]], cards: Sequence[Card]) -> str:
+    out = ['<div class="grid">']
+    for chart, title, what, needs, missing in cards:
+        present = [r for r in runs if _field(r, needs) is not None]
+        note = what
+        if chart.startswith("cdf-") and any(_field(r, needs + ".source") == "summary"
+                                            for r in present):
+            note += "; dashed with points: drawn through the summary percentiles"
+        out.append(f'<section class="card"><h3>{escape(title)}</h3>')
+        if present:
+            out.append(f'<p class="note">{escape(note)}</p>'
+                       f'<div class="plot" data-chart="{chart}"></div>')
+        else:
+            out.append(f'<p class="absent">Not in this report: {escape(missing)}.</p>')
+        out.append("</section>")
+    out.append("</div>")
+    return "".join(out)
+
+
+def _notes(runs: Sequence[Mapping[str, Any]]) -> str:
+    """Approximations and what the report lacks; a note every run shares is said once."""
+    shared = [n for n in runs[0]["notes"] if all(n in r["notes"] for r in runs[1:])]
+    items = []
+    for run in runs:
+        prefix = f"{run['label']}: " if len(runs) > 1 else ""
+        approximations = run["provenance"].get("approximations")
+        if approximations not in (None, "[]"):
+            items.append(f'<li class="warn">{escape(prefix)}approximations: '
+                         f"{escape(str(approximations))}</li>")
+        items.extend(f"<li>{escape(prefix + note)}</li>" for note in run["notes"]
+                     if note not in shared)
+    items.extend(f"<li>{escape(note)}</li>" for note in shared)
+    return f'<ul class="notes">{"".join(items)}</ul>' if items else ""
+
+
+def _workers(runs: Sequence[Mapping[str, Any]]) -> str:
+    tables = [f"<p>{escape(r['label'])}</p>{workers_table(r)}" for r in runs if r["workers"]]
+    if not tables:
+        return ""
+    return "<details><summary>per-worker figures</summary>" + "".join(tables) + "</details>"
+
+
+def _g2(runs: Sequence[Mapping[str, Any]]) -> str:
+    if all(r["g2"] is None for r in runs):
+        return ""
+    return "".join(["<h2>Host tier (G2)</h2>", g2_tables(runs), _cards(runs, G2_CARDS)])

@@ -1,0 +1,237 @@
+"""The HTML report's data section: pinned for the examples, derived as documented, bounded in
+size, deterministic, and refused with a path for reports of the wrong shape."""
+
+from __future__ import annotations
+
+import json
+import random
+from typing import Any
+
+import pytest
+from html_support import NO_G2, embedded_data, example_report, row
+
+from kvreplay.html import ReportShapeError, data_json, page_data, render_html
+from kvreplay.html.series import (
+    CDF_POINTS,
+    TIMELINE_POINTS,
+    cdf,
+    cumulative,
+    make_grid,
+    nice_width,
+    occupancy,
+    summary_cdf,
+)
+
+
+def pretty(data: Any) -> str:
+    return json.dumps(data, sort_keys=True, indent=1) + "\n"
+
+
+def test_data_section_of_an_example_is_pinned(json_snapshot) -> None:  # type: ignore[no-untyped-def]
+    """g2-restore-mooncake's data section (meta aside: it holds wall-clock figures)."""
+    report = example_report("g2-restore-mooncake")
+    report["meta"] = {"kvreplay_version": "pinned"}
+    assert pretty(page_data([("g2-restore", report)])) == json_snapshot
+
+
+def test_data_section_of_two_overlaid_runs_is_pinned(json_snapshot) -> None:  # type: ignore[no-untyped-def]
+    """Shared G2 against the same deployment without G2: one grid, two runs."""
+    runs = [(label, example_report("shared-g2-aggregated", *extra))
+            for label, extra in (("shared G2", ()), ("no G2", (NO_G2,)))]
+    for _, report in runs:
+        report["meta"] = {"kvreplay_version": "pinned"}
+    data = page_data(runs)
+    assert [r["label"] for r in data["runs"]] == ["shared G2", "no G2"]
+    assert data["runs"][0]["g2"] is not None and data["runs"][1]["g2"] is None
+    assert pretty(data) == json_snapshot
+
+
+def test_the_page_embeds_exactly_the_data_section() -> None:
+    """What the page draws from is page_data, byte for byte after parsing."""
+    report = example_report("kv-router-mooncake")
+    html = render_html([("kv", report)])
+    assert embedded_data(html) == json.loads(data_json(page_data([("kv", report)])))
+
+
+def test_same_report_same_bytes() -> None:
+    """Rendering is deterministic, and does not change the report it reads."""
+    report = example_report("disaggregated-hbm")
+    before = json.dumps(report, sort_keys=True)
+    assert render_html([("a", report)]) == render_html([("a", report)])
+    assert json.dumps(report, sort_keys=True) == before
+
+
+def test_row_order_does_not_matter() -> None:
+    """Series are sorted from the rows, not read in file order."""
+    report = example_report("kv-router-mooncake")
+    shuffled = dict(report, per_request=list(reversed(report["per_request"])))
+    assert page_data([("x", report)]) == page_data([("x", shuffled)])
+
+
+def test_latency_cdfs_follow_the_completed_rows() -> None:
+    """The TTFT CDF ends at the summary's max TTFT with probability 1, and ITL comes from the
+    summary percentiles (rows hold no token gaps)."""
+    report = example_report("kv-router-mooncake")
+    (run,) = page_data([("kv", report)])["runs"]
+    ttft = run["cdf"]["ttft_ms"]
+    assert ttft["source"] == "requests"
+    assert ttft["x"][-1] == report["summary"]["max_ttft_ms"] and ttft["p"][-1] == 1.0
+    assert ttft["x"][0] == report["summary"]["min_ttft_ms"]
+    assert run["cdf"]["itl_ms"]["source"] == "summary"
+    assert run["cdf"]["itl_ms"]["p"] == [0.0, 0.5, 0.75, 0.9, 0.95, 0.99, 1.0]
+
+
+def test_timeline_counts_every_request() -> None:
+    """The cumulative arrivals and completions end at the row counts."""
+    report = example_report("kv-router-mooncake")
+    (run,) = page_data([("kv", report)])["runs"]
+    assert run["timeline"]["arrived"][-1] == len(report["per_request"])
+    completed = sum(r["terminal_status"] == "completed" for r in report["per_request"])
+    assert run["timeline"]["completed"][-1] == completed
+
+
+def test_workers_sum_to_the_routing_decisions() -> None:
+    """Per-worker requests add up to the routing entries of every row."""
+    report = example_report("disaggregated-hbm")
+    (run,) = page_data([("pd", report)])["runs"]
+    routed = sum(len(r["routing_history"]) for r in report["per_request"])
+    assert sum(w["requests"] for w in run["workers"]) == routed == run["routing"]["decisions"]
+    assert {w["name"].split()[0] for w in run["workers"]} == {"prefill", "decode"}
+
+
+def test_reuse_and_host_series_from_hand_made_rows() -> None:
+    """First-admission reuse per bin and per worker, split G1/host, from rows built here."""
+    rows = [row(1, 0.0, 10.0, reused=50, host=20, worker=0),
+            row(2, 0.0, 10.0, reused=0, host=0, worker=1),
+            row(3, 50.0, 60.0, reused=100, host=0, worker=1)]
+    report = {"summary": {"num_requests": 3, "g2_transfers": {"d2h_blocks": 4, "scopes": ["x"]}},
+              "per_request": rows, "meta": {}}
+    (run,) = page_data([("hand", report)])["runs"]
+    workers = {w["name"]: w for w in run["workers"]}
+    assert workers["agg 0"]["reuse_ratio"] == 0.5 and workers["agg 0"]["host_ratio"] == 0.2
+    assert workers["agg 1"]["reuse_ratio"] == 0.5 and workers["agg 1"]["host_ratio"] == 0.0
+    g1 = [v for v in run["reuse"]["g1"] if v is not None]
+    host = [v for v in run["reuse"]["host"] if v is not None]
+    assert g1 == [0.15, 1.0] and host == [0.1, 0.0]
+    assert sum(run["reuse"]["admissions"]) == 3
+    assert run["g2"]["totals"] == {"d2h_blocks": 4}
+    assert sum(run["g2"]["restored_tokens_per_s"]) > 0
+
+
+def test_summary_only_report_renders_what_exists() -> None:
+    """No rows: CDFs through the summary percentiles, no timeline, and the page says so."""
+    report = example_report("kv-router-mooncake")
+    report["per_request"] = []
+    (run,) = page_data([("summary only", report)])["runs"]
+    assert run["cdf"]["ttft_ms"]["source"] == "summary"
+    assert run["timeline"] is None and run["workers"] is None
+    assert any("per-request rows: absent" in note for note in run["notes"])
+    html = render_html([("summary only", report)])
+    assert "Not in this report: needs per-request rows" in html
+    assert 'data-chart="cdf-ttft"' in html and 'data-chart="timeline-load"' not in html
+
+
+def test_a_run_without_rows_overlays_one_with_rows() -> None:
+    """Two runs, one summary-only: the timeline grid comes from the run that has rows."""
+    full = example_report("kv-router-mooncake")
+    bare = dict(example_report("kv-router-mooncake"), per_request=[])
+    data = page_data([("full", full), ("bare", bare)])
+    assert data["timeline"] is not None
+    assert data["runs"][0]["timeline"] is not None and data["runs"][1]["timeline"] is None
+
+
+def test_unlisted_requests_are_mentioned() -> None:
+    """Requests counted in the summary but never listed (never ended) get a note."""
+    report = {"summary": {"num_requests": 5}, "per_request": [row(1, 0.0, 4.0)], "meta": {}}
+    (run,) = page_data([("x", report)])["runs"]
+    assert any(note.startswith("4 request(s) never ended") for note in run["notes"])
+
+
+def test_large_runs_are_downsampled() -> None:
+    """5,000 rows: CDFs hold CDF_POINTS points (min and max kept), timelines at most
+    TIMELINE_POINTS bins."""
+    rng = random.Random(7)
+    rows = []
+    for i in range(5000):
+        arrival = rng.uniform(0.0, 60_000.0)
+        rows.append(row(i + 1, arrival, arrival + rng.expovariate(1 / 800.0), worker=i % 8))
+    report = {"summary": {"num_requests": 5000}, "per_request": rows, "meta": {}}
+    data = page_data([("big", report)])
+    (run,) = data["runs"]
+    e2e = run["cdf"]["e2e_latency_ms"]
+    assert len(e2e["x"]) == CDF_POINTS
+    values = sorted(r["e2e_latency_ms"] for r in rows)
+    assert e2e["x"][0] == pytest.approx(values[0], rel=1e-5)
+    assert e2e["x"][-1] == pytest.approx(values[-1], rel=1e-5)
+    assert len(data["timeline"]["t_s"]) <= TIMELINE_POINTS
+    assert len(run["timeline"]["in_flight"]) == len(data["timeline"]["t_s"])
+
+
+def test_cdf_ranks_and_probabilities() -> None:
+    """Small samples are kept whole; P(X <= x) reaches 1 at the max."""
+    assert cdf([3.0, 1.0, 2.0]) == {"x": [1.0, 2.0, 3.0], "p": [0.333333, 0.666667, 1.0]}
+    assert cdf([]) is None
+    big = cdf([float(i) for i in range(10_000)])
+    assert big is not None and big["x"][0] == 0.0 and big["x"][-1] == 9999.0
+    assert big["p"] == sorted(big["p"])
+
+
+def test_summary_cdf_keeps_x_sorted() -> None:
+    """A sketch median a hair below the exact min does not fold the line back."""
+    summary = {"min_itl_ms": 5.0, "median_itl_ms": 4.997, "p75_itl_ms": 6.0, "max_itl_ms": 9.0}
+    assert summary_cdf(summary, "itl") == {"x": [5.0, 5.0, 6.0, 9.0], "p": [0.0, 0.5, 0.75, 1.0]}
+    assert summary_cdf({}, "itl") is None
+
+
+def test_occupancy_is_the_time_weighted_mean() -> None:
+    """[0, 10) and [5, 15) on 5 ms bins: 1, 2, 1 requests on average."""
+    grid = make_grid(0.0, 14.0, 3)
+    assert (grid.start, grid.width, grid.bins) == (0.0, 5.0, 3)
+    assert occupancy([0.0, 5.0], [10.0, 15.0], grid) == [1.0, 2.0, 1.0]
+    assert occupancy([1.0], [3.5], grid) == [0.5, 0.0, 0.0]
+    assert cumulative([0.0, 5.0, 14.0], grid) == [2, 2, 3]
+
+
+def test_grid_covers_the_last_instant() -> None:
+    """A request ending exactly on a bin edge still falls inside the grid."""
+    grid = make_grid(0.0, 10.0, 2)
+    assert grid.start + grid.bins * grid.width > 10.0
+    assert nice_width(7.0, 1) == 10.0 and nice_width(2.1, 1) == 2.5 and nice_width(0.0, 5) == 0.001
+
+
+@pytest.mark.parametrize(("report", "message"), [
+    ({"summary": []}, "summary: expected an object, found an array"),
+    ({"summary": {}, "meta": 3}, "meta: expected an object, found a number"),
+    ({"summary": {}, "per_request": {"a": 1}}, "per_request: expected an array"),
+    ({"summary": {}, "per_request": [1]}, "per_request[0]: expected an object"),
+    ({"summary": {}, "per_request": [row(1, 0.0, 1.0, arrival_time_ms="0")]},
+     "per_request[0].arrival_time_ms: expected a number, found a string"),
+    ({"summary": {}, "per_request": [row(1, 0.0, 1.0, input_length=True)]},
+     "per_request[0].input_length: expected an integer, found a boolean"),
+    ({"summary": {}, "per_request": [row(1, 0.0, 1.0, routing_history=[{"pool": 1}])]},
+     "per_request[0].routing_history[0].pool: expected a string, found a number"),
+    ({"summary": {"g2_transfers": [1]}}, "summary.g2_transfers: expected an object"),
+])
+def test_bad_shapes_name_their_path(report: dict[str, Any], message: str) -> None:
+    """A report not shaped as kvreplay writes it is refused with the JSON path, and the run."""
+    good = {"summary": {}, "per_request": [], "meta": {}}
+    with pytest.raises(ReportShapeError, match=message.replace("[", r"\[").replace("]", r"\]")
+                       ) as caught:
+        render_html([("good", good), ("bad", report)])
+    assert caught.value.run == 1
+
+
+def test_labels_and_strings_are_escaped() -> None:
+    """A label or meta value cannot close the page's script or inject markup."""
+    report = {"summary": {"kv_eviction_policy": "</script><b>x"}, "per_request": [],
+              "meta": {"config": "<img src=x>"}}
+    html = render_html([("<script>alert(1)</script>", report)])
+    assert "<script>alert(1)" not in html and "<img src=x>" not in html
+    assert html.count("</script>") == 3  # the data, uPlot and the report script
+    assert embedded_data(html)["runs"][0]["summary"]["kv_eviction_policy"] == "</script><b>x"
+
+
+def test_no_run_is_an_error() -> None:
+    """render_html needs at least one run."""
+    with pytest.raises(ValueError, match="at least one run"):
+        render_html([])
