@@ -37,6 +37,7 @@ def run(args: argparse.Namespace) -> int:
         report = _open(stack, args.output, inputs, "the -o report", outputs)
         exports = [(out, kind) for path, kind in zip(args.export, kinds, strict=True)
                    if (out := _open(stack, path, inputs, "an --export output", outputs))]
+        html = _open(stack, args.html, inputs, "the --html output", outputs)
         try:
             compiled = compile_path(args.config, overrides=args.overrides, rules=matrix_rules())
         except OverrideError as exc:
@@ -54,7 +55,8 @@ def run(args: argparse.Namespace) -> int:
         outcome = replay(compiled, base_dir=base_dir, trace_paths=args.trace or None,
                          stepwise=args.stepwise, progress=show,
                          lifecycle=transcript.write if transcript else None, stream=True,
-                         rows=(listed == "full" and report is not None) or bool(exports),
+                         rows=(listed == "full" and report is not None) or bool(exports)
+                         or html is not None,
                          phase=show.phase)
         rows = outcome.report.get("per_request") if outcome.report is not None else None
         close = getattr(rows, "close", None)  # rows spilled to an anonymous file
@@ -75,6 +77,8 @@ def run(args: argparse.Namespace) -> int:
                 _write_report(written, report, show)
             for out, kind in exports:
                 _export(rows if rows is not None else [], out, kind, show)
+            if html is not None:
+                _write_html(outcome.report, args.config, html, show)
         show.close()
         print_diagnostics([(compiled.file, compiled.text, outcome.diagnostics)], args)
         if outcome.refusals:
@@ -136,6 +140,16 @@ def _export(rows: Iterable[dict[str, Any]], out: Output, kind: str,
         exports.write_csv(rows, out)
     else:
         exports.write_jsonl(rows, out)
+    out.commit()
+
+
+def _write_html(report: dict[str, Any], config: str, out: Output,
+                show: ProgressDisplay) -> None:
+    from kvreplay.html import render_html
+
+    show.phase(f"writing {out.path}")
+    label = os.path.splitext(os.path.basename(config))[0] or config
+    out.write(render_html([(label, report)]))
     out.commit()
 
 

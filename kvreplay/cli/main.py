@@ -52,6 +52,11 @@ EXAMPLES = {
   kvreplay run cfg.yaml -o report.json && jq .summary.mean_ttft_ms report.json
   kvreplay run cfg.yaml --per-request summary-only -o report.json --export rows.csv
   kvreplay run examples/agentx-g2-local.yaml --lifecycle lifecycle.jsonl
+  kvreplay run cfg.yaml -o report.json --html report.html   # plots, one offline file
+""",
+    "report": """examples:
+  kvreplay report report.json -o report.html                 # one self-contained HTML file
+  kvreplay report base.json new.json --label base --label new -o both.html   # overlaid
 """,
     "compare": """examples:
   kvreplay compare base.json new.json                         # every summary figure, both runs
@@ -177,6 +182,8 @@ def build_parser() -> argparse.ArgumentParser:
                      "(repeatable; Parquet needs kvreplay[parquet])")
     run.add_argument("--lifecycle", metavar="FILE",
                      help="agentic traces: write the lifecycle transcript (JSONL) here")
+    run.add_argument("--html", metavar="FILE",
+                     help="write the HTML report (plots, offline, one file) here")
     _overrides(run)
 
     compare = add("compare", "compare two run reports: summary deltas, per-request join, gates")
@@ -189,6 +196,14 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--top", type=int, default=10, metavar="N",
                          help="the N requests that got slowest (default 10)")
     compare.add_argument("-o", "--output", metavar="OUT", help="write here (atomically)")
+
+    report = add("report", "render replay reports as one self-contained HTML file with plots")
+    report.add_argument("reports", metavar="REPORT", nargs="+",
+                        help="report JSON written by `kvreplay run -o` (several are overlaid)")
+    report.add_argument("-o", "--output", metavar="OUT",
+                        help="write the HTML here (atomically; default stdout)")
+    report.add_argument("--label", action="append", default=[], metavar="NAME",
+                        help="a run's name in the plots, in REPORT order (default: file name)")
 
     trace = add("trace", "work with trace files")
     trace_sub = trace.add_subparsers(dest="trace_command", metavar="ACTION", required=True)

@@ -1,0 +1,124 @@
+"""`kvreplay report REPORT... -o OUT` and `kvreplay run ... --html OUT`: one offline page,
+the same bytes either way, and bad reports refused with exit 2 and one line."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+MAIN_EXAMPLE = REPO / "examples" / "kv-router-mooncake.yaml"
+TRACE = REPO / "examples" / "traces" / "mooncake-conversation-200.jsonl"
+
+
+def data_of(html: str) -> Any:
+    match = re.search(r'<script type="application/json" id="kvreplay-data">(.*?)</script>',
+                      html, re.S)
+    assert match is not None
+    return json.loads(match.group(1))
+
+
+def test_run_html_equals_report_of_the_same_run(cli: Callable[..., Any], tmp_path: Path) -> None:
+    """`run -o R --html H` and `report R` give the same page, byte for byte."""
+    report, page = tmp_path / "r.json", tmp_path / "r.html"
+    ran = cli("run", str(MAIN_EXAMPLE), "-o", str(report), "--html", str(page), "-q")
+    assert ran.code == 0, ran.err
+    again = tmp_path / "again.html"
+    ran = cli("report", str(report), "--label", "kv-router-mooncake", "-o", str(again))
+    assert (ran.code, ran.out, ran.err) == (0, "", "")
+    assert page.read_bytes() == again.read_bytes()
+    (run,) = data_of(page.read_text())["runs"]
+    assert run["label"] == "kv-router-mooncake" and run["timeline"]["arrived"][-1] == 200
+
+
+def test_run_html_alone_keeps_the_rows_it_needs(cli: Callable[..., Any], tmp_path: Path) -> None:
+    """--html without -o still draws the per-request charts."""
+    page = tmp_path / "only.html"
+    ran = cli("run", str(MAIN_EXAMPLE), "--html", str(page), "-q")
+    assert ran.code == 0, ran.err
+    (run,) = data_of(page.read_text())["runs"]
+    assert run["workers"] and run["cdf"]["ttft_ms"]["source"] == "requests"
+
+
+def test_run_html_of_a_spec_without_rows(cli: Callable[..., Any], tmp_path: Path) -> None:
+    """A spec with record_per_request false: the page says what is absent."""
+    spec = tmp_path / "spec.json"
+    assert cli("compile", str(MAIN_EXAMPLE), "-o", str(spec)).code == 0
+    document = json.loads(spec.read_text())
+    document["spec"]["record_per_request"] = False
+    spec.write_text(json.dumps(document))
+    page = tmp_path / "bare.html"
+    ran = cli("run", str(spec), "--trace", str(TRACE), "--html", str(page), "-q")
+    assert ran.code == 0, ran.err
+    html = page.read_text()
+    assert "per-request rows: absent" in html
+    assert data_of(html)["runs"][0]["cdf"]["ttft_ms"]["source"] == "summary"
+
+
+def test_run_html_cannot_be_the_report_file(cli: Callable[..., Any], tmp_path: Path) -> None:
+    """-o and --html naming one file is refused before the run."""
+    same = tmp_path / "same"
+    ran = cli("run", str(MAIN_EXAMPLE), "-o", str(same), "--html", str(same), "-q")
+    assert ran.code == 2 and "refusing to write" in ran.err and not same.exists()
+
+
+def _report_file(cli: Callable[..., Any], tmp_path: Path, name: str) -> Path:
+    path = tmp_path / name
+    assert cli("run", str(MAIN_EXAMPLE), "-o", str(path), "-q").code == 0
+    return path
+
+
+def test_report_to_stdout_and_default_labels(cli: Callable[..., Any], tmp_path: Path) -> None:
+    """Without -o the page goes to stdout; labels default to file names, repeats numbered."""
+    first = _report_file(cli, tmp_path, "run.json")
+    (tmp_path / "b").mkdir()
+    second = tmp_path / "b" / "run.json"
+    second.write_bytes(first.read_bytes())
+    ran = cli("report", str(first), str(second))
+    assert ran.code == 0 and ran.out.startswith("<!DOCTYPE html>")
+    assert [r["label"] for r in data_of(ran.out)["runs"]] == ["run", "run#2"]
+
+
+def test_bad_reports_exit_2_with_one_line(cli: Callable[..., Any], tmp_path: Path) -> None:
+    """Unreadable, not JSON, NaN, not a report, a wrong field: exit 2, the file named."""
+    good = _report_file(cli, tmp_path, "good.json")
+    report = json.loads(good.read_text())
+    report["per_request"][3]["routing_history"][0]["logical_worker_id"] = "w0"
+    cases = {
+        "missing.json": None,
+        "broken.json": '{"summary": {}',
+        "nan.json": '{"summary": {"duration_ms": NaN}}',
+        "list.json": "[1, 2]",
+        "field.json": json.dumps(report),
+    }
+    expected = {
+        "missing.json": "cannot read it: No such file or directory",
+        "broken.json": "not JSON: Expecting ',' delimiter at line 1, column 15",
+        "nan.json": "NaN is not a JSON number (a report holds finite numbers only)",
+        "list.json": "not a kvreplay report (no `summary` object at the top)",
+        "field.json": "not a kvreplay report: per_request[3].routing_history[0]."
+                      "logical_worker_id: expected an integer, found a string",
+    }
+    for name, text in cases.items():
+        path = tmp_path / name
+        if text is not None:
+            path.write_text(text)
+        out = tmp_path / "out.html"
+        ran = cli("report", str(good), str(path), "-o", str(out))
+        assert ran.code == 2, name
+        assert ran.err == f"kvreplay: {path}: {expected[name]}\n"
+        assert not out.exists()
+
+
+def test_report_refuses_misuse(cli: Callable[..., Any], tmp_path: Path) -> None:
+    """More labels than reports, or the output being an input: exit 2, nothing written."""
+    good = _report_file(cli, tmp_path, "good.json")
+    before = good.read_bytes()
+    ran = cli("report", str(good), "--label", "a", "--label", "b")
+    assert ran.code == 2 and "2 --label for 1 report(s)" in ran.err
+    ran = cli("report", str(good), "-o", str(good))
+    assert ran.code == 2 and "refusing to write" in ran.err
+    assert good.read_bytes() == before
