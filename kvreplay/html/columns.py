@@ -38,35 +38,46 @@ def _kind(value: Any) -> str:
     return "an object" if isinstance(value, Mapping) else type(value).__name__
 
 
-def number(value: Any, path: str, *, optional: bool = True) -> float | None:
+def _at(path: str, key: str) -> str:
+    """The JSON path of a field, built only for an error message (not for every field read)."""
+    return f"{path}.{key}" if key else path
+
+
+def number(value: Any, path: str, key: str = "", *, optional: bool = True,
+           ) -> float | None:
     """A JSON number (not a boolean), or None when absent/null and `optional`."""
+    kind = type(value)
+    if kind is float:  # the common cases first: this runs for every field of every row
+        return value  # type: ignore[no-any-return]
+    if kind is int:
+        return float(value)
     if value is None and optional:
         return None
     if isinstance(value, int | float) and not isinstance(value, bool):
         return float(value)
-    raise ReportShapeError(f"{path}: expected a number, found {_kind(value)}")
+    raise ReportShapeError(f"{_at(path, key)}: expected a number, found {_kind(value)}")
 
 
-def integer(value: Any, path: str) -> int | None:
+def integer(value: Any, path: str, key: str = "") -> int | None:
     if value is None:
         return None
     if isinstance(value, int) and not isinstance(value, bool):
         return value
-    raise ReportShapeError(f"{path}: expected an integer, found {_kind(value)}")
+    raise ReportShapeError(f"{_at(path, key)}: expected an integer, found {_kind(value)}")
 
 
 def mapping(value: Any, path: str) -> Mapping[str, Any]:
-    if isinstance(value, Mapping):
+    if type(value) is dict or isinstance(value, Mapping):
         return value
     raise ReportShapeError(f"{path}: expected an object, found {_kind(value)}")
 
 
-def listing(value: Any, path: str) -> list[Any]:
+def listing(value: Any, path: str, key: str = "") -> list[Any]:
     if value is None:
         return []
     if isinstance(value, list):
         return value
-    raise ReportShapeError(f"{path}: expected an array, found {_kind(value)}")
+    raise ReportShapeError(f"{_at(path, key)}: expected an array, found {_kind(value)}")
 
 
 WorkerKey = tuple[str, int, int]  # pool, logical worker id, dp rank
@@ -120,16 +131,13 @@ def read_columns(rows: Iterable[Any]) -> Columns:
 
 
 def _add_row(cols: Columns, row: Mapping[str, Any], path: str) -> None:
-    def num(key: str) -> float | None:
-        return number(row.get(key), f"{path}.{key}")
-
     status = row.get("terminal_status")
     if not isinstance(status, str):
         raise ReportShapeError(f"{path}.terminal_status: expected a string, found {_kind(status)}")
-    arrival = number(row.get("arrival_time_ms"), f"{path}.arrival_time_ms", optional=False)
-    end = number(row.get("terminal_time_ms"), f"{path}.terminal_time_ms", optional=False)
+    arrival = number(row.get("arrival_time_ms"), path, "arrival_time_ms", optional=False)
+    end = number(row.get("terminal_time_ms"), path, "terminal_time_ms", optional=False)
     assert arrival is not None and end is not None
-    input_length = integer(row.get("input_length"), f"{path}.input_length") or 0
+    input_length = integer(row.get("input_length"), path, "input_length") or 0
     cols.rows += 1
     cols.statuses[status] += 1
     cols.arrivals.append(arrival)
@@ -138,19 +146,19 @@ def _add_row(cols: Columns, row: Mapping[str, Any], path: str) -> None:
         cols.completions.append(end)
         for key, column in (("ttft_ms", cols.ttft), ("itl_ms", cols.tpot),
                             ("e2e_latency_ms", cols.e2e)):
-            value = num(key)
+            value = number(row.get(key), path, key)
             if value is not None:
                 column.append(value)
     else:
         cols.other_ends.append(end)
-    routing = listing(row.get("routing_history"), f"{path}.routing_history")
+    routing = listing(row.get("routing_history"), path, "routing_history")
     first_worker: dict[str, WorkerKey] = {}
     for j, entry in enumerate(routing):
         placed = _route(cols, mapping(entry, f"{path}.routing_history[{j}]"),
                         f"{path}.routing_history[{j}]", input_length)
         first_worker.setdefault(placed[0], placed)
-    admissions = listing(row.get("admission_history"), f"{path}.admission_history")
-    first_admit = num("first_admit_ms")
+    admissions = listing(row.get("admission_history"), path, "admission_history")
+    first_admit = number(row.get("first_admit_ms"), path, "first_admit_ms")
     cols.admitted.append(max(arrival, min(end, first_admit if first_admit is not None else end)))
     if admissions:
         _first_admission(cols, mapping(admissions[0], f"{path}.admission_history[0]"),
@@ -161,24 +169,24 @@ def _route(cols: Columns, entry: Mapping[str, Any], path: str, input_length: int
     pool = entry.get("pool")
     if not isinstance(pool, str):
         raise ReportShapeError(f"{path}.pool: expected a string, found {_kind(pool)}")
-    key = (pool, integer(entry.get("logical_worker_id"), f"{path}.logical_worker_id") or 0,
-           integer(entry.get("dp_rank"), f"{path}.dp_rank") or 0)
+    key = (pool, integer(entry.get("logical_worker_id"), path, "logical_worker_id") or 0,
+           integer(entry.get("dp_rank"), path, "dp_rank") or 0)
     load = cols.workers.get(key)
     if load is None:
         load = cols.workers[key] = WorkerLoad()
     load.requests += 1
     load.input_tokens += input_length
-    wait = number(entry.get("queue_wait_ms"), f"{path}.queue_wait_ms") or 0.0
-    entered = number(entry.get("queue_entered_at_ms"), f"{path}.queue_entered_at_ms")
+    wait = number(entry.get("queue_wait_ms"), path, "queue_wait_ms") or 0.0
+    entered = number(entry.get("queue_entered_at_ms"), path, "queue_entered_at_ms")
     if entry.get("outcome") == "queued":
         load.queued += 1
         load.queue_wait_ms += wait
     if entered is not None:
         cols.queue_in.append(entered)
         cols.queue_out.append(entered + max(wait, 0.0))
-    selected = integer(entry.get("selected_overlap_blocks"), f"{path}.selected_overlap_blocks")
-    best = integer(entry.get("best_available_overlap_blocks"),
-                   f"{path}.best_available_overlap_blocks")
+    selected = integer(entry.get("selected_overlap_blocks"), path, "selected_overlap_blocks")
+    best = integer(entry.get("best_available_overlap_blocks"), path,
+                   "best_available_overlap_blocks")
     if selected is not None and best is not None:
         cols.overlap_shortfall[max(best - selected, 0)] += 1
     return key
@@ -187,10 +195,10 @@ def _route(cols: Columns, entry: Mapping[str, Any], path: str, input_length: int
 def _first_admission(cols: Columns, entry: Mapping[str, Any], path: str, input_length: int,
                      first_worker: Mapping[str, WorkerKey]) -> None:
     """The first admission's reuse, split G1 / host when its pool has a host tier."""
-    at = number(entry.get("at_ms"), f"{path}.at_ms", optional=False)
+    at = number(entry.get("at_ms"), path, "at_ms", optional=False)
     assert at is not None
-    reused = integer(entry.get("reused_input_tokens"), f"{path}.reused_input_tokens") or 0
-    host = integer(entry.get("host_reused_input_tokens"), f"{path}.host_reused_input_tokens")
+    reused = integer(entry.get("reused_input_tokens"), path, "reused_input_tokens") or 0
+    host = integer(entry.get("host_reused_input_tokens"), path, "host_reused_input_tokens")
     if host is not None:
         cols.host_tier = True
     host = host or 0

@@ -2,6 +2,7 @@
    uPlot (inlined before this script). No network: everything the page needs is in the file. */
 (function () {
   "use strict";
+  var started = performance.now();
   var DATA = JSON.parse(document.getElementById("kvreplay-data").textContent);
   var RUNS = DATA.runs;
   var COLORS = ["#1f6fb4", "#d1495b", "#2a9d4b", "#7b4fb0", "#e08a1e", "#5b6770"];
@@ -122,9 +123,14 @@
       data.push(ys);
       series.push(bars(run.label + ": " + label, r, shown));
     });
-    var every = Math.max(1, Math.ceil(order.length / 24));
-    var ax = axes(xLabel, yLabel, function (u, splits) {
-      return splits.map(function (v) { return Number.isInteger(v) && v % every === 0 ? order[v] : ""; });
+    // One pool everywhere: its name goes to the axis title, the ticks keep the worker ids.
+    var pools = order.map(function (n) { return n.split(" ")[0]; });
+    var onePool = order.length > 1 && order.every(function (n, i) { return n.indexOf(" ") > 0 && pools[i] === pools[0]; });
+    var ticksText = onePool ? order.map(function (n) { return n.slice(pools[0].length + 1); }) : order;
+    var longest = ticksText.reduce(function (m, t) { return Math.max(m, t.length); }, 1);
+    var every = Math.max(1, Math.ceil(order.length * (longest * 7 + 14) / 520));
+    var ax = axes(onePool ? xLabel + " (" + pools[0] + ")" : xLabel, yLabel, function (u, splits) {
+      return splits.map(function (v) { return Number.isInteger(v) && v % every === 0 ? ticksText[v] : ""; });
     });
     ax[0].splits = function () { return xs.filter(function (i) { return i % every === 0; }); };
     ax[0].grid = { show: false };
@@ -149,10 +155,10 @@
     "reuse-time": function () {
       return ratioChart(function (run) {
         return run.reuse ? [[run.reuse.g1, "G1"], [run.reuse.host, "G2 (host)"]] : [];
-      }, "reused share of prompt tokens");
+      }, "reused share");
     },
     "reuse-workers": function () {
-      return barChart(workerNames, workerField("reuse_ratio"), "reuse", "reused share (first admission)", "worker");
+      return barChart(workerNames, workerField("reuse_ratio"), "reuse", "reused share", "worker");
     },
     "load-workers": function () {
       return barChart(workerNames, workerField("requests"), "requests", "requests routed", "worker");
@@ -168,12 +174,12 @@
     "g2-restores": function () {
       return ratioChart(function (run) {
         return run.g2 ? [[run.g2.restored_tokens_per_s, "restored tokens/s"]] : [];
-      }, "tokens restored from host per s");
+      }, "restored tokens/s");
     },
     "g2-workers": function () {
       return barChart(function (run) { return (run.workers || []).filter(function (w) { return w.host_ratio != null; }).map(function (w) { return w.name; }); },
                       function (run) { return (run.workers || []).filter(function (w) { return w.host_ratio != null; }).map(function (w) { return w.host_ratio; }); },
-                      "host share", "restored share (first admission)", "worker");
+                      "host share", "restored share", "worker");
     }
   };
 
@@ -202,5 +208,6 @@
     plots.forEach(function (p) { p[1].setSize({ width: Math.max(p[0].clientWidth, 280), height: 250 }); });
   });
   window.kvreplayCharts = drawn;
+  window.kvreplayDrawMs = performance.now() - started;  // parse + draw, for measurements
   document.body.setAttribute("data-rendered", "1");
 })();
