@@ -29,6 +29,20 @@ def run(args: argparse.Namespace) -> int:
         return exits.USAGE
     text = RENDERERS[args.format](comparison, results, (args.base, args.new))
     inputs = [("the BASE report", args.base), ("the NEW report", args.new)]
+    if args.html is not None:
+        from kvreplay.cli.cmd_report import run_labels
+        from kvreplay.html import ReportShapeError, render_html
+
+        labels = run_labels([args.base, args.new], [])
+        try:
+            page = render_html([(labels[0], base), (labels[1], new)])
+        except ReportShapeError as exc:
+            write_stderr(f"kvreplay: {(args.base, args.new)[exc.run or 0]}: not a kvreplay "
+                         f"report: {exc}\n")
+            return exits.USAGE
+        if not emit(args.html, page, inputs):
+            return exits.USAGE
+        inputs.append(("the --html page", args.html))
     if not emit(args.output, text, inputs):
         return exits.USAGE
     tripped = [r for r in results if r.tripped]

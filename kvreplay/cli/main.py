@@ -63,6 +63,7 @@ EXAMPLES = {
   kvreplay compare base.json new.json --fail-on "mean_ttft_ms > +5%" \\
       --fail-on "prefix_cache_reused_ratio < -0.01"           # CI: exit 1 when a gate trips
   kvreplay compare base.json new.json --format json -o diff.json
+  kvreplay compare base.json new.json --html both.html       # both runs in the same plots
 """,
     "trace": """examples:
   kvreplay trace convert plays.jsonl -o plays-v2.jsonl       # Weka -> Agentic Mooncake v2
@@ -196,6 +197,8 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--top", type=int, default=10, metavar="N",
                          help="the N requests that got slowest (default 10)")
     compare.add_argument("-o", "--output", metavar="OUT", help="write here (atomically)")
+    compare.add_argument("--html", metavar="FILE",
+                         help="also write both runs overlaid in one offline HTML page")
 
     report = add("report", "render replay reports as one self-contained HTML file with plots")
     report.add_argument("reports", metavar="REPORT", nargs="+",

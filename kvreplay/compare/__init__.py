@@ -8,8 +8,8 @@ gives a `Comparison`, `parse_gate` / `evaluate_gates` decide the CI verdict, and
 from __future__ import annotations
 
 from kvreplay.compare.gates import Gate, GateError, GateResult, evaluate_gates, parse_gate
-from kvreplay.compare.load import ReportInputError, load_report
 from kvreplay.compare.model import Comparison, FigureDelta, compare_reports
+from kvreplay.report_file import ReportInputError, load_report
 
 __all__ = [
     "Comparison",

@@ -8,7 +8,7 @@ from typing import Any
 import attrs
 
 from kvreplay.compare.join import RequestJoin, join_requests
-from kvreplay.compare.load import check_comparable
+from kvreplay.report_file import check_comparable
 
 Scalar = int | float | str | bool | None
 
@@ -86,7 +86,7 @@ def flatten(summary: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str,
 
 def compare_reports(base: Mapping[str, Any], new: Mapping[str, Any], *,
                     top: int = 10) -> Comparison:
-    """Compare two loaded reports (`kvreplay.compare.load_report`); `top`: how many of the
+    """Compare two loaded reports (`kvreplay.report_file.load_report`); `top`: how many of the
     slowest per-request regressions to keep."""
     check_comparable(base, new)
     ours, theirs = dict(flatten(base["summary"])), dict(flatten(new["summary"]))

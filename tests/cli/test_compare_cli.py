@@ -151,3 +151,16 @@ def test_github_format_annotates(report_files: Callable[..., Path],
     first = ran.out.splitlines()[0]
     assert first.startswith("::error title=kvreplay compare::FAILED `mean_ttft_ms > +5%25`")
     assert "per-request join" in ran.out
+
+
+def test_html_overlays_both_runs(cli: Callable[..., Any], report_files: Callable[..., Path],
+                                 tmp_path: Path) -> None:
+    """--html writes the report page with both runs (the same bytes as `kvreplay report`)."""
+    base, new = report_files("base.json"), report_files("new.json", "slower")
+    page, direct = tmp_path / "both.html", tmp_path / "direct.html"
+    ran = cli("compare", str(base), str(new), "--html", str(page))
+    assert ran.code == 0, ran.err
+    assert cli("report", str(base), str(new), "-o", str(direct)).code == 0
+    assert page.read_bytes() == direct.read_bytes()
+    assert '"label":"new"' in page.read_text() or '"label": "new"' in page.read_text()
+    assert cli("compare", str(base), str(new), "--html", str(base)).code == 2

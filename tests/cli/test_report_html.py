@@ -44,16 +44,22 @@ def test_run_html_alone_keeps_the_rows_it_needs(cli: Callable[..., Any], tmp_pat
 
 
 def test_run_html_of_a_spec_without_rows(cli: Callable[..., Any], tmp_path: Path) -> None:
-    """A spec with record_per_request false: the page says what is absent."""
+    """A summary-only spec: the -o report lists no rows, the page still plots them; a
+    summary-only report given to `kvreplay report` gets a page that says what is absent."""
     spec = tmp_path / "spec.json"
     assert cli("compile", str(MAIN_EXAMPLE), "-o", str(spec)).code == 0
     document = json.loads(spec.read_text())
     document["spec"]["record_per_request"] = False
     spec.write_text(json.dumps(document))
-    page = tmp_path / "bare.html"
-    ran = cli("run", str(spec), "--trace", str(TRACE), "--html", str(page), "-q")
+    page, written = tmp_path / "full.html", tmp_path / "small.json"
+    ran = cli("run", str(spec), "--trace", str(TRACE), "--html", str(page), "-o", str(written),
+              "-q")
     assert ran.code == 0, ran.err
-    html = page.read_text()
+    assert json.loads(written.read_text())["per_request"] == []
+    assert "per-request rows: absent" not in page.read_text()
+    bare = tmp_path / "bare.html"
+    assert cli("report", str(written), "-o", str(bare)).code == 0
+    html = bare.read_text()
     assert "per-request rows: absent" in html
     assert data_of(html)["runs"][0]["cdf"]["ttft_ms"]["source"] == "summary"
 
@@ -95,11 +101,13 @@ def test_bad_reports_exit_2_with_one_line(cli: Callable[..., Any], tmp_path: Pat
         "field.json": json.dumps(report),
     }
     expected = {
-        "missing.json": "cannot read it: No such file or directory",
-        "broken.json": "not JSON: Expecting ',' delimiter at line 1, column 15",
-        "nan.json": "NaN is not a JSON number (a report holds finite numbers only)",
-        "list.json": "not a kvreplay report (no `summary` object at the top)",
-        "field.json": "not a kvreplay report: per_request[3].routing_history[0]."
+        "missing.json": "cannot read {path}: No such file or directory",
+        "broken.json": "{path}:1:15: not valid JSON (Expecting ',' delimiter); a truncated or "
+                       "hand-edited report?",
+        "nan.json": "{path}: not valid JSON (NaN is not a number a report may hold)",
+        "list.json": "{path}: not a kvreplay report (a JSON array, expected an object with "
+                     "summary, per_request, meta)",
+        "field.json": "{path}: not a kvreplay report: per_request[3].routing_history[0]."
                       "logical_worker_id: expected an integer, found a string",
     }
     for name, text in cases.items():
@@ -109,7 +117,7 @@ def test_bad_reports_exit_2_with_one_line(cli: Callable[..., Any], tmp_path: Pat
         out = tmp_path / "out.html"
         ran = cli("report", str(good), str(path), "-o", str(out))
         assert ran.code == 2, name
-        assert ran.err == f"kvreplay: {path}: {expected[name]}\n"
+        assert ran.err == f"kvreplay: {expected[name].format(path=path)}\n"
         assert not out.exists()
 
 

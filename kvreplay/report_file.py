@@ -1,4 +1,4 @@
-"""Reading a report for `compare`: every way a file can be wrong becomes one clear line."""
+"""Reading a report file (`compare`, `report`): every way a file can be wrong becomes one line."""
 
 from __future__ import annotations
 
@@ -13,14 +13,17 @@ SUPPORTED_VERSIONS = frozenset({1})
 
 
 class ReportInputError(Exception):
-    """A report that cannot be compared (unreadable, not JSON, not a kvreplay report, or not
-    comparable with the other one): exit 2."""
+    """A report that cannot be read (unreadable, not JSON, not a kvreplay report) or compared
+    (not comparable with the other one): exit 2."""
 
 
 def load_report(path: str) -> dict[str, Any]:
-    """The report at `path`, checked for the shape `compare` reads."""
+    """The report at `path` (a regular file: a FIFO is refused, not waited on), checked for the
+    shape `compare` and `report` read."""
+    from kvreplay.files import open_regular
+
     try:
-        with open(path, "rb") as f:
+        with open_regular(path) as f:
             data = f.read()
     except OSError as exc:
         raise ReportInputError(f"cannot read {path}: {exc.strerror or exc}") from None
@@ -59,8 +62,8 @@ def _no_constant(name: str) -> Any:
 
 
 def check_shape(report: Any, label: str) -> None:
-    """The parts `compare` reads: a summary object, a per-request list of objects with uuids,
-    a meta object from kvreplay with a supported `report_version`."""
+    """The parts `compare` and `report` read: a summary object, a per-request list of objects
+    with uuids, a meta object from kvreplay with a supported `report_version`."""
     if not isinstance(report, dict):
         raise ReportInputError(f"{label}: not a kvreplay report (a JSON {json_type(report)}, "
                                "expected an object with summary, per_request, meta)")
