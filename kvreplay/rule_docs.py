@@ -76,7 +76,7 @@ class RuleDoc:
 
 def lint_text(text: str, file: str) -> tuple[Diagnostic, ...]:
     """What `kvreplay lint` reports on this text (rules, then inline suppressions), sorted."""
-    from kvreplay.cli import suppressions
+    from kvreplay import suppressions
     from kvreplay.compiler.documents import compile_text
     from kvreplay.diagnostics import sort_unique
     from kvreplay.rules.runner import run_rules

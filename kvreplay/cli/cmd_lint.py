@@ -59,8 +59,8 @@ def bad_rule_options(args: argparse.Namespace) -> bool:
 
 
 def _lint(args: argparse.Namespace, resolver: Resolver, paths: Sequence[str]) -> int:
+    from kvreplay import suppressions
     from kvreplay.api import matrix_rules
-    from kvreplay.cli import suppressions
     from kvreplay.cli.selection import select
     from kvreplay.compiler.documents import compile_path
     from kvreplay.compiler.overrides import OverrideError

@@ -11,8 +11,8 @@ from kvreplay.rules import catalog, run_rules
 from kvreplay.rules.corpus import CASES_DIR, all_cases, cases
 from kvreplay.rules.loader import shipped_ruleset
 
+from kvreplay import suppressions
 from kvreplay.catalog import catalog as all_ids
-from kvreplay.cli import suppressions
 
 CASES = all_cases()
 
