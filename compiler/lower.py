@@ -2,23 +2,28 @@
 
 from __future__ import annotations
 
-import json
+from typing import Literal, TypeVar
 
+import attrs
 from kvreplay.compiler import model as m
-from kvreplay.compiler import spec as s
 from kvreplay.compiler.kv_bytes import estimate_bytes_per_token
 from kvreplay.compiler.layout import derive_layout_id
 from kvreplay.compiler.origin import Origin
 
+from kvreplay import spec as s
 from kvreplay.diagnostics import Diagnostic, Span
-from kvreplay.native_defaults import BACKEND_BLOCK_SIZE, NUM_GPU_BLOCKS
+from kvreplay.native_defaults import (
+    NUM_GPU_BLOCKS,
+    RANK_DEFAULTS,
+    TRACE_BLOCK_SIZE,
+    block_size_default,
+    load_type_default,
+    max_num_seqs_default,
+)
+from kvreplay.native_model import RoleName
+from kvreplay.spec import canonical_json
 
-# config.md's backend block sizes and `capacity: default` are the native engine's own defaults.
-DEFAULT_BLOCK_SIZE = BACKEND_BLOCK_SIZE
-DEFAULT_NUM_GPU_BLOCKS = NUM_GPU_BLOCKS
-DEFAULT_TRACE_BLOCK_SIZE = 512
-MAX_SEQS_DEFAULT = {"prefill": 1}
-
+T = TypeVar("T", bound=attrs.AttrsInstance)
 
 class _Lowering:
     def __init__(self, config: m.Config, origin: Origin | None) -> None:
@@ -32,12 +37,12 @@ class _Lowering:
 
     # --- roles ----------------------------------------------------------------------------
 
-    def role(self, name: str, worker: m.Worker) -> s.Role:
+    def role(self, name: RoleName, worker: m.Worker) -> s.Role:
         engine = self.config.engine
         kv = worker.kv_cache
         par = worker.parallelism
         sched = worker.scheduler
-        block_size = kv.block_size or DEFAULT_BLOCK_SIZE[engine.backend]
+        block_size = kv.block_size or block_size_default(engine.backend)
         if kv.bytes_per_token == "auto":
             kv_bytes = estimate_bytes_per_token(engine.model, par.tensor)
         else:
@@ -46,7 +51,8 @@ class _Lowering:
         transfer = engine.kv_transfer
         t_bytes: int | None = None
         t_bandwidth: float | None = None
-        t_mode: str = m.applied_default(m.KvTransfer, "timing_mode")
+        t_mode: Literal["destination_missing", "full_prompt"] = m.applied_default(
+            m.KvTransfer, "timing_mode")
         if transfer is not None:
             if transfer.bytes_per_token == "auto":
                 t_bytes = self.prefill_kv_bytes() if name != "aggregated" else kv_bytes
@@ -56,6 +62,7 @@ class _Lowering:
             t_mode = transfer.timing_mode
         return s.Role(
             name=name,
+            worker_type=name,
             workers=par.replicas,
             dp_size=par.attention_data,
             tensor_parallel_size=par.tensor,
@@ -68,13 +75,14 @@ class _Lowering:
             backend=engine.backend,
             block_size=block_size,
             num_gpu_blocks=num_blocks,
-            max_num_seqs=sched.max_sequences or MAX_SEQS_DEFAULT.get(name, 256),
+            max_num_seqs=sched.max_sequences or max_num_seqs_default(name),
             max_num_batched_tokens=sched.max_batched_tokens,
             max_model_len=engine.context_length if isinstance(engine.context_length, int) else None,
             enable_prefix_caching=kv.prefix_caching,
             enable_chunked_prefill=sched.chunked_prefill,
             prefill_schedule_interval=sched.prefill_schedule_interval,
-            prefill_decode_interval=sched.sglang.prefill_decode_interval if sched.sglang else 0,
+            prefill_decode_interval=sched.sglang.prefill_decode_interval if sched.sglang
+            else RANK_DEFAULTS["prefill_decode_interval"],
             preemption_mode=sched.preemption_mode,
             speedup_ratio=worker.timing.speedup_ratio,
             decode_speedup_ratio=worker.timing.decode_speedup_ratio,
@@ -82,13 +90,12 @@ class _Lowering:
             kv_transfer_bytes_per_token=t_bytes,
             kv_transfer_bandwidth=t_bandwidth,
             kv_transfer_timing_mode=t_mode,
-            timing_model=s.Timing(worker.timing.type, worker.timing.prefill_ms,
-                                  worker.timing.decode_ms),
+            timing_model=_native(s.Timing, worker.timing),
             host_offload=self.host_offload(kv.host_offload, engine.backend, block_size, kv_bytes,
                                            par),
-            g3_offload=_g3(kv.g3_offload),
+            g3_offload=kv.g3_offload,  # the config's G3 block is the native one
             sglang=_sglang(sched.sglang, engine.backend),
-            trtllm=_trtllm(sched.trtllm, engine.backend),
+            trtllm=sched.trtllm or (s.TrtllmOptions() if engine.backend == "trtllm" else None),
         )
 
     def prefill_kv_bytes(self) -> int | None:
@@ -104,11 +111,11 @@ class _Lowering:
     def capacity(self, role: str, capacity: m.Capacity, block_size: int,
                  kv_bytes: int | None) -> tuple[int, bool]:
         if capacity.type == "default":
-            return DEFAULT_NUM_GPU_BLOCKS, False
+            return NUM_GPU_BLOCKS, False
         if capacity.blocks is not None:
             return capacity.blocks, True
         if capacity.bytes is None:
-            return DEFAULT_NUM_GPU_BLOCKS, False  # schema already reported the missing key
+            return NUM_GPU_BLOCKS, False  # schema already reported the missing key
         at = ("roles", role, "num_gpu_blocks")
         if kv_bytes is None:
             self.error(
@@ -118,7 +125,7 @@ class _Lowering:
                 at,
                 hint="set kv_cache.bytes_per_token explicitly, or give capacity in blocks",
             )
-            return DEFAULT_NUM_GPU_BLOCKS, True
+            return NUM_GPU_BLOCKS, True
         blocks = capacity.bytes // (block_size * kv_bytes)
         if blocks < 1:
             self.error(
@@ -139,16 +146,7 @@ class _Lowering:
         if g2.scope == "cluster_shared":
             layout = derive_layout_id(backend, block_size, kv_bytes, par.tensor,
                                       par.prefill_context, par.decode_context)
-        return s.HostOffload(
-            scope=g2.scope,
-            num_host_blocks=g2.num_host_blocks,
-            d2h_bandwidth_gbps=g2.d2h_bandwidth_gbps,
-            h2d_bandwidth_gbps=g2.h2d_bandwidth_gbps,
-            shared_d2h_bandwidth_gbps=g2.shared_d2h_bandwidth_gbps,
-            shared_h2d_bandwidth_gbps=g2.shared_h2d_bandwidth_gbps,
-            latency_to_first_byte_ms=g2.latency_to_first_byte_ms,
-            kv_layout_id=layout,
-        )
+        return attrs.evolve(_native(s.HostOffload, g2), kv_layout_id=layout)
 
     # --- traffic --------------------------------------------------------------------------
 
@@ -156,7 +154,7 @@ class _Lowering:
         t = self.config.traffic or m.DEFAULT_TRAFFIC
         src, load, stop = t.source, t.load, t.stop
         kind = src.type
-        load_type = load.type or ("trace_timestamps" if kind == "trace" else "concurrency")
+        load_type = load.type or load_type_default(kind)
         fields: dict[str, object] = {
             "source_type": kind,
             "load_type": load_type,
@@ -167,7 +165,7 @@ class _Lowering:
             "agentic_lanes": load.agentic_lanes,
             "agentic_snapshot_seed": load.agentic_snapshot.seed if load.agentic_snapshot else None,
             "agentic_warmup": load.agentic_warmup,
-            "agentic_profile": _profile(load.agentic_profile),
+            "agentic_profile": load.agentic_profile,
             "stop_requests": stop.requests,
             "stop_sessions": stop.sessions,
             "input_tokens": None,
@@ -181,7 +179,7 @@ class _Lowering:
                 trace_paths=src.paths,
                 trace_block_size=src.block_size
                 if src.block_size is not None or embedded
-                else DEFAULT_TRACE_BLOCK_SIZE,
+                else TRACE_BLOCK_SIZE,
                 weka_nested_timestamp_basis=src.nested_timestamp_basis
                 or m.applied_default(m.Source, "nested_timestamp_basis")
                 if src.format == "weka"
@@ -228,29 +226,12 @@ class _Lowering:
         c = self.config
         engine = c.engine
         roles = tuple(self.role(name, w) for name, w in engine.workers.present())
-        router = s.Router(
-            policy=c.router.policy,
-            kv_event_lag_ms=c.router.kv_event_lag_ms,
-            host_cache_hit_weight=c.router.host_cache_hit_weight,
-            overlap_score_credit=c.router.overlap_score_credit,
-            prefill_load_scale=c.router.prefill_load_scale,
-            temperature=c.router.temperature,
-            seed=c.router.seed,
-            overlap_score_credit_decay=c.router.overlap_score_credit_decay,
-            decode_active_request_weight=c.router.decode_active_request_weight,
-            disk_cache_hit_weight=c.router.disk_cache_hit_weight,
-            queue_threshold=c.router.queue_threshold,
-            queue_policy=c.router.queue_policy,
-        )
         scaling = s.Scaling()
         if c.scaling is not None:
             config = c.scaling.config if c.scaling.config is not None else {}
             scaling = s.Scaling("planner", config, canonical_json(config))
         stop = (c.traffic or m.DEFAULT_TRAFFIC).stop
-        sla = None
-        if c.evaluation is not None and c.evaluation.sla is not None:
-            e = c.evaluation.sla
-            sla = s.Sla(e.ttft_ms, e.itl_ms, e.e2e_ms)
+        sla = c.evaluation.sla if c.evaluation is not None else None
         return s.Spec(
             model=engine.model,
             roles=roles,
@@ -258,7 +239,7 @@ class _Lowering:
             hardware=engine.hardware,
             backend_version=engine.backend_version,
             handoff_latency_ms=engine.kv_transfer.handoff_latency_ms if engine.kv_transfer else 0.0,
-            router=router,
+            router=c.router,  # the config's router is the Spec's (kvreplay/native_model.py)
             scaling=scaling,
             max_sim_time_ms=None
             if stop.max_virtual_time_seconds is None
@@ -269,51 +250,22 @@ class _Lowering:
         )
 
 
-def canonical_json(value: object) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+def _native(cls: type[T], block: object) -> T:
+    """The native block `cls` with the values of the config block's keys of the same names."""
+    return cls(**{f.name: getattr(block, f.name) for f in attrs.fields(cls)
+                  if hasattr(block, f.name)})
 
 
 def _speculation(spec: m.Speculation | None) -> s.Speculation | None:
-    if spec is None:
-        return None
-    return s.Speculation(spec.kind, spec.num_speculative_tokens, tuple(spec.acceptance_rates),
-                         spec.seed)
+    return None if spec is None else _native(s.Speculation, spec)
 
 
 def _sglang(options: m.SglangScheduler | None, backend: str) -> s.SglangOptions | None:
-    """Given options, or the defaults written explicitly for an sglang rank."""
+    """Given options (without the rank-level cadence), or the defaults written explicitly for an
+    sglang rank."""
     if options is None:
         return s.SglangOptions() if backend == "sglang" else None
-    return s.SglangOptions(options.schedule_policy, options.max_prefill_tokens,
-                           options.chunked_prefill_size, options.clip_max_new_tokens,
-                           options.schedule_conservativeness)
-
-
-def _trtllm(options: m.TrtllmScheduler | None, backend: str) -> s.TrtllmOptions | None:
-    if options is None:
-        return s.TrtllmOptions() if backend == "trtllm" else None
-    return s.TrtllmOptions(options.capacity_scheduler_policy)
-
-
-def _g3(g3: m.G3Offload | None) -> s.G3Offload | None:
-    if g3 is None:
-        return None
-    return s.G3Offload(
-        scope=g3.scope,
-        num_g3_blocks=g3.num_g3_blocks,
-        latency_to_first_byte_ms=g3.latency_to_first_byte_ms,
-        read_bandwidth_gbps=g3.read_bandwidth_gbps,
-        write_bandwidth_gbps=g3.write_bandwidth_gbps,
-        shared_read_bandwidth_gbps=g3.shared_read_bandwidth_gbps,
-        shared_write_bandwidth_gbps=g3.shared_write_bandwidth_gbps,
-    )
-
-
-def _profile(p: m.AgenticProfile | None) -> s.AgenticProfile | None:
-    if p is None:
-        return None
-    return s.AgenticProfile(p.duration_seconds, p.response_grace_seconds, p.cancel_drain_seconds,
-                            p.tree_idle_cap_seconds, p.global_idle_cap_seconds)
+    return _native(s.SglangOptions, options)
 
 
 def lower(config: m.Config, origin: Origin | None = None) -> tuple[s.Spec, list[Diagnostic]]:

@@ -14,9 +14,27 @@ from typing import Any, Literal
 
 import attrs
 
-from kvreplay.native_defaults import G3_OFFLOAD_DEFAULTS as G3
 from kvreplay.native_defaults import HOST_OFFLOAD_DEFAULTS as G2
-from kvreplay.native_defaults import ROUTER_DEFAULTS as ROUTER
+from kvreplay.native_defaults import TRAFFIC_DEFAULTS as TRAFFIC
+from kvreplay.native_model import (
+    BANDWIDTH,
+    BLOCK_SIZE_MAX,
+    BYTES_PER_TOKEN_MAX,
+    CONTEXT_MAX,
+    ROLE_MAX,
+    SEED_MAX,
+    SGLANG_OPTIONS,
+    TOKENS_MAX,
+    TRACE_PATHS,
+    AgenticProfile,
+    Backend,
+    G3Offload,
+    RoleName,
+    Router,
+    SglangOptions,
+    TrtllmOptions,
+    acceptance_rates,
+)
 from kvreplay.schema_facts import APPLIED_DEFAULT as APPLIED_DEFAULT
 from kvreplay.schema_facts import (
     bounded,
@@ -36,16 +54,10 @@ from kvreplay.schema_facts import (
 from kvreplay.sla import Sla as Sla  # the one Sla class (re-exported)
 
 Auto = Literal["auto"]
-Backend = Literal["vllm", "sglang", "trtllm"]
 
 # APPLIED_DEFAULT field metadata: the documented default of a key whose model default stays None,
 # because a rule must tell "not given" from the default (TRAFFIC-WEKA-BASIS reports the key on
 # non-weka traces). Lowering applies it where the key applies; the schema's `default` is this value.
-
-BANDWIDTH = "decimal GB/s (1 GB/s = 1e6 bytes per ms); 0 = unlimited"
-ROLE_MAX = 65536
-TOKENS_MAX = 10_000_000
-SEED_MAX = 2**64 - 1
 
 
 def applied_default(cls: type, name: str) -> Any:
@@ -71,26 +83,13 @@ class Parallelism:
         "for KV layout identity.", ROLE_MAX)
 
 
-@described("SGLang scheduler options (backend sglang; the bundled engine runs sglang through the "
-           "vLLM-shaped scheduler and lists these as an approximation).")
+@described(SGLANG_OPTIONS)
 @attrs.frozen
-class SglangScheduler:
-    schedule_policy: Literal["fifo", "lpm"] = choice(
-        "fifo", "Waiting-queue order: `fifo` or `lpm` (longest prefix match).")
-    max_prefill_tokens: int = positive(16384, "Prefill tokens per pass.")
-    chunked_prefill_size: int = positive(8192, "Chunk size of a long prompt.")
-    clip_max_new_tokens: int = positive(4096, "Output tokens assumed when reserving KV.")
-    schedule_conservativeness: float = nonneg(
-        1.0, "Scale of the KV reservation for running requests.")
+class SglangScheduler(SglangOptions):
+    """The native `sglang` block, and the rank's `prefill_decode_interval` written with it."""
+
     prefill_decode_interval: int = nonneg(
         0, "Decode passes between prefill passes (0 = no cadence).", 2**32 - 1)
-
-
-@described("TensorRT-LLM scheduler options (backend trtllm).")
-@attrs.frozen
-class TrtllmScheduler:
-    capacity_scheduler_policy: Literal["guaranteed_no_evict"] = choice(
-        "guaranteed_no_evict", "Capacity scheduler.")
 
 
 @described("Scheduler limits per attention-DP rank.")
@@ -107,7 +106,7 @@ class Scheduler:
         "lifo", "Which running request is preempted when the KV pool runs out: `lifo` the "
         "newest, `fifo` the oldest.")
     sglang: SglangScheduler | None = None
-    trtllm: TrtllmScheduler | None = None
+    trtllm: TrtllmOptions | None = None
 
 
 @described(
@@ -153,36 +152,16 @@ class HostOffload:
         G2["latency_to_first_byte_ms"], "Delays each transfer without consuming bandwidth (ms).")
 
 
-@described("G3: the disk/remote KV tier of this role (requires host_offload).",
-           required=["scope", "num_g3_blocks"])
-@attrs.frozen
-class G3Offload:
-    scope: Literal["worker_local", "cluster_shared"] | None = choice(None, "G3 pool scope.")
-    num_g3_blocks: int | None = positive(
-        None, "G3 blocks: per worker (worker_local) or the pool total.")
-    latency_to_first_byte_ms: float = nonneg(
-        G3["latency_to_first_byte_ms"], "Per-transfer latency (ms).")
-    read_bandwidth_gbps: float = nonneg(
-        G3["read_bandwidth_gbps"], f"Per-worker read bandwidth, {BANDWIDTH}.")
-    write_bandwidth_gbps: float = nonneg(
-        G3["write_bandwidth_gbps"], f"Per-worker write bandwidth, {BANDWIDTH}.")
-    shared_read_bandwidth_gbps: float = nonneg(
-        G3["shared_read_bandwidth_gbps"], f"Whole-pool read cap, {BANDWIDTH}; cluster_shared only.")
-    shared_write_bandwidth_gbps: float = nonneg(
-        G3["shared_write_bandwidth_gbps"],
-        f"Whole-pool write cap, {BANDWIDTH}; cluster_shared only.")
-
-
 @described("GPU prefix cache (G1) and lower tiers of this role.")
 @attrs.frozen
 class KvCache:
     block_size: int | None = positive(  # backend default
         None, "Tokens per KV block (default: vLLM 64, SGLang 1, TRT-LLM 32; vLLM/TRT-LLM need "
-        ">= 2).", 1_048_576)
+        ">= 2).", BLOCK_SIZE_MAX)
     prefix_caching: bool = flag(True, "Reuse cached prompt prefixes (G1).")
     bytes_per_token: int | Auto = either(
         "auto", "KV bytes per token of ONE tensor-parallel shard, or `auto` (estimated from the "
-        "model where kvreplay knows it).", "Bytes per token.", 2**40)
+        "model where kvreplay knows it).", "Bytes per token.", BYTES_PER_TOKEN_MAX)
     capacity: Capacity = Capacity()
     host_offload: HostOffload | None = None
     g3_offload: G3Offload | None = None
@@ -213,8 +192,7 @@ class Timing:
 class Speculation:
     kind: Literal["ngram", "mtp"] | None = choice(None, "Draft method.")
     num_speculative_tokens: int | None = bounded(None, "Draft tokens per step (1..5).", 1, 5)
-    acceptance_rates: tuple[float, ...] = items(
-        (), "Conditional acceptance probability per draft position.", 1, 5, minimum=0, maximum=1)
+    acceptance_rates: tuple[float, ...] = acceptance_rates(1)
     seed: int = nonneg(42, "Sampling seed.", SEED_MAX)
 
 
@@ -236,10 +214,11 @@ class Workers:
     prefill: Worker | None = None
     decode: Worker | None = None
 
-    def present(self) -> list[tuple[str, Worker]]:
+    def present(self) -> list[tuple[RoleName, Worker]]:
         """The roles given, in canonical order (aggregated, prefill, decode)."""
-        return [(n, w) for n, w in (("aggregated", self.aggregated), ("prefill", self.prefill),
-                                    ("decode", self.decode)) if w is not None]
+        given: list[tuple[RoleName, Worker | None]] = [
+            ("aggregated", self.aggregated), ("prefill", self.prefill), ("decode", self.decode)]
+        return [(n, w) for n, w in given if w is not None]
 
 
 @described("Prefill->decode KV handoff (disaggregated mode only).")
@@ -247,7 +226,7 @@ class Workers:
 class KvTransfer:
     bytes_per_token: int | Auto = either(
         "auto", "Bytes moved per prompt token, or `auto` (the prefill role's KV bytes per token).",
-        "Bytes per token.", 2**40)
+        "Bytes per token.", BYTES_PER_TOKEN_MAX)
     bandwidth_gb_per_second: float | None = either(
         None, "Link bandwidth in decimal GB/s; null = no transfer delay.", "GB/s.")
     timing_mode: Literal["destination_missing", "full_prompt"] = choice(
@@ -271,7 +250,7 @@ class Engine:
         None, 'Backend version as a string; quote it ("0.24.0").', 256)
     context_length: int | Literal["max"] = either(
         "max", "`max` or a positive token count; becomes the rank's max_model_len.", "Tokens.",
-        2**31 - 1)
+        CONTEXT_MAX)
     kv_transfer: KvTransfer | None = None
     workers: Workers = Workers()
 
@@ -308,19 +287,20 @@ class Source:
     type: Literal["trace", "synthetic", "synthetic-session"] = choice("synthetic", "Source kind.")
     format: Literal["mooncake", "mooncake-delta", "weka", "agentic_mooncake"] = choice(
         "mooncake", "Trace format (trace source).")
-    paths: tuple[str, ...] = items(
-        (), "Trace files, relative to the config file's folder.", 1, 4096, minLength=1,
-        maxLength=4096)
+    paths: tuple[str, ...] = items((), TRACE_PATHS, 1, 4096, minLength=1, maxLength=4096)
     block_size: int | None = positive(
         None, "Tokens per trace hash id (default 512; weka/agentic_mooncake carry their own and "
-        "an explicit value must match).", 1_048_576)
+        "an explicit value must match).", BLOCK_SIZE_MAX)
     nested_timestamp_basis: Literal["auto", "absolute", "relative"] | None = choice(  # weka only
         None, "Weka only: how subagent request times relate to their marker.",
         metadata={APPLIED_DEFAULT: "auto"})
-    input_tokens: int = positive(1024, "Prompt tokens per request (synthetic).", TOKENS_MAX)
-    output_tokens: int = positive(128, "Output tokens per request (synthetic).", TOKENS_MAX)
+    input_tokens: int = positive(
+        TRAFFIC["input_tokens"], "Prompt tokens per request (synthetic).", TOKENS_MAX)
+    output_tokens: int = positive(
+        TRAFFIC["output_tokens"], "Output tokens per request (synthetic).", TOKENS_MAX)
     cached_prefix_tokens: int = nonneg(
-        0, "Tokens of one prefix shared by every synthetic prompt (<= input_tokens).", TOKENS_MAX)
+        TRAFFIC["cached_prefix_tokens"],
+        "Tokens of one prefix shared by every synthetic prompt (<= input_tokens).", TOKENS_MAX)
     shared_prefix_ratio: float = bounded(
         0.0, "Share of each synthetic prompt taken from a shared prefix family (not with "
         "cached_prefix_tokens).", 0, 1)
@@ -337,16 +317,6 @@ class Source:
 @attrs.frozen
 class AgenticSnapshot:
     seed: int | None = nonneg(None, "Snapshot seed.", SEED_MAX)
-
-
-@described("Continuous agentic profile (needs agentic_snapshot and agentic_lanes).")
-@attrs.frozen
-class AgenticProfile:
-    duration_seconds: float = positive(3600.0, "Admission window (s).")
-    response_grace_seconds: float = nonneg(30.0, "Grace after the window before cancelling (s).")
-    cancel_drain_seconds: float = nonneg(10.0, "Upper bound of the cancel drain (s).")
-    tree_idle_cap_seconds: float = positive(300.0, "Per-play idle cap (s).")
-    global_idle_cap_seconds: float = positive(10.0, "Whole-workload idle cap (s).")
 
 
 AGENTIC = ["agentic_lanes", "agentic_snapshot", "agentic_warmup", "agentic_profile"]
@@ -366,7 +336,7 @@ class Load:
     type: Literal["trace_timestamps", "concurrency", "poisson", "constant_rate"] | None = choice(
         None, "Arrival process (default: trace_timestamps for traces, concurrency otherwise).")
     concurrency: int = positive(  # closed loop only (load type concurrency)
-        10, "Closed loop: requests (or sessions) in flight.", TOKENS_MAX)
+        TRAFFIC["concurrency"], "Closed loop: requests (or sessions) in flight.", TOKENS_MAX)
     requests_per_second: float | None = positive(None, "Open loop arrival rate (synthetic).")
     sessions_per_second: float | None = positive(
         None, "Open loop session rate (synthetic-session).")
@@ -397,44 +367,8 @@ class Traffic:
 
 
 # Without `traffic`: synthetic 1024 in / 128 out (Source defaults), concurrency 10, 100 requests.
-DEFAULT_TRAFFIC = Traffic(load=Load(type="concurrency"), stop=Stop(requests=100))
-
-
-@described("Placement policy between workers.")
-@attrs.frozen
-class Router:
-    policy: Literal["round_robin", "kv_router"] = choice("round_robin", "Placement policy.")
-    kv_event_lag_ms: float = nonneg(
-        ROUTER["kv_event_lag_ms"], "KV events reach the router this much later (kv_router only).")
-    host_cache_hit_weight: float = bounded(
-        ROUTER["host_cache_hit_weight"],
-        "Credit of a host-pinned (G2) block beyond the GPU prefix (kv_router only).", 0, 1)
-    overlap_score_credit: float = nonneg(
-        ROUTER["overlap_score_credit"], "Credit of a GPU-resident overlap block (kv_router only).")
-    prefill_load_scale: float = nonneg(
-        ROUTER["prefill_load_scale"], "Weight of prefill load in the cost (kv_router only).")
-    temperature: float = nonneg(
-        ROUTER["temperature"], "0 = argmin; > 0 = seeded softmax sampling (kv_router only).")
-    seed: int = nonneg(
-        ROUTER["seed"], "Seed of softmax sampling (kv_router, temperature > 0).", SEED_MAX)
-    overlap_score_credit_decay: float = nonneg(
-        ROUTER["overlap_score_credit_decay"],
-        "Fades the GPU overlap credit of a scheduler with more booked prefill than the least "
-        "loaded one: credit / (1 + decay x excess blocks / request blocks) (kv_router only).")
-    decode_active_request_weight: float = nonneg(
-        ROUTER["decode_active_request_weight"],
-        "Cost per request routed to a scheduler and not yet finished (kv_router only).")
-    disk_cache_hit_weight: float = bounded(
-        ROUTER["disk_cache_hit_weight"],
-        "Credit of a G3 (disk) block; G3 overlap is not used by offline routing (kv_router only).",
-        0, 1)
-    queue_threshold: float | None = nonneg(
-        ROUTER["queue_threshold"],
-        "Queue new requests in the router while every scheduler's booked prefill exceeds this x "
-        "its token budget (kv_router only; unset = no queue).")
-    queue_policy: Literal["fcfs", "lcfs", "wspt"] = choice(
-        ROUTER["queue_policy"], "Order of the router queue: arrival (`fcfs`), latest arrival "
-        "(`lcfs`), shortest uncached prompt (`wspt`).")
+DEFAULT_TRAFFIC = Traffic(load=Load(type=TRAFFIC["load_type"]),
+                          stop=Stop(requests=TRAFFIC["stop_requests"]))
 
 
 @described("A scaling policy (planner hook). Present = worker pools are NOT static.",

@@ -18,9 +18,9 @@ import attrs
 from attrs import AttrsInstance
 from kvreplay.compiler.origin import Origin, SpecPath
 from kvreplay.compiler.source import Path, parse_path
-from kvreplay.compiler.spec import Spec
 
 from kvreplay.diagnostics import Diagnostic
+from kvreplay.spec import Spec
 
 # Findings whose value was dropped (or replaced by null by the loader).
 REFUSING = frozenset({"SCHEMA-TYPE", "SCHEMA-ENUM", "SCHEMA-RANGE", "SCHEMA-LENGTH",

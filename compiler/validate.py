@@ -8,17 +8,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from functools import cache
-from importlib import resources
 from typing import Any
 
 import attrs
-import jsonschema
 from jsonschema.exceptions import ValidationError
 from kvreplay.compiler.source import Path, SourceMap, parse_path
 from kvreplay.compiler.suggest import hint_for
 
 from kvreplay.diagnostics import Diagnostic
+from kvreplay.json_schemas import load_schema as load_schema
+from kvreplay.json_schemas import validator as _validator
 
 # Hints for values users carry over from the AISimulate predictor: (field, value) -> hint.
 _KNOWN_VALUES: dict[tuple[str, str], str] = {
@@ -33,28 +32,6 @@ _KNOWN_ELSEWHERE: dict[str, str] = {
     "optimization": "`optimization` belongs to a recommendation input, not a deployment",
     "optimizer": "`optimizer` belongs to a recommendation input, not a deployment",
 }
-
-
-@cache
-def load_schema(name: str) -> dict[str, Any]:
-    """A schema shipped in kvreplay.schema (`config`, `native` or `report`)."""
-    text = resources.files("kvreplay.schema").joinpath(f"{name}.schema.json").read_text("utf-8")
-    schema: dict[str, Any] = json.loads(text)
-    return schema
-
-
-def _is_integer(_checker: object, instance: object) -> bool:
-    # Strict: 2.0 is a float, not an integer; True is a bool, not 1.
-    return isinstance(instance, int) and not isinstance(instance, bool)
-
-
-@cache
-def _validator(name: str) -> jsonschema.protocols.Validator:
-    base = jsonschema.Draft202012Validator
-    checker = base.TYPE_CHECKER.redefine("integer", _is_integer)
-    cls = jsonschema.validators.extend(base, type_checker=checker)  # type: ignore[no-untyped-call]
-    validator: jsonschema.protocols.Validator = cls(load_schema(name))
-    return validator
 
 
 @attrs.frozen

@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from kvreplay.engine.capabilities import approximations, refusals
-from kvreplay.engine.config import parse_engine_config
+from kvreplay.engine.config import read_engine_spec
 from kvreplay.engine.errors import Unsupported
 from kvreplay.engine.loop import Simulation
 from kvreplay.engine.records import RequestRecord
@@ -39,7 +39,7 @@ def run_native(
     refused = refusals(document)
     if refused:
         raise Unsupported(refused)
-    cfg = parse_engine_config(document)
+    cfg = read_engine_spec(document)
     simulation = Simulation(cfg, workload, stepwise=stepwise, progress=progress,
                             should_stop=should_stop, approximations=approximations(document),
                             sink=sink)

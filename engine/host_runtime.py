@@ -24,7 +24,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from kvreplay.engine.block_hash import SequenceHasher, TokenInterner
-from kvreplay.engine.config import HostOffloadConfig
 from kvreplay.engine.errors import EngineConfigError
 from kvreplay.engine.host_client import HostClient, direction_of
 from kvreplay.engine.host_pool import STORE, HostPool, Transfer
@@ -36,6 +35,8 @@ if TYPE_CHECKING:
     from kvreplay.engine.scheduler import Rank
     from kvreplay.engine.sequence import Seq
     from kvreplay.engine.worker import Worker
+
+    from kvreplay.native_model import HostOffload
 
 HOST_TIER = 1
 
@@ -53,12 +54,14 @@ class HostRuntime:
         self.worker_of: dict[int, Worker] = {}
         contract: tuple[Any, ...] | None = None
         for pool in sim.pools:
-            cfg = pool.role.rank.host
+            cfg = pool.role.host_offload
+            block_bytes = pool.role.host_block_bytes
             if cfg is None:
                 continue
+            assert block_bytes is not None and cfg.num_host_blocks is not None  # read_engine_spec
             hasher = SequenceHasher(sim.identities, self.interner, pool.block_size)
             terms = (cfg.kv_layout_id, pool.role.tensor_parallel_size, pool.block_size,
-                     cfg.block_bytes, cfg.num_host_blocks, cfg.shared_d2h_bandwidth_gbps,
+                     block_bytes, cfg.num_host_blocks, cfg.shared_d2h_bandwidth_gbps,
                      cfg.shared_h2d_bandwidth_gbps)
             for worker in pool.workers:
                 for rank in worker.ranks:
@@ -67,7 +70,7 @@ class HostRuntime:
                         if self.shared is None:
                             contract = terms
                             self.shared = HostPool(len(self.pools), cfg.num_host_blocks,
-                                                   cfg.block_bytes, True, hasher)
+                                                   block_bytes, True, hasher)
                             self.pools.append(self.shared)
                             self.fair = FairShare(cfg.shared_d2h_bandwidth_gbps,
                                                   cfg.shared_h2d_bandwidth_gbps)
@@ -79,11 +82,11 @@ class HostRuntime:
                         host_pool = self.shared
                     else:
                         host_pool = HostPool(len(self.pools), cfg.num_host_blocks,
-                                             cfg.block_bytes, False, hasher)
+                                             block_bytes, False, hasher)
                         self.pools.append(host_pool)
                     self._join(rank, host_pool, cfg, pool)
 
-    def _join(self, rank: Rank, host_pool: HostPool, cfg: HostOffloadConfig, pool: Pool) -> None:
+    def _join(self, rank: Rank, host_pool: HostPool, cfg: HostOffload, pool: Pool) -> None:
         client = HostClient(host_pool, rank, cfg.d2h_bandwidth_gbps, cfg.h2d_bandwidth_gbps,
                             ms_to_ns(cfg.latency_to_first_byte_ms),
                             subscribe=pool.index is not None)

@@ -24,7 +24,6 @@ from collections.abc import Callable
 from typing import Any
 
 from kvreplay.engine.collect import fewer_collections
-from kvreplay.engine.config import EngineConfig, RoleConfig
 from kvreplay.engine.errors import EngineError, Interrupted, ReplayStalled
 from kvreplay.engine.host_runtime import HostRuntime
 from kvreplay.engine.identity import BlockIdentities
@@ -38,6 +37,8 @@ from kvreplay.engine.sequence import WAITING, Seq
 from kvreplay.engine.simtime import check_ns, limit_to_ns, ms_to_ns, ns_to_ms
 from kvreplay.engine.traces.request import TraceRequest, Workload
 from kvreplay.engine.worker import Worker, stamp_tokens
+
+from kvreplay.spec import Role, Spec
 
 # Event kinds, in their order at one instant (G2 copies complete before pass completions).
 # P/D handoff actions (ACTIONS) run after the instant's completions and transfers, before the
@@ -55,19 +56,19 @@ class Pool:
 
     __slots__ = ("block_size", "index", "name", "queue", "ranks", "role", "router", "workers")
 
-    def __init__(self, role: RoleConfig, first_gid: int, identities: BlockIdentities,
+    def __init__(self, role: Role, first_gid: int, identities: BlockIdentities,
                  stats: RankStats, record_events: bool) -> None:
         self.name = "agg" if role.name == "aggregated" else role.name
         self.role = role
-        self.block_size = role.rank.block_size
+        self.block_size = role.block_size
         self.ranks: list[Rank] = []
         self.workers: list[Worker] = []
         for w in range(role.workers):
-            ranks = [Rank(role.rank, self.name, w, r, w * role.dp_size + r, identities,
+            ranks = [Rank(role, self.name, w, r, w * role.dp_size + r, identities,
                           record_events, stats) for r in range(role.dp_size)]
             self.ranks.extend(ranks)
             self.workers.append(Worker(first_gid + w, self.name, w, ranks,
-                                       role.rank.prefill_schedule_interval))
+                                       role.prefill_schedule_interval))
         self.index: KvIndex | None = None
         self.queue: RouterQueue[Queued] | None = None  # the KV router's queue (first pool)
         self.router: Router = RoundRobinRouter(self.name, self.ranks, role.workers, role.dp_size,
@@ -75,7 +76,7 @@ class Pool:
 
 
 class Simulation:
-    def __init__(self, cfg: EngineConfig, workload: Workload, *, stepwise: bool = False,
+    def __init__(self, cfg: Spec, workload: Workload, *, stepwise: bool = False,
                  progress: Callable[[float, float | None], None] | None = None,
                  sink: Callable[[RequestRecord], None] | None = None,
                  should_stop: Callable[[], bool] | None = None,
@@ -86,7 +87,7 @@ class Simulation:
         self.stepwise = stepwise
         self.progress = progress
         self.should_stop = should_stop
-        has_host = any(role.rank.host is not None for role in cfg.roles)
+        has_host = any(role.host_offload is not None for role in cfg.roles)
         self.identities = BlockIdentities(keep_keys=has_host)
         self.stats = RankStats()
         kv = cfg.router.policy == "kv_router"
@@ -141,8 +142,7 @@ class Simulation:
             r = pool.role
             self.facts.pools.append(PoolFacts(pool.name, r.workers, r.dp_size,
                                               r.tensor_parallel_size, r.pipeline_parallel_size,
-                                              r.rank.backend, r.rank.block_size,
-                                              r.rank.num_gpu_blocks))
+                                              r.backend, r.block_size, r.num_gpu_blocks))
         self._total = getattr(workload, "total_requests", None)
         # Workload hooks (agentic): end-of-instant work that may stop the run, and a binding
         # to this simulation (drained check, measurement window, cancellation).
@@ -735,7 +735,7 @@ class Simulation:
         dseq.registered = hits
         now = self.now
         dseq.rec.destination_reserved_ms = ns_to_ms(now)
-        source = self.pools[0].role.rank
+        source = self.pools[0].role
         delay_ms = self.cfg.handoff_latency_ms
         per_token = source.kv_transfer_bytes_per_token
         bandwidth = source.kv_transfer_bandwidth

@@ -20,7 +20,6 @@ from __future__ import annotations
 from collections import deque
 from typing import TYPE_CHECKING
 
-from kvreplay.engine.config import RankConfig
 from kvreplay.engine.host_client import DEFER, DEFERRED, MISS, QUEUED, RETRY
 from kvreplay.engine.identity import ROOT, BlockIdentities
 from kvreplay.engine.pool import BlockPool
@@ -29,10 +28,11 @@ from kvreplay.engine.sequence import PREEMPTED, RUNNING, WAITING, Seq
 from kvreplay.engine.simtime import ns_to_ms
 from kvreplay.engine.timing import PassTimer
 
+from kvreplay.spec import Role
+
 if TYPE_CHECKING:
     from kvreplay.engine.host_client import HostClient
 
-UNLIMITED = 1 << 62
 
 SCHEDULED, BLOCKED, CURRENT_PREEMPTED = 0, 1, 2
 DECODE_TOKEN = (1, 0, 0)  # a scheduled decode step: (tokens used, prompt tokens, prompt before)
@@ -107,7 +107,7 @@ class Rank:
         "worker_id",
     )
 
-    def __init__(self, cfg: RankConfig, pool_name: str, worker_id: int, dp_rank: int,
+    def __init__(self, cfg: Role, pool_name: str, worker_id: int, dp_rank: int,
                  scheduler_id: int, identities: BlockIdentities, record_events: bool,
                  stats: RankStats) -> None:
         self.pool_name = pool_name
@@ -118,15 +118,14 @@ class Rank:
         self.stats = stats
         self.block_size = cfg.block_size
         self.num_blocks = cfg.num_gpu_blocks
-        budget = cfg.max_num_batched_tokens
-        self.budget = UNLIMITED if budget is None else budget
-        self.max_seqs = UNLIMITED if cfg.max_num_seqs is None else cfg.max_num_seqs
+        self.budget = cfg.max_num_batched_tokens
+        self.max_seqs = cfg.max_num_seqs
         self.max_model_len = cfg.max_model_len
         self.caching = cfg.enable_prefix_caching
         self.chunked = cfg.enable_chunked_prefill
         self.lifo = cfg.preemption_mode == "lifo"
-        self.is_prefill = cfg.worker_type == "prefill"
-        self.is_decode = cfg.worker_type == "decode"
+        self.is_prefill = cfg.name == "prefill"
+        self.is_decode = cfg.name == "decode"
         self.timer = PassTimer(cfg)
         self.pool = BlockPool(cfg.num_gpu_blocks, record_events and self.caching)
         self.running: list[Seq] = []

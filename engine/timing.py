@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import math
 
-from kvreplay.engine.config import RankConfig
 from kvreplay.engine.simtime import NS_PER_MS, ms_to_ns
+
+from kvreplay.spec import Role
 
 PREFILL_A, PREFILL_B, PREFILL_C = 4.209989e-7, 1.518344e-2, 16.50142
 DECODE_A, DECODE_B, DECODE_C = -25.74, 54.01, 5.74
@@ -29,14 +30,15 @@ class PassTimer:
     __slots__ = ("_capacity_tokens", "_decode_div", "_fixed_decode_ns", "_fixed_prefill_ns",
                  "_prefill_div", "fixed")
 
-    def __init__(self, rank: RankConfig) -> None:
+    def __init__(self, rank: Role) -> None:
         speedup = rank.speedup_ratio or 1.0
         self._prefill_div = speedup
         self._decode_div = speedup * (rank.decode_speedup_ratio or 1.0)
         self._capacity_tokens = rank.num_gpu_blocks * rank.block_size
-        self.fixed = rank.timing.kind == "fixed"
-        self._fixed_prefill_ns = ms_to_ns(rank.timing.prefill_ms / self._prefill_div)
-        self._fixed_decode_ns = ms_to_ns(rank.timing.decode_ms / self._decode_div)
+        timing = rank.timing_model
+        self.fixed = timing.type == "fixed"
+        self._fixed_prefill_ns = ms_to_ns((timing.prefill_ms or 0.0) / self._prefill_div)
+        self._fixed_decode_ns = ms_to_ns((timing.decode_ms or 0.0) / self._decode_div)
 
     def prefill_ns(self, new_prompt_tokens: int) -> int:
         if self.fixed:

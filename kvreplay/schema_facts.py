@@ -1,10 +1,11 @@
-"""Schema facts on the attrs config model: each field's description and bounds, each class's
-description, required keys and conditional overlays (compiler/schema_gen.py walks them into
-schema/config.schema.json).
+"""Schema facts on the attrs models: each field's description and bounds, each class's
+description, required keys and conditional overlays (compiler/schema_gen.py walks the config model
+into schema/config.schema.json and the native model into schema/native.schema.json).
 
 The field helpers return `attrs.field(default=..., metadata={SCHEMA: facts})`; types, enums and
 defaults are not restated here, the walker reads them from the annotation and the default. The
-helper's name fixes the JSON layout of the key (which schema keywords, in which order).
+helper's name fixes the JSON layout of the key (which schema keywords, in which order);
+`nullable=True` also admits JSON null (`anyOf: [null, ...]`), as native JSON writes unset keys.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from typing import Any, TypeVar
 import attrs
 
 SCHEMA = "kvreplay.schema"
+# The JSON key of a field whose Python name differs (`host_offload` is `native_host_offload`).
+KEY = "kvreplay.key"
 # The documented default of a key whose model default stays None (compiler/model.py says why).
 APPLIED_DEFAULT = "kvreplay.applied_default"
 
@@ -27,28 +30,36 @@ S = dict[str, Any]
 
 def _field(default: Any, facts: S, **kwargs: Any) -> Any:
     metadata = {SCHEMA: facts, **kwargs.pop("metadata", {})}
+    if "key" in kwargs:
+        metadata[KEY] = kwargs.pop("key")
     return attrs.field(default=default, metadata=metadata, **kwargs)
 
 
-def positive(default: Any, desc: str, maximum: int | None = None) -> Any:
+def positive(default: Any, desc: str, maximum: float | None = None,
+             nullable: bool = False) -> Any:
     """An integer >= 1 or a number > 0 (at most `maximum`, else the generic bound)."""
-    return _field(default, {"layout": "positive", "description": desc, "maximum": maximum})
+    return _field(default, {"layout": "positive", "description": desc, "maximum": maximum,
+                            "nullable": nullable})
 
 
-def nonneg(default: Any, desc: str, maximum: int | None = None) -> Any:
+def nonneg(default: Any, desc: str, maximum: float | None = None,
+           nullable: bool = False) -> Any:
     """An integer or number >= 0 (at most `maximum`, else the generic bound)."""
-    return _field(default, {"layout": "nonneg", "description": desc, "maximum": maximum})
+    return _field(default, {"layout": "nonneg", "description": desc, "maximum": maximum,
+                            "nullable": nullable})
 
 
-def bounded(default: Any, desc: str, minimum: float, maximum: float) -> Any:
+def bounded(default: Any, desc: str, minimum: float, maximum: float,
+            nullable: bool = False) -> Any:
     """An integer or number in [minimum, maximum] (its default, if any, before the description)."""
     return _field(default, {"layout": "bounded", "description": desc, "minimum": minimum,
-                            "maximum": maximum})
+                            "maximum": maximum, "nullable": nullable})
 
 
-def choice(default: Any, desc: str, **kwargs: Any) -> Any:
+def choice(default: Any, desc: str, nullable: bool = False, **kwargs: Any) -> Any:
     """One of the annotation's Literal values."""
-    return _field(default, {"layout": "choice", "description": desc}, **kwargs)
+    return _field(default, {"layout": "choice", "description": desc, "nullable": nullable},
+                  **kwargs)
 
 
 def constant(default: Any, desc: str) -> Any:
@@ -56,13 +67,20 @@ def constant(default: Any, desc: str) -> Any:
     return _field(default, {"layout": "constant", "description": desc})
 
 
-def flag(default: bool, desc: str) -> Any:
+def flag(default: bool | None, desc: str) -> Any:
+    """true or false (a None default states none: the reader decides)."""
     return _field(default, {"layout": "flag", "description": desc})
 
 
-def text(default: Any, desc: str, max_length: int, min_length: int | None = None) -> Any:
+def text(default: Any, desc: str, max_length: int, min_length: int | None = None,
+         nullable: bool = False) -> Any:
     return _field(default, {"layout": "text", "description": desc, "minLength": min_length,
-                            "maxLength": max_length})
+                            "maxLength": max_length, "nullable": nullable})
+
+
+def pattern(default: Any, desc: str, regex: str) -> Any:
+    """A string matching `regex`."""
+    return _field(default, {"layout": "pattern", "description": desc, "pattern": regex})
 
 
 def either(default: Any, desc: str, inner: str, maximum: int | None = None) -> Any:
@@ -78,9 +96,23 @@ def items(default: Any, desc: str, min_items: int, max_items: int, **item: Any) 
                             "maxItems": max_items, "item": item})
 
 
-def mapping(default: Any, desc: str, **kwargs: Any) -> Any:
+def mapping(default: Any, desc: str, nullable: bool = False, **kwargs: Any) -> Any:
     """A free-form mapping, passed through."""
-    return _field(default, {"layout": "mapping", "description": desc}, **kwargs)
+    return _field(default, {"layout": "mapping", "description": desc, "nullable": nullable},
+                  **kwargs)
+
+
+def nested(default: Any = None, nullable: bool = False, nulls: Sequence[str] = (),
+           **kwargs: Any) -> Any:
+    """A nested attrs class that also admits JSON null, and whose keys `nulls` admit null here
+    (a field without facts is a plain nested object). Its description is the class's."""
+    return _field(default, {"layout": "object", "nullable": nullable, "nulls": tuple(nulls)},
+                  **kwargs)
+
+
+def switch(default: Any, desc: str, when: str) -> Any:
+    """One of two attrs classes (`A | B`): A when the object has key `when`, else B."""
+    return _field(default, {"layout": "switch", "description": desc, "when": when})
 
 
 @attrs.frozen
@@ -89,19 +121,28 @@ class ObjectFacts:
     required: tuple[str, ...] = ()
     overlays: tuple[S, ...] = ()
     extra: tuple[tuple[str, Any], ...] = ()
+    define: str | None = None
 
 
 OBJECTS: dict[type, ObjectFacts] = {}
 
 
 def described(desc: str, required: Sequence[str] = (), overlays: Sequence[S] = (),
-              **extra: Any) -> Callable[[type[T]], type[T]]:
+              define: str | None = None, **extra: Any) -> Callable[[type[T]], type[T]]:
     """Class decorator: the object's description, required keys, conditional overlays (`allOf`)
-    and extra keywords (minProperties)."""
+    and extra keywords (minProperties). `define`: the schema states the class once, under
+    `$defs/<define>`, and refers to it."""
     def mark(cls: type[T]) -> type[T]:
-        OBJECTS[cls] = ObjectFacts(desc, tuple(required), tuple(overlays), tuple(extra.items()))
+        OBJECTS[cls] = ObjectFacts(desc, tuple(required), tuple(overlays), tuple(extra.items()),
+                                   define)
         return cls
     return mark
+
+
+def json_key(field: attrs.Attribute[Any]) -> str:
+    """The JSON key of a field (its name unless KEY metadata says otherwise)."""
+    key: str = field.metadata.get(KEY, field.name)
+    return key
 
 
 def only_keys(field: str, value: str, keys: Sequence[str]) -> S:

@@ -35,7 +35,8 @@ CACHE_PREFIX = "rules-"
 # the rule functions import. tests/rules/test_rules_runner.py checks this covers the import closure
 # of the code generator, so a module it comes to read cannot be left out of the cache key.
 KEY_MODULES = (
-    "kvreplay.compiler.spec",
+    "kvreplay.spec",
+    "kvreplay.native_model",
     "kvreplay.native_defaults",
     "kvreplay.sla",
     "kvreplay.schema_facts",  # kvreplay.sla's field helpers

@@ -1,4 +1,4 @@
-"""The config schema is generated from the attrs model (compiler/schema_gen.py)."""
+"""The schemas are generated from the attrs models (compiler/schema_gen.py)."""
 
 from __future__ import annotations
 
@@ -12,26 +12,29 @@ import pytest
 from kvreplay.compiler import model as m
 from kvreplay.compiler import schema_gen
 
-from kvreplay.schema_facts import OBJECTS, SCHEMA, choice, described, only_keys, positive
+from kvreplay import native_model as n
+from kvreplay.schema_facts import OBJECTS, SCHEMA, choice, described, nested, only_keys, positive
 
 SCHEMA_FILE = Path(__file__).resolve().parents[2] / "schema" / "config.schema.json"
 
 
 def _classes(cls: type, seen: set[type]) -> set[type]:
     seen.add(cls)
-    for tp in typing.get_type_hints(cls, vars(m)).values():
+    for tp in typing.get_type_hints(cls).values():
         for member in (tp, *typing.get_args(tp)):
             if isinstance(member, type) and attrs.has(member) and member not in seen:
                 _classes(member, seen)
     return seen
 
 
-def test_every_model_class_and_leaf_field_carries_schema_facts() -> None:
-    """Every class reachable from Config is described; every field is a fact or a nested class."""
-    for cls in _classes(m.Config, set()):
+@pytest.mark.parametrize("root", [m.Config, n.Document], ids=["config", "native"])
+def test_every_model_class_and_leaf_field_carries_schema_facts(root: type) -> None:
+    """Every class reachable from the root is described; every field is a fact or a nested
+    class."""
+    for cls in _classes(root, set()):
         assert cls in OBJECTS, cls.__name__
         for field in attrs.fields(cls):
-            tp = typing.get_type_hints(cls, vars(m))[field.name]
+            tp = typing.get_type_hints(cls)[field.name]
             nested = [t for t in (tp, *typing.get_args(tp)) if isinstance(t, type) and attrs.has(t)]
             assert SCHEMA in field.metadata or nested, f"{cls.__name__}.{field.name}"
 
@@ -73,7 +76,8 @@ def test_the_walker_refuses_a_field_without_facts() -> None:
 
 
 def test_numbers_take_their_bounds_from_the_annotation() -> None:
-    """`positive` is minimum 1 on an integer, exclusiveMinimum 0 on a number."""
+    """`positive` is minimum 1 on an integer, exclusiveMinimum 0 on a number; an integer's own
+    maximum is stated in its description."""
     @described("Numbers.")
     @attrs.frozen
     class Numbers:
@@ -82,7 +86,32 @@ def test_numbers_take_their_bounds_from_the_annotation() -> None:
 
     props: dict[str, Any] = schema_gen.object_schema(Numbers)["properties"]
     del OBJECTS[Numbers]
-    assert props["whole"] == {"type": "integer", "minimum": 1, "maximum": 9, "description": "W.",
-                              "default": 2}
+    assert props["whole"] == {"type": "integer", "minimum": 1, "maximum": 9,
+                              "description": "W. At most 9.", "default": 2}
     assert props["real"] == {"type": "number", "exclusiveMinimum": 0, "maximum": 1e15,
                              "description": "R."}
+
+
+@described("Leaf.", define="leaf")
+@attrs.frozen
+class _Leaf:
+    size: int | None = positive(None, "S.", 7, nullable=True)
+
+
+@described("Tree.")
+@attrs.frozen
+class _Tree:
+    left: _Leaf | None = None
+    right: _Leaf | None = nested(nullable=True)
+
+
+def test_nullable_keys_and_defined_classes() -> None:
+    """`nullable` wraps a key in anyOf null; a `define`d class is stated once under $defs."""
+    tree = schema_gen.document_schema(_Tree, "tree", "T")
+    assert tree["$defs"]["leaf"]["properties"]["size"] == {
+        "anyOf": [{"type": "null"}, {"type": "integer", "minimum": 1, "maximum": 7,
+                                     "description": "S. At most 7."}],
+        "description": "S. At most 7."}
+    assert tree["properties"]["left"] == {"$ref": "#/$defs/leaf"}
+    assert tree["properties"]["right"] == {"anyOf": [{"type": "null"}, {"$ref": "#/$defs/leaf"}],
+                                           "description": "Leaf."}

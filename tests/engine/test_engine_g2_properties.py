@@ -147,7 +147,8 @@ def _kv_order_doc() -> dict[str, Any]:
             "kv_transfer_bytes_per_token": 250000, "kv_cache_bytes_per_token": 250000,
             "native_host_offload": dict(host)}}
 
-    return {"spec": {"topology": {"kind": "disaggregated", "prefill": {"initial_workers": 1},
+    return {"spec": {"version": 1,
+                     "topology": {"kind": "disaggregated", "prefill": {"initial_workers": 1},
                                   "decode": {"initial_workers": 1}},
                      "engine": {"prefill": role("prefill", 8), "decode": role("decode", 4)},
                      "adapters": {"placement": {"provider": "kv_router", "config": None}}},

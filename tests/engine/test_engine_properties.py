@@ -11,7 +11,7 @@ from engine_support import ListWorkload, native, native_pd, record_dict, request
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from kvreplay.engine import ReplayStalled
-from kvreplay.engine.config import parse_engine_config
+from kvreplay.engine.config import read_engine_spec
 from kvreplay.engine.loop import Simulation
 from kvreplay.engine.result import RunResult
 from kvreplay.engine.traces.request import TraceRequest
@@ -95,7 +95,7 @@ def checking_pools() -> Iterator[list[int]]:
 def simulate(doc: dict[str, Any], reqs: list[TraceRequest],
              stepwise: bool) -> tuple[RunResult, Simulation, ListWorkload]:
     workload = ListWorkload(reqs)
-    sim = Simulation(parse_engine_config(doc), workload, stepwise=stepwise)
+    sim = Simulation(read_engine_spec(doc), workload, stepwise=stepwise)
     return sim.run(), sim, workload
 
 

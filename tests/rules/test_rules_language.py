@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from kvreplay.compiler.spec import HostOffload, Role, Router, Spec, Traffic
 from kvreplay.rules.errors import RuleFileError
 from kvreplay.rules.loader import parse_sources
 from kvreplay.rules.parser import parse_expr
 from rules_support import RULE_HEAD, fires, path_origin, runner_for, truth
+
+from kvreplay.spec import HostOffload, Role, Router, Spec, Traffic
 
 
 def problems(text: str, name: str = "rules/bad.rules") -> list[str]:
@@ -194,10 +195,10 @@ def test_quantifiers_are_three_valued() -> None:
 
 def test_is_default_treats_a_null_default_as_decided() -> None:
     """`is default` is decided when None is the field's default, unknown when it is not."""
-    spec = Spec(model="m", roles=(agg(),), traffic=Traffic(input_tokens=None))
+    spec = Spec(model="m", roles=(agg(block_size=None),))
     assert truth("any role r: r.kv_transfer_bandwidth is default", spec) is True
-    assert truth("traffic.input_tokens is default", spec) is None
-    assert truth("traffic.output_tokens is default", spec) is True
+    assert truth("any role r: r.block_size is default", spec) is None
+    assert truth("traffic.stop_sessions is default", spec) is True
 
 
 def test_agentic_shorthand_reads_traffic() -> None:

@@ -24,10 +24,11 @@ from typing import Any
 import pytest
 from kvreplay.compiler.emit import rank
 from kvreplay.compiler.layout import derive_layout_id
-from kvreplay.compiler.lower import DEFAULT_BLOCK_SIZE
-from kvreplay.compiler.spec import G3Offload, HostOffload, Role, Spec, Speculation
 from kvreplay.rules import run_rules
 from rules_support import path_origin
+
+from kvreplay.native_defaults import block_size_default
+from kvreplay.spec import G3Offload, HostOffload, Role, Spec, Speculation
 
 PROBE = Path(__file__).with_name("reference_probe.py")
 # The reference is installed into the test environment (tools/install-reference.sh, CI).
@@ -82,7 +83,7 @@ def generated_roles() -> list[Role]:
     for backend, g2, kv_bytes, prefix, mtp, g3, (dp, tp) in itertools.product(
             ("vllm", "sglang", "trtllm"), g2_forms, (131072, None), (True, False),
             (False, True), (False, True), ((1, 1), (2, 4))):
-        block = DEFAULT_BLOCK_SIZE[backend]
+        block = block_size_default(backend)
         host = None
         if g2 != "none":
             scope = {"local": "dp_rank_local", "worker_local": "worker_local"}.get(

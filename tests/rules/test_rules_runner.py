@@ -12,11 +12,12 @@ from pathlib import Path
 
 import pytest
 from kvreplay.compiler.documents import compile_text
-from kvreplay.compiler.spec import HostOffload, Role, Spec
 from kvreplay.rules import loader, make_runner, rule_ids, run_rules, select_rules
 from kvreplay.rules.codegen import generate
 from kvreplay.rules.loader import cache_key, load, shipped_ruleset, sources
 from rules_support import path_origin
+
+from kvreplay.spec import HostOffload, Role, Spec
 
 NOISY = Spec(model="m", mode="aggregated", roles=(
     Role(name="aggregated", backend="sglang", dp_size=2,
@@ -123,7 +124,7 @@ def test_cache_key_covers_every_module_code_generation_reads() -> None:
             seen.add(module)
             todo.extend(_kvreplay_imports(module))
     outside = {m for m in seen if not m.startswith("kvreplay.rules.") and m != "kvreplay"}
-    assert "kvreplay.compiler.spec" in outside
+    assert "kvreplay.spec" in outside
     assert outside <= set(loader.KEY_MODULES), sorted(outside - set(loader.KEY_MODULES))
 
 
@@ -137,7 +138,7 @@ def test_cache_key_changes_with_the_package_version(monkeypatch: pytest.MonkeyPa
     assert cache_key(files) != before
 
 
-# Router.temperature's default, as compiler/spec.py reads it from kvreplay/native_defaults.py.
+# Router.temperature's default, as kvreplay/native_model.py reads it from native_defaults.py.
 DEFAULTS_MODULE = "kvreplay.native_defaults"
 TEMPERATURE = '    "temperature": 0.0,\n'
 
@@ -175,7 +176,7 @@ _PROBE = textwrap.dedent("""
     sys.modules[found.name] = module
     found.loader.exec_module(module)
     kvreplay.native_defaults = module
-    from kvreplay.compiler import spec as s
+    from kvreplay import spec as s
     from kvreplay.rules.loader import cache_key, load, sources
     namespace = load()
     spec = s.Spec(model="m", roles=(s.Role(name="aggregated"),),
