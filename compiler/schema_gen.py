@@ -139,7 +139,7 @@ class _Walker:
             return {"type": "object", "description": desc}
         elif layout == "object":
             (nested,) = plain
-            return self.object(nested, nulls=facts["nulls"])
+            return self.object(nested, unset_null=facts["unset_null"])
         elif layout == "switch":
             first_cls, other_cls = plain
             return {"description": desc, "type": "object",
@@ -151,23 +151,23 @@ class _Walker:
             out["default"] = default
         return out
 
-    def object(self, cls: type, nulls: tuple[str, ...] = ()) -> S:
-        """The schema of one attrs class (or a `$ref` to it), with its nested classes; the keys
-        `nulls` also admit null."""
+    def object(self, cls: type, unset_null: bool = False) -> S:
+        """The schema of one attrs class (or a `$ref` to it), with its nested classes;
+        `unset_null`: its keys that default to None also admit null."""
         facts = OBJECTS[cls]
-        if facts.define is not None and not nulls:
+        if facts.define is not None and not unset_null:
             if facts.define not in self.defs:
                 self.defs[facts.define] = {}  # reserved first: a class may refer to itself
-                self.defs[facts.define] = self.body(cls, ())
+                self.defs[facts.define] = self.body(cls, False)
             return {"$ref": f"#/$defs/{facts.define}"}
-        return self.body(cls, nulls)
+        return self.body(cls, unset_null)
 
-    def body(self, cls: type, nulls: tuple[str, ...]) -> S:
+    def body(self, cls: type, unset_null: bool) -> S:
         facts = OBJECTS[cls]
         hints = typing.get_type_hints(cls, vars(sys.modules[cls.__module__]))
         fields = attrs.fields(cls)
         names = [json_key(f) for f in fields]
-        unknown = {k for k in (*facts.required, *nulls) if k not in names}
+        unknown = {k for k in facts.required if k not in names}
         for overlay in facts.overlays:
             then = overlay["then"]
             unknown |= set(then.get("required", ()))
@@ -179,7 +179,9 @@ class _Walker:
         for field in fields:
             key = json_key(field)
             properties[key] = self.property(cls, field, hints[field.name], key in facts.required)
-            if key in nulls:
+            nullable = field.metadata.get(SCHEMA, {}).get("nullable", False)
+            if unset_null and field.default is None and key not in facts.required \
+                    and not nullable:
                 node = properties[key]
                 properties[key] = _noted({"anyOf": [{"type": "null"}, node],
                                           "description": node["description"]})
@@ -204,13 +206,13 @@ class _Walker:
 
 def object_schema(cls: type) -> S:
     """The schema object of one attrs class, with its nested classes."""
-    return _Walker().body(cls, ())
+    return _Walker().body(cls, False)
 
 
 def document_schema(cls: type, name: str, title: str) -> S:
     """A whole schema file: the root class's object with the file's identity."""
     walker = _Walker()
-    root = walker.body(cls, ())
+    root = walker.body(cls, False)
     out: S = {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": f"https://kvreplay.dev/schema/{name}.schema.json",

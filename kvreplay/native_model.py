@@ -316,7 +316,7 @@ ROUTER_KNOB_DEFAULTS: dict[str, Any] = attrs.asdict(RouterKnobs())
 @attrs.frozen
 class Placement:
     provider: RouterPolicy = choice("round_robin", "Policy.")
-    config: RouterKnobs | None = nested(nullable=True, nulls=["queue_threshold"])
+    config: RouterKnobs | None = nested(nullable=True, unset_null=True)
 
     @property
     def router(self) -> Router:
@@ -418,7 +418,7 @@ class DeploymentSpec:
     max_sim_time_ms: float | None = positive(  # the config's largest cap in seconds, in ms
         None, "Simulated-time cutoff (ms).", MAX_NUM * 1000, nullable=True)
     record_per_request: bool = flag(True, "Keep per-request records.")
-    sla: Sla | None = nested(nullable=True, nulls=["ttft_ms", "itl_ms", "e2e_ms"])  # unset: null
+    sla: Sla | None = nested(nullable=True, unset_null=True)
 
 
 @described("The replay spec the bundled engine executes (kvreplay docs/native-json.md).",

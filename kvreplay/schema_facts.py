@@ -102,11 +102,13 @@ def mapping(default: Any, desc: str, nullable: bool = False, **kwargs: Any) -> A
                   **kwargs)
 
 
-def nested(default: Any = None, nullable: bool = False, nulls: Sequence[str] = (),
+def nested(default: Any = None, nullable: bool = False, unset_null: bool = False,
            **kwargs: Any) -> Any:
-    """A nested attrs class that also admits JSON null, and whose keys `nulls` admit null here
-    (a field without facts is a plain nested object). Its description is the class's."""
-    return _field(default, {"layout": "object", "nullable": nullable, "nulls": tuple(nulls)},
+    """A nested attrs class (a field without facts is a plain nested object), which also admits
+    JSON null (`nullable`); `unset_null`: here its keys that default to None are written null
+    when unset, so they admit null (a YAML block of the same class leaves them out instead).
+    Its description is the class's."""
+    return _field(default, {"layout": "object", "nullable": nullable, "unset_null": unset_null},
                   **kwargs)
 
 

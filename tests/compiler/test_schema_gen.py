@@ -98,16 +98,27 @@ class _Leaf:
     size: int | None = positive(None, "S.", 7, nullable=True)
 
 
+@described("Bud.")
+@attrs.frozen
+class _Bud:
+    size: int | None = positive(None, "S.")
+    age: int = positive(1, "A.")
+
+
 @described("Tree.")
 @attrs.frozen
 class _Tree:
     left: _Leaf | None = None
     right: _Leaf | None = nested(nullable=True)
+    bud: _Bud | None = nested(unset_null=True)
 
 
 def test_nullable_keys_and_defined_classes() -> None:
-    """`nullable` wraps a key in anyOf null; a `define`d class is stated once under $defs."""
+    """`nullable` wraps a key in anyOf null; a `define`d class is stated once under $defs;
+    `unset_null` admits null for the block's keys that default to None."""
     tree = schema_gen.document_schema(_Tree, "tree", "T")
+    bud = tree["properties"]["bud"]["properties"]
+    assert bud["size"]["anyOf"][0] == {"type": "null"} and "anyOf" not in bud["age"]
     assert tree["$defs"]["leaf"]["properties"]["size"] == {
         "anyOf": [{"type": "null"}, {"type": "integer", "minimum": 1, "maximum": 7,
                                      "description": "S. At most 7."}],
