@@ -71,7 +71,7 @@ class _Lowering:
             decode_context_parallel_size=par.decode_context,
             num_gpu_blocks_is_explicit=explicit,
             startup_seconds=worker.startup_seconds,
-            speculation=_speculation(worker.speculation),
+            speculation=worker.speculation,  # the config's speculation is the native one
             backend=engine.backend,
             block_size=block_size,
             num_gpu_blocks=num_blocks,
@@ -138,7 +138,7 @@ class _Lowering:
             return 1, True
         return blocks, True
 
-    def host_offload(self, g2: m.HostOffload | None, backend: str, block_size: int,
+    def host_offload(self, g2: s.HostOffloadOptions | None, backend: str, block_size: int,
                      kv_bytes: int | None, par: m.Parallelism) -> s.HostOffload | None:
         if g2 is None:
             return None
@@ -146,7 +146,7 @@ class _Lowering:
         if g2.scope == "cluster_shared":
             layout = derive_layout_id(backend, block_size, kv_bytes, par.tensor,
                                       par.prefill_context, par.decode_context)
-        return attrs.evolve(_native(s.HostOffload, g2), kv_layout_id=layout)
+        return s.HostOffload(**attrs.asdict(g2, recurse=False), kv_layout_id=layout)
 
     # --- traffic --------------------------------------------------------------------------
 
@@ -254,10 +254,6 @@ def _native(cls: type[T], block: object) -> T:
     """The native block `cls` with the values of the config block's keys of the same names."""
     return cls(**{f.name: getattr(block, f.name) for f in attrs.fields(cls)
                   if hasattr(block, f.name)})
-
-
-def _speculation(spec: m.Speculation | None) -> s.Speculation | None:
-    return None if spec is None else _native(s.Speculation, spec)
 
 
 def _sglang(options: m.SglangScheduler | None, backend: str) -> s.SglangOptions | None:

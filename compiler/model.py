@@ -14,10 +14,8 @@ from typing import Any, Literal
 
 import attrs
 
-from kvreplay.native_defaults import HOST_OFFLOAD_DEFAULTS as G2
 from kvreplay.native_defaults import TRAFFIC_DEFAULTS as TRAFFIC
 from kvreplay.native_model import (
-    BANDWIDTH,
     BLOCK_SIZE_MAX,
     BYTES_PER_TOKEN_MAX,
     CONTEXT_MAX,
@@ -29,11 +27,12 @@ from kvreplay.native_model import (
     AgenticProfile,
     Backend,
     G3Offload,
+    HostOffloadOptions,
     RoleName,
     Router,
     SglangOptions,
+    Speculation,
     TrtllmOptions,
-    acceptance_rates,
 )
 from kvreplay.schema_facts import APPLIED_DEFAULT as APPLIED_DEFAULT
 from kvreplay.schema_facts import (
@@ -130,28 +129,6 @@ class Capacity:
         "* bytes_per_token)); needs an explicit bytes_per_token).")
 
 
-@described("G2: the host-pinned KV tier of this role.", required=["num_host_blocks"])
-@attrs.frozen
-class HostOffload:
-    scope: Literal["dp_rank_local", "cluster_shared", "worker_local"] = choice(
-        G2["scope"], "`dp_rank_local`: one pool per attention-DP rank; `cluster_shared`: one pool "
-        "for the whole deployment (all cluster_shared roles join it). (`worker_local` is a G3 "
-        "scope, rejected by rule G2-SCOPE.)")
-    num_host_blocks: int | None = positive(
-        None, "Host blocks: per DP rank (dp_rank_local) or the pool total (cluster_shared; NOT "
-        "per participant).")
-    d2h_bandwidth_gbps: float = nonneg(
-        G2["d2h_bandwidth_gbps"], f"Per-rank GPU->host link, {BANDWIDTH}.")
-    h2d_bandwidth_gbps: float = nonneg(
-        G2["h2d_bandwidth_gbps"], f"Per-rank host->GPU link, {BANDWIDTH}.")
-    shared_d2h_bandwidth_gbps: float = nonneg(
-        G2["shared_d2h_bandwidth_gbps"], f"Whole-pool D2H cap, {BANDWIDTH}; cluster_shared only.")
-    shared_h2d_bandwidth_gbps: float = nonneg(
-        G2["shared_h2d_bandwidth_gbps"], f"Whole-pool H2D cap, {BANDWIDTH}; cluster_shared only.")
-    latency_to_first_byte_ms: float = nonneg(
-        G2["latency_to_first_byte_ms"], "Delays each transfer without consuming bandwidth (ms).")
-
-
 @described("GPU prefix cache (G1) and lower tiers of this role.")
 @attrs.frozen
 class KvCache:
@@ -163,7 +140,7 @@ class KvCache:
         "auto", "KV bytes per token of ONE tensor-parallel shard, or `auto` (estimated from the "
         "model where kvreplay knows it).", "Bytes per token.", BYTES_PER_TOKEN_MAX)
     capacity: Capacity = Capacity()
-    host_offload: HostOffload | None = None
+    host_offload: HostOffloadOptions | None = None
     g3_offload: G3Offload | None = None
 
 
@@ -184,16 +161,6 @@ class Timing:
     speedup_ratio: float = nonneg(1.0, "Every pass duration is divided by it (0 = unscaled).")
     decode_speedup_ratio: float = nonneg(
         1.0, "Decode pass durations are further divided by it (0 = unscaled).")
-
-
-@described("Speculative decoding on this role.",
-           required=["kind", "num_speculative_tokens", "acceptance_rates"])
-@attrs.frozen
-class Speculation:
-    kind: Literal["ngram", "mtp"] | None = choice(None, "Draft method.")
-    num_speculative_tokens: int | None = bounded(None, "Draft tokens per step (1..5).", 1, 5)
-    acceptance_rates: tuple[float, ...] = acceptance_rates(1)
-    seed: int = nonneg(42, "Sampling seed.", SEED_MAX)
 
 
 @described("One worker role.")

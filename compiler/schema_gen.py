@@ -95,7 +95,7 @@ class _Walker:
     def layout(self, cls: type, field: attrs.Attribute[Any], tp: Any, required: bool,
                facts: S) -> S:
         layout = facts["layout"]
-        desc = facts.get("description", "")
+        desc = facts.get("description") or ""
         plain, special = _split(tp)
         default = _default(field)
         has_default = not required and default is not None and default != ()
@@ -139,7 +139,8 @@ class _Walker:
             return {"type": "object", "description": desc}
         elif layout == "object":
             (nested,) = plain
-            return self.object(nested, unset_null=facts["unset_null"])
+            node = self.object(nested, unset_null=facts["unset_null"])
+            return node | {"description": desc} if desc and "description" in node else node
         elif layout == "switch":
             first_cls, other_cls = plain
             return {"description": desc, "type": "object",

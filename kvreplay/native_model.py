@@ -56,35 +56,41 @@ SEED_MAX = 2**64 - 1
 BLOCK_SIZE_MAX = 1_048_576
 BYTES_PER_TOKEN_MAX = 2**40
 CONTEXT_MAX = 2**31 - 1
-ACCEPTANCE_RATES = "Conditional acceptance probability per draft position."
 TRACE_PATHS = "Trace files, relative to the config file's folder."
 SGLANG_OPTIONS = ("SGLang scheduler options (backend sglang; the bundled engine runs sglang "
                   "through the vLLM-shaped scheduler and lists these as an approximation).")
 
 
-def acceptance_rates(min_items: int) -> Any:
-    """The per-position acceptance probabilities of speculative decoding."""
-    return items((), ACCEPTANCE_RATES, min_items, 5, minimum=0, maximum=1)
-
-
 # --- the rank's blocks -------------------------------------------------------------------------
+
+@described("G2: the host-pinned KV tier of this role.", required=["num_host_blocks"])
+@attrs.frozen
+class HostOffloadOptions:
+    """G2 as the YAML config writes it (the layout identity is derived, never given)."""
+
+    scope: Literal["dp_rank_local", "cluster_shared", "worker_local"] = choice(
+        G2["scope"], "`dp_rank_local`: one pool per attention-DP rank; `cluster_shared`: one pool "
+        "for the whole deployment (all cluster_shared roles join it). (`worker_local` is a G3 "
+        "scope, rejected by rule G2-SCOPE.)")
+    num_host_blocks: int | None = positive(
+        None, "Host blocks: per DP rank (dp_rank_local) or the pool total (cluster_shared; NOT "
+        "per participant).")
+    d2h_bandwidth_gbps: float = nonneg(
+        G2["d2h_bandwidth_gbps"], f"Per-rank GPU->host link, {BANDWIDTH}.")
+    h2d_bandwidth_gbps: float = nonneg(
+        G2["h2d_bandwidth_gbps"], f"Per-rank host->GPU link, {BANDWIDTH}.")
+    shared_d2h_bandwidth_gbps: float = nonneg(
+        G2["shared_d2h_bandwidth_gbps"], f"Whole-pool D2H cap, {BANDWIDTH}; cluster_shared only.")
+    shared_h2d_bandwidth_gbps: float = nonneg(
+        G2["shared_h2d_bandwidth_gbps"], f"Whole-pool H2D cap, {BANDWIDTH}; cluster_shared only.")
+    latency_to_first_byte_ms: float = nonneg(
+        G2["latency_to_first_byte_ms"], "Delays each transfer without consuming bandwidth (ms).")
+
 
 @described("G2 in the native engine's canonical form (defaults of scope, shared_* and latency "
            "omitted).", required=["num_host_blocks"])
 @attrs.frozen
-class HostOffload:
-    scope: Literal["dp_rank_local", "cluster_shared", "worker_local"] = choice(
-        G2["scope"], "Pool scope (worker_local is a G3 scope: rule G2-SCOPE).")
-    num_host_blocks: int | None = positive(
-        None, "Host blocks: per DP rank, or the pool total when shared.")
-    d2h_bandwidth_gbps: float = nonneg(G2["d2h_bandwidth_gbps"], f"Per-rank D2H link, {BANDWIDTH}.")
-    h2d_bandwidth_gbps: float = nonneg(G2["h2d_bandwidth_gbps"], f"Per-rank H2D link, {BANDWIDTH}.")
-    shared_d2h_bandwidth_gbps: float = nonneg(
-        G2["shared_d2h_bandwidth_gbps"], f"Pool D2H cap, {BANDWIDTH}.")
-    shared_h2d_bandwidth_gbps: float = nonneg(
-        G2["shared_h2d_bandwidth_gbps"], f"Pool H2D cap, {BANDWIDTH}.")
-    latency_to_first_byte_ms: float = nonneg(
-        G2["latency_to_first_byte_ms"], "Per-transfer latency (ms).")
+class HostOffload(HostOffloadOptions):
     kv_layout_id: str | None = text(
         G2["kv_layout_id"], "KV layout identity; required non-blank for cluster_shared.", 4096,
         nullable=True)
@@ -122,14 +128,17 @@ class Timing:
     decode_ms: float | None = nonneg(None, "Fixed decode cost (ms).")
 
 
-@described("Speculation that has no native rank field (n-gram).",
+@described("Speculative decoding on this role.",
            required=["kind", "num_speculative_tokens", "acceptance_rates"])
 @attrs.frozen
 class Speculation:
+    """A role's speculation (YAML, the Spec; native JSON writes MTP on the rank as `aic_*`)."""
+
     kind: Literal["ngram", "mtp"] | None = choice(None, "Draft method.")
-    num_speculative_tokens: int | None = bounded(None, "Draft tokens.", 1, 5)
-    acceptance_rates: tuple[float, ...] = acceptance_rates(1)
-    seed: int = nonneg(42, "Seed.", SEED_MAX)
+    num_speculative_tokens: int | None = bounded(None, "Draft tokens per step (1..5).", 1, 5)
+    acceptance_rates: tuple[float, ...] = items(
+        (), "Conditional acceptance probability per draft position.", 1, 5, minimum=0, maximum=1)
+    seed: int = nonneg(42, "Sampling seed.", SEED_MAX)
 
 
 @described(SGLANG_OPTIONS)
@@ -223,7 +232,8 @@ class RoleCore:
     prefill_context_parallel_size: int | None = positive(None, "PCP.", ROLE_MAX, nullable=True)
     decode_context_parallel_size: int | None = positive(None, "DCP.", ROLE_MAX, nullable=True)
     startup_seconds: float = nonneg(0.0, "Start-up delay (s).")
-    speculation: Speculation | None = nested(nullable=True)
+    speculation: Speculation | None = nested(
+        nullable=True, desc="Speculation that has no native rank field (n-gram).")
 
 
 @described("One role: its parallelism and its native rank.", required=["rank"], define="role")

@@ -103,13 +103,13 @@ def mapping(default: Any, desc: str, nullable: bool = False, **kwargs: Any) -> A
 
 
 def nested(default: Any = None, nullable: bool = False, unset_null: bool = False,
-           **kwargs: Any) -> Any:
+           desc: str | None = None, **kwargs: Any) -> Any:
     """A nested attrs class (a field without facts is a plain nested object), which also admits
     JSON null (`nullable`); `unset_null`: here its keys that default to None are written null
     when unset, so they admit null (a YAML block of the same class leaves them out instead).
-    Its description is the class's."""
-    return _field(default, {"layout": "object", "nullable": nullable, "unset_null": unset_null},
-                  **kwargs)
+    Its description is the class's, or `desc` where this use of the class needs its own."""
+    return _field(default, {"layout": "object", "nullable": nullable, "unset_null": unset_null,
+                            "description": desc}, **kwargs)
 
 
 def switch(default: Any, desc: str, when: str) -> Any:

@@ -29,6 +29,7 @@ from kvreplay.native_model import ROUTER_KNOB_DEFAULTS as ROUTER_KNOB_DEFAULTS
 from kvreplay.native_model import AgenticProfile as AgenticProfile
 from kvreplay.native_model import G3Offload as G3Offload
 from kvreplay.native_model import HostOffload as HostOffload
+from kvreplay.native_model import HostOffloadOptions as HostOffloadOptions
 from kvreplay.native_model import Router as Router
 from kvreplay.native_model import SglangOptions as SglangOptions
 from kvreplay.native_model import Speculation as Speculation
