@@ -74,6 +74,38 @@ def test_bad_documents_raise_config_errors() -> None:
         run_native(doc, workload=small_workload())
 
 
+@pytest.mark.parametrize(("edit", "message"), [
+    (lambda d: d["spec"]["engine"]["rank"].update(enable_prefix_caching="no"),
+     "/spec/engine/rank/enable_prefix_caching: 'no' is not of type 'boolean'"),
+    (lambda d: d["spec"]["engine"]["rank"].update(blok_size=8),
+     "/spec/engine/rank: Additional properties are not allowed ('blok_size' was unexpected)"),
+    (lambda d: d["spec"]["engine"]["rank"].update(block_size=8.0),
+     "/spec/engine/rank/block_size: 8.0 is not of type 'integer'"),
+    (lambda d: d["spec"]["topology"].pop("workers"),
+     "/spec/topology: no `workers` pool for role 'aggregated'"),
+    (lambda d: d["spec"]["topology"].update(kind="disaggregated"),
+     "/spec/engine: topology kind 'disaggregated' needs the roles prefill, decode; found "
+     "aggregated"),
+], ids=["no-coercion", "unknown-key", "float-integer", "missing-pool", "roles-vs-kind"])
+def test_documents_are_read_strictly_with_json_pointers(edit: Any, message: str) -> None:
+    """No coercion and no unknown keys: the first problem is named by its JSON pointer."""
+    doc = native(rank())
+    edit(doc)
+    with pytest.raises(EngineConfigError) as caught:
+        run_native(doc, workload=small_workload())
+    assert str(caught.value) == message
+
+
+def test_a_named_aggregated_role_is_read() -> None:
+    """`"engine": {"aggregated": ROLE}` is the same deployment as `"engine": ROLE`."""
+    plain = native(rank(block_size=4, num_gpu_blocks=64))
+    named = copy.deepcopy(plain)
+    named["spec"]["engine"] = {"aggregated": named["spec"]["engine"]}
+    runs = [run_native(d, workload=small_workload()) for d in (plain, named)]
+    assert [p.block_size for r in runs for p in r.facts.pools] == [4, 4]
+    assert [record_dict(r) for r in runs[0].records] == [record_dict(r) for r in runs[1].records]
+
+
 def test_missing_rank_fields_take_native_defaults() -> None:
     """A bare rank is vLLM with block 64, 16384 blocks and polynomial timing."""
     doc = native({"backend": "vllm"})
