@@ -8,30 +8,19 @@ import os
 import subprocess
 from collections.abc import Iterable
 
+from kvreplay.cli.upward import closest
+
 # Variables a git hook exports that would point git at another repository or index.
 _HOOK_VARIABLES = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_PREFIX")
 
 
 def work_tree(folder: str, cache: dict[str, str | None]) -> str | None:
     """The work tree containing `folder` (the first ancestor with a `.git` entry), or None."""
-    folder = os.path.abspath(folder)
-    visited: list[str] = []
-    found: str | None = None
-    while True:
-        if folder in cache:
-            found = cache[folder]
-            break
-        visited.append(folder)
-        if os.path.lexists(os.path.join(folder, ".git")):
-            found = folder
-            break
-        parent = os.path.dirname(folder)
-        if parent == folder:
-            break
-        folder = parent
-    for seen in visited:
-        cache[seen] = found
-    return found
+    return closest(folder, cache, _git_entry)
+
+
+def _git_entry(folder: str) -> str | None:
+    return folder if os.path.lexists(os.path.join(folder, ".git")) else None
 
 
 def ignored(paths: Iterable[str]) -> tuple[set[str], list[str]]:

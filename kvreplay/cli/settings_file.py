@@ -13,6 +13,7 @@ from typing import Any
 import attrs
 
 from kvreplay.cli.toml_lines import Position, key_positions, locate
+from kvreplay.cli.upward import closest
 from kvreplay.diagnostics import Diagnostic, Span
 
 KVREPLAY_TOML = "kvreplay.toml"
@@ -198,24 +199,7 @@ class _Checker:
 def find(folder: str, cache: dict[str, ProjectFile | None]) -> ProjectFile | None:
     """The closest project configuration at or above `folder` (kvreplay.toml before
     pyproject.toml in one folder; a pyproject.toml without `[tool.kvreplay]` does not count)."""
-    folder = os.path.abspath(folder)
-    visited: list[str] = []
-    found: ProjectFile | None = None
-    while True:
-        if folder in cache:
-            found = cache[folder]
-            break
-        visited.append(folder)
-        found = _in_folder(folder)
-        if found is not None:
-            break
-        parent = os.path.dirname(folder)
-        if parent == folder:
-            break
-        folder = parent
-    for seen in visited:
-        cache[seen] = found
-    return found
+    return closest(folder, cache, _in_folder)
 
 
 def _in_folder(folder: str) -> ProjectFile | None:
