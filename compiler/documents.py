@@ -17,6 +17,8 @@ from kvreplay.compiler.reading import read_config_text
 from kvreplay.compiler.source import Loaded
 from kvreplay.compiler.yaml_loader import load_yaml
 
+from kvreplay.diagnostics import Diagnostic
+
 
 def load_text(text: str, file: str | None) -> tuple[str, Loaded]:
     """Parse text as JSON when it looks like JSON, else YAML; returns (kind, loaded).
@@ -40,6 +42,17 @@ def load_text(text: str, file: str | None) -> tuple[str, Loaded]:
 def compile_text(text: str, file: str | None, *, overrides: Sequence[str] = (),
                  rules: RuleRunner | None = None) -> Compiled:
     kind, loaded = load_text(text, file)
+    return compile_loaded(kind, loaded, overrides=overrides, rules=rules)
+
+
+def compile_loaded(kind: str, loaded: Loaded, *, overrides: Sequence[str] = (),
+                   rules: RuleRunner | None = None) -> Compiled:
+    """A document `load_text` parsed (kind "yaml" or "native"), with `--set` overrides."""
+    if kind == "yaml" and looks_like_sweep(loaded.data):
+        return Compiled(loaded.source.file, "sweep", None, None, (Diagnostic(
+            "SWEEP-NOT-CONFIG", "error", "this is a sweep file, not a config",
+            loaded.source.span(()), hint="run it with `kvreplay sweep FILE -o DIR`"),),
+            loaded.text)
     loaded = apply_overrides(loaded, overrides)
     if kind == "native":
         return compile_native_loaded(loaded, rules)
@@ -55,3 +68,14 @@ def compile_path(path: str, *, display: str | None = None, overrides: Sequence[s
         return Compiled(name, "unknown", None, None, tuple(problems), None)
     return compile_text(text, name, overrides=overrides, rules=rules)
 
+
+
+SWEEP_KEYS = ("grid", "points", "base")
+
+
+def looks_like_sweep(data: object) -> bool:
+    """A sweep file (docs/sweeps.md): `kind: sweep`, or sweep keys and neither a config's
+    `engine` nor a native spec's `spec`."""
+    if not isinstance(data, dict) or "engine" in data or "spec" in data:
+        return False
+    return data.get("kind") == "sweep" or any(k in data for k in SWEEP_KEYS)

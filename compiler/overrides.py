@@ -115,20 +115,31 @@ def apply_overrides(loaded: Loaded, assignments: Sequence[str]) -> Loaded:
                 path + parse_jsonpath(d.span.path or "$"), loaded.source.style)))
             for d in parsed.diagnostics
         )
-        node = data
-        for i, part in enumerate(path[:-1]):
-            child = node.get(part)
-            if child is None:
-                child = node[part] = {}
-            if not isinstance(child, dict):
-                where = ".".join(map(str, path[: i + 1]))
-                raise OverrideError(f"--set {_quoted(argument)}: `{_printable(where)}` is not a "
-                                    f"mapping, so `{_printable('.'.join(map(str, path)))}` "
-                                    "cannot be set")
-            node = child
-        if parsed.data is None and not parsed.diagnostics:
-            node.pop(path[-1], None)
-            continue
-        node[path[-1]] = parsed.data
-        source.overlays.append((path, parsed.source))
+        remove = parsed.data is None and not parsed.diagnostics
+        blocked = assign(data, path, parsed.data, remove=remove)
+        if blocked is not None:
+            where = ".".join(map(str, blocked))
+            raise OverrideError(f"--set {_quoted(argument)}: `{_printable(where)}` is not a "
+                                f"mapping, so `{_printable('.'.join(map(str, path)))}` "
+                                "cannot be set")
+        if not remove:
+            source.overlays.append((path, parsed.source))
     return Loaded(data, source, loaded.text, tuple(diagnostics))
+
+
+def assign(data: dict[str, Any], path: Path, value: Any, *, remove: bool = False) -> Path | None:
+    """Set `path` to `value` in `data` in place (or remove it, as a merge-patch null does),
+    creating missing mappings on the way; the prefix that is not a mapping, if one blocks it."""
+    node = data
+    for i, part in enumerate(path[:-1]):
+        child = node.get(str(part))
+        if child is None:
+            child = node[str(part)] = {}
+        if not isinstance(child, dict):
+            return path[: i + 1]
+        node = child
+    if remove:
+        node.pop(str(path[-1]), None)
+    else:
+        node[str(path[-1])] = value
+    return None

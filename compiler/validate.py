@@ -199,6 +199,10 @@ class _Mapper:
         elif kw == "minProperties":
             self.emit("SCHEMA-REQUIRED", f"`{_field(path)}` needs at least one entry", path,
                       key=True, hint=_roles_hint(_schema(err)))
+        elif kw == "maxProperties":
+            given = ", ".join(f"`{k}`" for k in sorted(_instance(err)))
+            self.emit("SCHEMA-COMBINATION", f"`{_field(path)}` takes at most {_value(err)} "
+                      f"entry, found {given}", path, key=True)
         elif kw == "oneOf" and not isinstance(_instance(err), dict):
             pass  # not an object at all: the branches' type errors say so
         elif kw == "oneOf":

@@ -20,6 +20,7 @@ _CATEGORY_TITLES = {
     "schema": "Schema (structure, types, names)",
     "config": "Config lowering",
     "native": "Native spec shape",
+    "sweep": "Sweep files (`kvreplay sweep`)",
     "lint": "Lint",
     "trace": "Traces and workloads (`kvreplay run`)",
 }

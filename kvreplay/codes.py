@@ -15,13 +15,15 @@ import attrs
 class CodeInfo:
     code: str
     summary: str
-    category: str  # file | yaml | json | schema | config | native | trace | lint
+    category: str  # file | yaml | json | schema | config | native | trace | sweep | lint
     fix: str = ""
     severity: str = "error"
     no_example: str | None = None
 
 
 _FILE = "it is about the file itself (its path, size, bytes or permissions), not text a config shows"
+
+_SWEEP = "it is about a sweep file (docs/sweeps.md), which the rule cases of configs cannot show; tests/sweep checks it"
 
 _CODES = [
     CodeInfo("FILE-UNREADABLE", "The file cannot be read (missing, no permission, or not a regular file: a directory, FIFO, device or socket).", "file",
@@ -90,6 +92,26 @@ _CODES = [
              no_example="it is about a `--set` argument on the command line, not the config file"),
     CodeInfo("NATIVE-SHAPE", "A native spec's engine/topology shape is inconsistent.", "native",
              "Make the topology and the engine roles agree: the same roles, each with its own worker type."),
+    CodeInfo("SWEEP-BASE", "A sweep's base config cannot be read, is a sweep itself, or is not valid on its own.", "sweep",
+             "Point `base` at a valid config (a path relative to the sweep file, or an inline mapping); lint the base alone first.", no_example=_SWEEP),
+    CodeInfo("SWEEP-PATH", "A sweep names a dotted path that is not a config key (or sweeps the trace paths, which belong under `traces`).", "sweep",
+             "Use a dotted config key as `--set` takes it (the hint names the closest); list trace files under `traces`.", no_example=_SWEEP),
+    CodeInfo("SWEEP-EMPTY", "A sweep has no point: no grid values and no explicit points.", "sweep",
+             "Give `grid` at least one path with values, or list `points`.", no_example=_SWEEP),
+    CodeInfo("SWEEP-TOO-LARGE", "A sweep has more points than one sweep file may hold.", "sweep",
+             "Split the sweep into several files, or sweep fewer values per path.", no_example=_SWEEP),
+    CodeInfo("SWEEP-FIGURE", "An SLA bound or the objective names no number figure of the report summary.", "sweep",
+             "Name a number figure of the report's `summary` (the hint names the closest), e.g. `p90_ttft_ms`.", no_example=_SWEEP),
+    CodeInfo("SWEEP-TRACES", "A sweep lists `traces` but its base config does not replay a trace.", "sweep",
+             "Remove `traces`, or give the base a trace source.", no_example=_SWEEP),
+    CodeInfo("SWEEP-POINT-INVALID", "A sweep point's values do not make a valid config (beyond the support matrix).", "sweep",
+             "Change the point's values so that the config they make is valid (the message names the point and the key).", no_example=_SWEEP),
+    CodeInfo("SWEEP-POINT-SKIPPED", "A sweep point violates the support matrix: `kvreplay sweep` skips it and records its rule IDs.", "sweep",
+             "Drop the point from the grid, or accept that it is skipped (its row says why).", severity="warning", no_example=_SWEEP),
+    CodeInfo("SWEEP-NOT-CONFIG", "A sweep file was given where a config is expected (`compile`, `run`): run it with `kvreplay sweep`.", "sweep",
+             "Run the file with `kvreplay sweep FILE -o DIR`.", no_example=_SWEEP),
+    CodeInfo("SWEEP-UNSUPPORTED", "A sweep point the bundled engine does not run (a capability refusal): skipped, never run.", "sweep",
+             "Drop the point, or change its values to a deployment the bundled engine runs.", severity="warning", no_example=_SWEEP),
     CodeInfo("SETTINGS-INVALID", "The project configuration (`kvreplay.toml`, `[tool.kvreplay]` in `pyproject.toml`) cannot be used: TOML syntax, an unknown setting, a wrong type or an unknown rule ID.", "lint",
              "Fix the setting at the reported position (`kvreplay lint --show-settings` prints what is in effect).",
              no_example="it is about the project's TOML settings file, not a config"),

@@ -48,6 +48,7 @@ def replay(
     stream: bool = False,
     rows: bool | None = None,
     phase: Callable[[str], None] | None = None,
+    timed: bool = True,
 ) -> RunOutcome:
     """Replay a compiled spec; raises kvreplay.engine.Interrupted when should_stop() fires.
 
@@ -57,7 +58,8 @@ def replay(
     `SpilledRows`; write it with `kvreplay.engine.report_stream.write_report`, then close it).
     `rows`: None lists the rows when the spec's `record_per_request` says so; True lists them
     whatever it says (an export needs them), False never (nothing will read them). `phase`
-    hears "building the report" once the replay is done."""
+    hears "building the report" once the replay is done. `timed=False` leaves the wall time
+    out of `meta` (null), so that equal runs give equal bytes (sweeps)."""
     from kvreplay import __version__
     from kvreplay.engine import EngineError, Interrupted, refusals, run_native
     from kvreplay.engine.report import report_from_run, sla_from_spec
@@ -100,7 +102,7 @@ def replay(
         if isinstance(exc, WorkloadError):  # a row re-read during the replay (the file changed)
             return RunOutcome(None, tuple(sort_unique([*found, *exc.diagnostics])))
         raise
-    wall_ms = (time.perf_counter() - started) * 1000.0
+    wall_ms = (time.perf_counter() - started) * 1000.0 if timed else None
     if phase is not None:
         phase("building the report")
     if sink is not None:

@@ -1,4 +1,4 @@
-"""Write schema/config.schema.json, schema/native.schema.json and docs/config-reference.md.
+"""Write schema/{config,native,sweep}.schema.json and docs/config-reference.md.
 
 Run `python tools/gen_schemas.py` after changing a model (compiler/model.py for the YAML config,
 kvreplay/native_model.py for native JSON); `--check` only reports stale files (a test runs it).
@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from kvreplay.compiler.schema_gen import config_schema, native_schema
+from kvreplay.sweep.schema import sweep_schema
 
 S = dict[str, Any]
 
@@ -84,6 +85,7 @@ def outputs(root: Path) -> dict[Path, str]:
     return {
         root / "schema" / "config.schema.json": render(config),
         root / "schema" / "native.schema.json": render(native_schema()),
+        root / "schema" / "sweep.schema.json": render(sweep_schema()),
         root / "docs" / "config-reference.md": render_reference(config),
     }
 

@@ -62,9 +62,9 @@ def _lint(args: argparse.Namespace, resolver: Resolver, paths: Sequence[str]) ->
     from kvreplay import suppressions
     from kvreplay.api import matrix_rules
     from kvreplay.cli.selection import select
-    from kvreplay.compiler.documents import compile_path
     from kvreplay.compiler.overrides import OverrideError
     from kvreplay.formats import FileResult, render, resolve_auto, use_color
+    from kvreplay.sweep.documents import compile_document
 
     selection = select(paths, resolver, force_exclude=args.force_exclude)
     if args.verbose:
@@ -84,7 +84,8 @@ def _lint(args: argparse.Namespace, resolver: Resolver, paths: Sequence[str]) ->
                 text = None
             else:
                 try:
-                    compiled = compile_path(target.path, overrides=args.overrides, rules=rules)
+                    compiled = compile_document(target.path, overrides=args.overrides,
+                                                rules=rules)
                 except OverrideError as exc:
                     write_stderr(f"kvreplay: {exc}\n")
                     return exits.USAGE

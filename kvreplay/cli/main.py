@@ -65,6 +65,11 @@ EXAMPLES = {
   kvreplay compare base.json new.json --format json -o diff.json
   kvreplay compare base.json new.json --html both.html       # both runs in the same plots
 """,
+    "sweep": """examples:
+  kvreplay sweep examples/sweeps/kv-router-capacity.yaml -o results/     # local processes
+  kvreplay sweep sweep.yaml -o results/ --jobs 2                         # rerun: resumes
+  kvreplay sweep sweep.yaml -o results/ --executor ray --address ray://head:10001
+""",
     "trace": """examples:
   kvreplay trace convert plays.jsonl -o plays-v2.jsonl       # Weka -> Agentic Mooncake v2
   kvreplay trace convert corpus/ --basis relative            # a directory of plays
@@ -208,6 +213,8 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--label", action="append", default=[], metavar="NAME",
                         help="a run's name in the plots, in REPORT order (default: file name)")
 
+    _sweep_parser(add("sweep", "run a parameter sweep: every point of a grid, on every trace"))
+
     trace = add("trace", "work with trace files")
     trace_sub = trace.add_subparsers(dest="trace_command", metavar="ACTION", required=True)
     convert = trace_sub.add_parser(
@@ -229,9 +236,29 @@ def build_parser() -> argparse.ArgumentParser:
     explain = add("explain", "explain a rule: its text, rationale and examples")
     explain.add_argument("rule", metavar="RULE-ID")
 
-    schema = add("schema", "print a JSON Schema (config for editors, native, report)")
-    schema.add_argument("which", choices=["config", "native", "report"])
+    schema = add("schema", "print a JSON Schema (config for editors, native, report, sweep)")
+    schema.add_argument("which", choices=["config", "native", "report", "sweep"])
     return parser
+
+
+def _sweep_parser(sweep: argparse.ArgumentParser) -> None:
+    sweep.add_argument("sweep", metavar="SWEEP", help="the sweep file (docs/sweeps.md)")
+    sweep.add_argument("-o", "--output", metavar="DIR", required=True,
+                       help="the results folder (reports/, results.csv, best.json); a rerun "
+                       "resumes")
+    sweep.add_argument("--executor", choices=["local", "ray"], default="local",
+                       help="local processes (default) or Ray tasks")
+    sweep.add_argument("--jobs", "-j", type=int, default=None, metavar="N",
+                       help="points at once (default: the CPU count, or the Ray cluster's CPUs)")
+    sweep.add_argument("--address", metavar="ADDR",
+                       help="ray: an existing cluster (default: start a local Ray instance)")
+    sweep.add_argument("--trace-transport", choices=["object-store", "path"],
+                       default="object-store", help="ray: ship trace bytes through the object "
+                       "store (default), or read them from a path every node sees")
+    sweep.add_argument("--format", choices=["table", "json"], default="table",
+                       help="stdout: a summary, or best.json")
+    sweep.add_argument("--no-progress", action="store_true", help="no progress lines")
+    _overrides(sweep)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,0 +1,84 @@
+"""`kvreplay sweep SWEEP -o DIR`: plan (lint), run every point on an executor, write the reports,
+the results table and the best point under the SLA."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+from kvreplay.cli import exits
+from kvreplay.cli.diagnostics_out import print_diagnostics
+from kvreplay.cli.output import write_stderr, write_stdout
+
+
+def run(args: argparse.Namespace) -> int:
+    from kvreplay.api import matrix_rules
+    from kvreplay.compiler.documents import load_text, looks_like_sweep
+    from kvreplay.compiler.overrides import OverrideError
+    from kvreplay.compiler.reading import read_config_text
+    from kvreplay.sweep.plan import plan_sweep
+
+    if args.jobs is not None and args.jobs < 1:
+        write_stderr("kvreplay: --jobs must be at least 1\n")
+        return exits.USAGE
+    if os.path.exists(args.output) and not os.path.isdir(args.output):
+        write_stderr(f"kvreplay: cannot write results to {args.output}: it is not a folder\n")
+        return exits.USAGE
+    text, problems = read_config_text(args.sweep)
+    if text is None:
+        print_diagnostics([(args.sweep, None, problems)], args)
+        return exits.USAGE
+    kind, loaded = load_text(text, args.sweep)
+    if kind != "yaml" or not looks_like_sweep(loaded.data):
+        write_stderr(f"kvreplay: {args.sweep} is not a sweep file (it needs `kind: sweep`, a "
+                     "`base` and a `grid` or `points`; docs/sweeps.md)\n")
+        return exits.USAGE
+    try:
+        plan = plan_sweep(loaded, rules=matrix_rules(), overrides=args.overrides)
+    except OverrideError as exc:
+        write_stderr(f"kvreplay: {exc}\n")
+        return exits.USAGE
+    print_diagnostics([(plan.file, plan.text, plan.diagnostics)], args)
+    if not plan.ok:
+        return exits.for_diagnostics(plan.diagnostics) or exits.FINDINGS
+    return _run(plan, args)
+
+
+def _run(plan: object, args: argparse.Namespace) -> int:
+    from kvreplay.cli.sweep_progress import SweepProgress
+    from kvreplay.sweep.executors import ExecutorUnavailable
+    from kvreplay.sweep.model import SweepPlan
+    from kvreplay.sweep.run import SweepOptions, run_sweep
+
+    assert isinstance(plan, SweepPlan)
+    options = SweepOptions(args.output, args.executor, args.jobs, args.address,
+                           args.trace_transport)
+    show = SweepProgress(enabled=not args.no_progress and not args.quiet,
+                         tty=sys.stderr.isatty())
+    try:
+        outcome = run_sweep(plan, options, progress=show)
+    except ExecutorUnavailable as exc:
+        write_stderr(f"kvreplay: {exc}\n")
+        return exits.USAGE
+    finally:
+        show.close()
+    if outcome.diagnostics:
+        print_diagnostics([(None, None, outcome.diagnostics)], args)
+        return exits.for_diagnostics(outcome.diagnostics) or exits.USAGE
+    statuses = [r["status"] for r in outcome.rows]
+    failed = statuses.count("failed")
+    if args.format == "json":
+        write_stdout(json.dumps(outcome.best, indent=2, ensure_ascii=False) + "\n")
+    elif not args.quiet:
+        runs = f" x {len(plan.traces)} traces" if len(plan.traces) > 1 else ""
+        retried = f"; {outcome.stats.retried} run(s) retried" if outcome.stats.retried else ""
+        parquet = os.path.exists(os.path.join(args.output, "results.parquet"))
+        write_stdout(
+            f"{len(plan.points)} points{runs}: {statuses.count('ok')} ok ({outcome.resumed} "
+            f"already done), {statuses.count('skipped')} skipped, {failed} failed{retried}\n"
+            f"results: {os.path.join(args.output, 'results.csv')} (and .jsonl"
+            f"{', .parquet' if parquet else ''}), best.json, reports/\n"
+            f"best: {outcome.best['explanation']}\n")
+    return exits.FINDINGS if failed else exits.OK

@@ -1,0 +1,1 @@
+"""Parameter sweeps: a grid of replays over a base config and traces (docs/sweeps.md)."""

@@ -1,0 +1,213 @@
+"""Running a planned sweep: resume what is done, run the rest on an executor, write the reports
+as they finish and the table and the best point at the end (or when interrupted)."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+
+from kvreplay.diagnostics import Diagnostic, Span
+from kvreplay.sweep.best import choose_best
+from kvreplay.sweep.executors import Backend, ExecutorUnavailable, Stats, execute
+from kvreplay.sweep.model import SweepPlan, Trace
+from kvreplay.sweep.results import Row, csv_text, jsonl_text, make_row, parquet_bytes
+from kvreplay.sweep.store import (
+    REPORTS,
+    finished_summary,
+    report_name,
+    report_path,
+    write_atomic,
+)
+from kvreplay.sweep.task import PointJob, PointResult, trace_digest
+
+
+@attrs.frozen
+class SweepOptions:
+    out_dir: str
+    executor: str = "local"  # "local" | "ray"
+    jobs: int | None = None  # local default: os.cpu_count(); ray default: the cluster's CPUs
+    address: str | None = None
+    trace_transport: str = "object-store"  # ray: "object-store" | "path"
+
+
+@attrs.frozen
+class Progress:
+    done: int  # point runs finished this time (resumed ones are not counted)
+    total: int
+    failed: int
+    elapsed_s: float
+
+    def eta_s(self) -> float | None:
+        if not self.done or self.done >= self.total:
+            return None
+        return self.elapsed_s / self.done * (self.total - self.done)
+
+
+@attrs.define
+class SweepOutcome:
+    rows: list[Row]
+    best: dict[str, Any]
+    stats: Stats
+    resumed: int = 0
+    to_run: int = 0
+    diagnostics: tuple[Diagnostic, ...] = ()  # trace problems: nothing was run
+
+
+def run_sweep(plan: SweepPlan, options: SweepOptions, *,
+              progress: Callable[[Progress], None] | None = None,
+              on_result: Callable[[PointJob, PointResult], None] | None = None) -> SweepOutcome:
+    """Run every runnable point of a plan without errors; raises ExecutorUnavailable, and
+    KeyboardInterrupt (or the CLI's Terminated) after writing a consistent partial table."""
+    from kvreplay import __version__
+
+    traces, problems = _checked_traces(plan)
+    if problems:
+        return SweepOutcome([], {}, Stats(), diagnostics=problems)
+    runs: list[Trace | None] = [*traces] or [None]
+    several = len(runs) > 1
+    rows: list[Row] = []
+    jobs: dict[str, PointJob] = {}
+    waiting: dict[str, list[int]] = {}  # report name -> rows it completes
+    resumed = 0
+    refused = _refusals(plan)
+    for point in plan.points:
+        for trace in runs:
+            label = trace.label if trace else None
+            digest = traces[trace] if trace else None
+            if point.status != "ok" or point.index in refused:
+                rules = point.rules if point.status != "ok" else ("SWEEP-UNSUPPORTED",)
+                message = point.message if point.status != "ok" else refused[point.index]
+                rows.append(make_row(plan, point.index, label, status="skipped", rules=rules,
+                                     error=message, trace_digest=digest))
+                continue
+            assert point.spec_digest is not None and point.native is not None
+            name = report_name(point.spec_digest, digest, several)
+            where = os.path.join(options.out_dir, REPORTS, f"{name}.json")
+            summary = finished_summary(where, point.spec_digest, digest, __version__)
+            if summary is not None:
+                resumed += 1
+                rows.append(make_row(plan, point.index, label, status="ok", trace_digest=digest,
+                                     report=report_path(name), summary=summary))
+                continue
+            rows.append(make_row(plan, point.index, label, status="pending", trace_digest=digest))
+            waiting.setdefault(name, []).append(len(rows) - 1)
+            jobs.setdefault(name, PointJob(name, point.native, point.spec_digest, digest,
+                                           trace.path if trace else None,
+                                           os.path.splitext(trace.path)[1] if trace else ""))
+    os.makedirs(os.path.join(options.out_dir, REPORTS), exist_ok=True)
+    outcome = SweepOutcome(rows, {}, Stats(), resumed, len(jobs))
+    started = time.perf_counter()
+    finished = 0
+
+    def done(job: PointJob, result: PointResult) -> None:
+        nonlocal finished
+        finished += 1
+        if result.ok:
+            assert result.report_text is not None
+            write_atomic(os.path.join(options.out_dir, REPORTS, f"{job.name}.json"),
+                         result.report_text)
+        for i in waiting[job.name]:
+            old = rows[i]
+            rows[i] = make_row(plan, old["point"], old["trace"],
+                               status="ok" if result.ok else "failed",
+                               error=result.error, trace_digest=job.trace_digest,
+                               report=report_path(job.name) if result.ok else None,
+                               summary=result.summary)
+        if on_result is not None:
+            on_result(job, result)
+        tick()
+
+    def tick() -> None:
+        if progress is not None:
+            progress(Progress(finished, len(jobs), sum(r["status"] == "failed" for r in rows),
+                              time.perf_counter() - started))
+
+    complete = False
+    try:
+        if jobs:
+            backend = _backend(options, len(jobs), traces)
+            try:
+                outcome.stats = execute(list(jobs.values()), backend, done, tick=tick,
+                                        version=__version__)
+            except BaseException:
+                backend.close(kill=True)
+                raise
+            backend.close(kill=False)
+        complete = True
+    finally:
+        outcome.best = write_tables(plan, rows, options.out_dir, complete=complete)
+    return outcome
+
+
+def write_tables(plan: SweepPlan, rows: list[Row], out_dir: str, *,
+                 complete: bool) -> dict[str, Any]:
+    """results.csv, results.jsonl, results.parquet (with pyarrow) and best.json."""
+    from kvreplay.cli import signals
+
+    best = choose_best(plan, rows, complete=complete)
+    with signals.deferred():  # a second Ctrl-C waits until the table is consistent
+        write_atomic(os.path.join(out_dir, "results.jsonl"), jsonl_text(rows))
+        write_atomic(os.path.join(out_dir, "results.csv"), csv_text(rows))
+        data = parquet_bytes(rows)
+        if data is not None:
+            write_atomic(os.path.join(out_dir, "results.parquet"), data)
+        write_atomic(os.path.join(out_dir, "best.json"),
+                     json.dumps(best, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
+    return best
+
+
+def _checked_traces(plan: SweepPlan) -> tuple[dict[Trace, str], tuple[Diagnostic, ...]]:
+    """Each trace's content digest, after checking it once with the traffic of the first
+    runnable point (a bad trace stops the sweep before any point runs)."""
+    from kvreplay.engine.traces import check_traffic
+
+    first = next((p for p in plan.points if p.native is not None), None)
+    digests: dict[Trace, str] = {}
+    found: list[Diagnostic] = []
+    for trace in plan.traces:
+        if first is not None and first.native is not None:
+            traffic = json.loads(first.native).get("traffic") or {}
+            found.extend(d for d in check_traffic(traffic, base_dir=os.getcwd(),
+                                                  trace_paths=[trace.path])
+                         if d.severity == "error")
+        if not found:
+            try:
+                digests[trace] = trace_digest(trace.path)
+            except OSError as exc:
+                found.append(Diagnostic("TRACE-PATH", "error", f"cannot read the trace: "
+                                        f"{exc.strerror or exc}", Span(file=trace.path)))
+    return digests, tuple(found)
+
+
+def _refusals(plan: SweepPlan) -> dict[int, str]:
+    """Points the bundled engine does not run (capability refusals), by index."""
+    from kvreplay.engine import refusals
+
+    out: dict[int, str] = {}
+    for point in plan.points:
+        if point.native is not None:
+            refused = refusals(json.loads(point.native))
+            if refused:
+                out[point.index] = "; ".join(refused)
+    return out
+
+
+def _backend(options: SweepOptions, count: int, traces: dict[Trace, str]) -> Backend:
+    if options.executor == "ray":
+        from kvreplay.sweep.executors import RayBackend
+
+        shipped = {digest: (t.path, os.path.splitext(t.path)[1]) for t, digest in traces.items()}
+        if options.trace_transport == "object-store":
+            folders = [t.label for t in traces if os.path.isdir(t.path)]
+            if folders:
+                raise ExecutorUnavailable(f"the object-store transport ships trace files; "
+                                          f"{folders[0]} is a folder: use --trace-transport path")
+        return RayBackend(options.jobs, options.address, options.trace_transport, shipped)
+    from kvreplay.sweep.executors import LocalBackend
+
+    return LocalBackend(min(options.jobs or os.cpu_count() or 1, count))

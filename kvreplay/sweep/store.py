@@ -1,0 +1,88 @@
+"""The output folder: reports named by digest, finished ones recognized for resuming, and every
+file written atomically (a temp file renamed into place)."""
+
+from __future__ import annotations
+
+import json
+import os
+from functools import cache
+from typing import Any
+
+REPORTS = "reports"
+
+
+def report_name(spec_digest: str, trace_digest: str | None, several_traces: bool) -> str:
+    """`<spec digest>`, or `<spec digest>-<trace digest>` when the sweep has several traces."""
+    if several_traces and trace_digest is not None:
+        return f"{spec_digest}-{trace_digest}"
+    return spec_digest
+
+
+def report_path(name: str) -> str:
+    """The report's path relative to the output folder (as the table shows it)."""
+    return f"{REPORTS}/{name}.json"
+
+
+@cache
+def _required_summary() -> frozenset[str]:
+    from kvreplay.compiler.validate import load_schema
+
+    required = load_schema("report")["properties"]["summary"].get("required", [])
+    return frozenset(required)
+
+
+def finished_summary(path: str, spec_digest: str, trace_digest: str | None,
+                     version: str) -> dict[str, Any] | None:
+    """The summary of a complete report this sweep wrote for this spec and trace with this
+    kvreplay version; None when the file is missing, cut, foreign or from another version."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            report = json.load(fh)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(report, dict) or set(report) != {"summary", "per_request", "meta"}:
+        return None
+    meta, summary = report["meta"], report["summary"]
+    if not isinstance(meta, dict) or not isinstance(summary, dict) \
+            or not isinstance(report["per_request"], list):
+        return None
+    if meta.get("kvreplay_version") != version or meta.get("sweep_point") != {
+            "spec_digest": spec_digest, "trace_digest": trace_digest}:
+        return None
+    if not _required_summary() <= set(summary):
+        return None
+    return summary
+
+
+def write_atomic(path: str, text: str | bytes) -> None:
+    """Replace `path` with `text` (or bytes) through a temp file beside it."""
+    from kvreplay.cli.output import Output
+
+    if isinstance(text, bytes):
+        _write_bytes(path, text)
+        return
+    with Output(path) as out:
+        out.write(text)
+        out.commit()
+
+
+def _write_bytes(path: str, data: bytes) -> None:
+    import tempfile
+
+    from kvreplay.cli import signals
+
+    folder = os.path.dirname(path) or "."
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".kvreplay-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        mask = os.umask(0o077)
+        os.umask(mask)
+        os.chmod(tmp, 0o666 & ~mask)
+        with signals.deferred():
+            os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
