@@ -1,0 +1,184 @@
+"""`kvreplay sweep` on local processes: the table, the reports, the best point, resuming, a
+killed worker and Ctrl-C."""
+
+from __future__ import annotations
+
+import csv
+import json
+import multiprocessing
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import SLICE, plan_of, same_outputs, small_trace, write_sweep  # noqa: F401
+
+from kvreplay import __version__
+from kvreplay.sweep.run import SweepOptions, run_sweep
+from kvreplay.sweep.task import PointJob, PointResult
+
+
+def _rows(out: Path) -> list[dict]:  # type: ignore[type-arg]
+    return [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+
+
+def test_local_sweep_writes_a_row_per_point_in_point_order(full_run: tuple[Path, Path]) -> None:
+    """12 points ran, the refused one is skipped with its rule ID, rows follow point order."""
+    _, out = full_run
+    rows = _rows(out)
+    assert [r["point"] for r in rows] == list(range(13))
+    assert [r["status"] for r in rows] == ["ok"] * 12 + ["skipped"]
+    assert rows[12]["rules"] == ["G2-BACKEND"] and rows[12]["report"] is None
+    assert rows[0]["parameters"] == {"engine.workers.aggregated.parallelism.replicas": 1,
+                                     "engine.workers.aggregated.kv_cache.capacity.blocks": 200,
+                                     "router.policy": "round_robin"}
+    assert rows[1]["parameters"]["router.policy"] == "kv_router"  # the last path varies fastest
+    assert all(r["figures"]["num_requests"] == 2000 for r in rows[:12])
+
+
+def test_reports_are_named_by_spec_digest_and_hold_no_wall_time(
+        full_run: tuple[Path, Path]) -> None:
+    """Each ok row's report is reports/<spec digest>.json, complete, stamped, without wall time."""
+    _, out = full_run
+    for row in _rows(out)[:12]:
+        assert row["report"] == f"reports/{row['spec_digest']}.json"
+        report = json.loads((out / row["report"]).read_text())
+        assert report["meta"]["sweep_point"] == {"spec_digest": row["spec_digest"],
+                                                 "trace_digest": row["trace_digest"]}
+        assert report["meta"]["wall_time_ms"] is None
+        assert report["meta"]["kvreplay_version"] == __version__
+        assert report["summary"]["p90_ttft_ms"] == row["figures"]["p90_ttft_ms"]
+        assert len(report["per_request"]) == 2000
+
+
+def test_csv_matches_the_jsonl_rows(full_run: tuple[Path, Path]) -> None:
+    """results.csv has the fixed columns, the swept paths, then the figures; one line a row."""
+    _, out = full_run
+    with (out / "results.csv").open(newline="") as fh:
+        table = list(csv.DictReader(fh))
+    rows = _rows(out)
+    assert len(table) == len(rows)
+    first = (out / "results.csv").read_text().splitlines()[0].split(",")
+    assert first[:9] == ["point", "trace", "status", "rules", "error", "spec_digest",
+                         "trace_digest", "report", "sla_ok"]
+    assert first[9:12] == ["engine.workers.aggregated.parallelism.replicas",
+                           "engine.workers.aggregated.kv_cache.capacity.blocks", "router.policy"]
+    for line, row in zip(table, rows, strict=True):
+        assert line["status"] == row["status"]
+        assert line["p90_ttft_ms"] == ("" if row["figures"]["p90_ttft_ms"] is None
+                                       else repr(row["figures"]["p90_ttft_ms"]))
+    assert table[12]["rules"] == "G2-BACKEND"
+    assert table[12]["engine.workers.aggregated.parallelism.replicas"] == ""  # not set there
+
+
+def test_best_point_is_the_cheapest_that_meets_the_sla(full_run: tuple[Path, Path]) -> None:
+    """best.json names the lowest-gpu_hours point with p90 TTFT <= 200 ms (earliest on a tie)."""
+    _, out = full_run
+    rows = _rows(out)
+    best = json.loads((out / "best.json").read_text())
+    meeting = [r for r in rows if r["status"] == "ok" and r["figures"]["p90_ttft_ms"] <= 200]
+    expected = min(meeting, key=lambda r: (r["figures"]["gpu_hours"], r["point"]))
+    assert best["complete"] is True
+    assert best["best"]["point"] == expected["point"]
+    assert best["best"]["value"] == expected["figures"]["gpu_hours"]
+    assert best["counts"]["meet_sla"] == len(meeting)
+    assert best["counts"]["skipped"] == 1
+    assert f"point {expected['point']} (" in best["explanation"]
+    assert "meet the SLA (p90_ttft_ms <= 200)" in best["explanation"]
+
+
+def test_parquet_holds_the_same_table(full_run: tuple[Path, Path]) -> None:
+    """results.parquet has the CSV's columns and rows (figures as numbers)."""
+    pq = pytest.importorskip("pyarrow.parquet")
+    _, out = full_run
+    table = pq.read_table(out / "results.parquet").to_pylist()
+    rows = _rows(out)
+    assert [t["point"] for t in table] == [r["point"] for r in rows]
+    assert [t["gpu_hours"] for t in table] == [r["figures"]["gpu_hours"] for r in rows]
+    assert table[12]["rules"] == "G2-BACKEND"
+
+
+def _counted(out: Path, sweep: Path) -> tuple[list[str], object]:
+    ran: list[str] = []
+
+    def count(job: PointJob, result: PointResult) -> None:
+        ran.append(job.name)
+
+    outcome = run_sweep(plan_of(sweep), SweepOptions(str(out), jobs=2), on_result=count)
+    return ran, outcome
+
+
+def test_a_resumed_sweep_runs_no_finished_point(full_run: tuple[Path, Path],
+                                                tmp_path: Path) -> None:
+    """A rerun over finished reports runs nothing and touches no report; a missing and a cut
+    report are run again, and only they; the tables come out identical."""
+    sweep, done = full_run
+    out = tmp_path / "results"
+    shutil.copytree(done, out)
+    stamps = {p.name: p.stat().st_mtime_ns for p in (out / "reports").iterdir()}
+    ran, _ = _counted(out, sweep)
+    assert ran == []
+    assert {p.name: p.stat().st_mtime_ns for p in (out / "reports").iterdir()} == stamps
+    same_outputs(done, out)
+    rows = _rows(out)
+    missing, cut = rows[3]["spec_digest"], rows[7]["spec_digest"]
+    (out / "reports" / f"{missing}.json").unlink()
+    text = (out / "reports" / f"{cut}.json").read_text()
+    (out / "reports" / f"{cut}.json").write_text(text[: len(text) // 2])
+    ran, _ = _counted(out, sweep)
+    assert sorted(ran) == sorted([missing, cut])
+    same_outputs(done, out)
+
+
+def test_a_killed_pool_process_is_retried(small_run: tuple[Path, Path], tmp_path: Path) -> None:
+    """SIGKILL of a pool process after the first point: the pool is rebuilt, the points it held
+    are retried, and the table is complete and equal to an undisturbed run's."""
+    sweep, reference = small_run
+    out = tmp_path / "results"
+    killed: list[int] = []
+
+    def kill_once(job: PointJob, result: PointResult) -> None:
+        if not killed:
+            children = multiprocessing.active_children()
+            assert children
+            killed.append(children[0].pid or 0)
+            os.kill(children[0].pid or 0, signal.SIGKILL)
+
+    outcome = run_sweep(plan_of(sweep), SweepOptions(str(out), jobs=2), on_result=kill_once)
+    assert killed and outcome.stats.retried >= 1 and outcome.stats.failed == 0
+    assert [r["status"] for r in outcome.rows] == ["ok"] * 12 + ["skipped"]
+    same_outputs(reference, out)
+
+
+def test_ctrl_c_leaves_finished_reports_and_a_consistent_table(tmp_path: Path) -> None:
+    """SIGINT mid-sweep: exit 130, every row present (ok with a valid report, or pending),
+    best.json says the sweep is incomplete, no temp file is left."""
+    sweep = write_sweep(tmp_path, SLICE)
+    out = tmp_path / "results"
+    child = subprocess.Popen(
+        [sys.executable, "-m", "kvreplay", "sweep", str(sweep), "-o", str(out), "-j", "1",
+         "--no-progress"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and child.poll() is None:
+        reports = out / "reports"
+        if reports.is_dir() and any(p.suffix == ".json" for p in reports.iterdir()):
+            break
+        time.sleep(0.02)
+    child.send_signal(signal.SIGINT)
+    _, err = child.communicate(timeout=120)
+    assert child.returncode == 130, err
+    assert "kvreplay: interrupted" in err and "Traceback" not in err
+    rows = _rows(out)
+    assert [r["point"] for r in rows] == list(range(13))
+    statuses = [r["status"] for r in rows]
+    assert "pending" in statuses and statuses[12] == "skipped"
+    for row in rows:
+        if row["status"] == "ok":
+            assert json.loads((out / row["report"]).read_text())["summary"]
+    assert json.loads((out / "best.json").read_text())["complete"] is False
+    assert not [p for p in out.rglob(".kvreplay-*")]
