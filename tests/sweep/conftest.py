@@ -1,61 +1,14 @@
-"""Sweep fixtures: the 2,000-row Mooncake slice, a smaller cut of it for the failure tests, a
-12-point sweep file over an inline base config, and one local Ray instance per session."""
+"""Sweep fixtures: a smaller cut of the slice for the failure tests, the 12-point sweep run
+once on local processes (over 2,000 and 300 rows), and one local Ray instance per session."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-
-from kvreplay.compiler.documents import load_text
-from kvreplay.sweep.model import SweepPlan
-from kvreplay.sweep.plan import plan_sweep
-
-DATA = Path(__file__).resolve().parents[1] / "data" / "sweep"
-SLICE = DATA / "mooncake-conversation-2000.jsonl"
-
-# 3 x 2 x 2 grid points, then one the support matrix refuses (G2-BACKEND).
-SWEEP = """\
-kind: sweep
-base:
-  engine:
-    model: meta-llama/Llama-3.1-8B-Instruct
-    workers:
-      aggregated:
-        kv_cache: {{block_size: 512, capacity: {{type: fixed, blocks: 1000}}}}
-        timing: {{type: fixed, prefill_ms: 20, decode_ms: 5}}
-  traffic:
-    source: {{type: trace, format: mooncake, block_size: 512, paths: [unused.jsonl]}}
-    load: {{type: trace_timestamps}}
-traces: [{trace}]
-grid:
-  engine.workers.aggregated.parallelism.replicas: [1, 2, 4]
-  engine.workers.aggregated.kv_cache.capacity.blocks: [200, 1000]
-  router.policy: [round_robin, kv_router]
-points:
-  - engine.backend: sglang
-    engine.workers.aggregated.kv_cache.host_offload: {{num_host_blocks: 4000}}
-sla:
-  p90_ttft_ms: {{max: 200}}
-"""
-
-
-def write_sweep(folder: Path, trace: Path, text: str = SWEEP) -> Path:
-    """A sweep file in `folder` over `trace` (written relative to it)."""
-    path = folder / "sweep.yaml"
-    path.write_text(text.format(trace=os.path.relpath(trace, folder)), encoding="utf-8")
-    return path
-
-
-def plan_of(path: Path) -> SweepPlan:
-    from kvreplay.api import matrix_rules
-
-    kind, loaded = load_text(path.read_text(encoding="utf-8"), str(path))
-    assert kind == "yaml"
-    return plan_sweep(loaded, rules=matrix_rules())
+from sweep_support import SLICE, run_cli, write_sweep
 
 
 @pytest.fixture(scope="session")
@@ -84,13 +37,6 @@ def local_ray() -> Iterator[Any]:
     ray.shutdown()
 
 
-def run_cli(*args: str) -> int:
-    """`kvreplay ARGS...` in this process (output goes to pytest's capture)."""
-    from kvreplay.cli.main import main
-
-    return main(list(args))
-
-
 @pytest.fixture(scope="session")
 def full_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """The 12-point sweep (and its skipped point) over the 2,000-row slice, on 2 local
@@ -110,17 +56,3 @@ def small_run(tmp_path_factory: pytest.TempPathFactory, small_trace: Path) -> tu
     out = folder / "results"
     assert run_cli("sweep", str(sweep), "-o", str(out), "-j", "2", "--no-progress", "-q") == 0
     return sweep, out
-
-
-OUTPUTS = ("results.csv", "results.jsonl", "results.parquet", "best.json")
-
-
-def same_outputs(a: Path, b: Path) -> None:
-    """Two results folders hold the same bytes: tables, best point and every report."""
-    for name in OUTPUTS:
-        if (a / name).exists() or (b / name).exists():
-            assert (a / name).read_bytes() == (b / name).read_bytes(), name
-    reports_a = sorted(p.name for p in (a / "reports").iterdir())
-    assert reports_a == sorted(p.name for p in (b / "reports").iterdir())
-    for name in reports_a:
-        assert (a / "reports" / name).read_bytes() == (b / "reports" / name).read_bytes(), name

@@ -14,8 +14,9 @@ import sys
 import time
 from pathlib import Path
 
+import attrs
 import pytest
-from conftest import SLICE, plan_of, same_outputs, small_trace, write_sweep  # noqa: F401
+from sweep_support import SLICE, invoke, plan_of, same_outputs, write_sweep
 
 from kvreplay import __version__
 from kvreplay.sweep.run import SweepOptions, run_sweep
@@ -182,3 +183,48 @@ def test_ctrl_c_leaves_finished_reports_and_a_consistent_table(tmp_path: Path) -
             assert json.loads((out / row["report"]).read_text())["summary"]
     assert json.loads((out / "best.json").read_text())["complete"] is False
     assert not [p for p in out.rglob(".kvreplay-*")]
+
+
+def test_without_ray_the_ray_executor_is_a_usage_error(
+        small_run: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """--executor ray without Ray installed: exit 2, one line saying what to install."""
+    sweep, _ = small_run
+    monkeypatch.setitem(sys.modules, "ray", None)
+    ran = invoke(capsys, "sweep", str(sweep), "-o", str(tmp_path / "o"), "--executor", "ray")
+    assert ran.code == 2
+    assert "pip install 'kvreplay[ray]'" in ran.err and "Traceback" not in ran.err
+
+
+def test_a_point_failing_twice_is_recorded_and_the_sweep_goes_on(
+        small_run: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A point whose runs fail is retried once, then its row says failed with the error; the
+    other points finish and the command exits 1."""
+    from kvreplay.sweep import run as run_module
+    from kvreplay.sweep.executors import LocalBackend
+
+    class FailFirst(LocalBackend):
+        def submit(self, job: PointJob) -> object:
+            first = sorted(j.name for j in jobs)[0]
+            if job.name == first:
+                job = attrs.evolve(job, native="{not json")
+            return super().submit(job)
+
+    jobs: list[PointJob] = []
+    real = run_module.execute
+
+    def spy(given: list[PointJob], *args: object, **kwargs: object) -> object:
+        jobs.extend(given)
+        return real(given, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(run_module, "execute", spy)
+    monkeypatch.setattr(run_module, "_backend", lambda options, count, traces: FailFirst(2))
+    sweep, _ = small_run
+    out = tmp_path / "results"
+    ran = invoke(capsys, "sweep", str(sweep), "-o", str(out), "--no-progress")
+    assert ran.code == 1 and "1 failed; 1 run(s) retried" in ran.out
+    rows = _rows(out)
+    failed = [r for r in rows if r["status"] == "failed"]
+    assert len(failed) == 1 and failed[0]["error"] and failed[0]["report"] is None
+    assert [r["status"] for r in rows].count("ok") == 11

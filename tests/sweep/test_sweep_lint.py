@@ -1,0 +1,154 @@
+"""Sweep files under `kvreplay lint`: located findings with rule IDs, the expansion order, the
+schema, and a sweep file given where a config is expected."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from sweep_support import SLICE, invoke, plan_of, write_sweep
+
+REPO = Path(__file__).resolve().parents[2]
+BASE = """\
+kind: sweep
+base:
+  engine:
+    model: meta-llama/Llama-3.1-8B-Instruct
+    workers: {aggregated: {kv_cache: {block_size: 512}}}
+"""
+
+
+Capture = pytest.CaptureFixture[str]
+
+
+def _lint(capsys: Capture, path: Path) -> tuple[int, list[dict[str, object]]]:
+    ran = invoke(capsys, "lint", "--format", "json", str(path))
+    found = json.loads(ran.out)
+    return ran.code, [d for f in found["files"] for d in f["diagnostics"]]
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "sweep.yaml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_examples_lint_clean(capsys: Capture) -> None:
+    """`kvreplay lint examples/` passes: the shipped sweep's refused point is a warning."""
+    ran = invoke(capsys, "lint", "--format", "concise", str(REPO / "examples"))
+    assert ran.code == 0, ran.out
+    assert "SWEEP-POINT-SKIPPED" in ran.out
+
+
+def test_unknown_dotted_path_is_located_at_its_key(capsys: Capture,
+                                                   tmp_path: Path) -> None:
+    """SWEEP-PATH at the grid key's line and column, with a did-you-mean hint."""
+    path = _write(tmp_path, BASE + "grid:\n  engine.workers.aggregated.parallelism.replica: [1]\n")
+    code, found = _lint(capsys, path)
+    assert code == 1
+    (d,) = found
+    assert (d["rule"], d["line"], d["column"]) == ("SWEEP-PATH", 7, 3)
+    assert d["hint"] == "did you mean `replicas`?"
+
+
+def test_sweeping_the_trace_paths_is_refused(capsys: Capture, tmp_path: Path) -> None:
+    """Trace paths are the sweep's `traces`, not a grid axis."""
+    path = _write(tmp_path, BASE + "grid:\n  traffic.source.paths: [[a.jsonl]]\n")
+    code, found = _lint(capsys, path)
+    assert code == 1 and [d["rule"] for d in found] == ["SWEEP-PATH"]
+    assert "`traces`" in str(found[0]["message"])
+
+
+def test_empty_grid_is_reported(capsys: Capture, tmp_path: Path) -> None:
+    """A sweep without any point: SWEEP-EMPTY at `grid`."""
+    code, found = _lint(capsys, _write(tmp_path, BASE + "grid: {}\n"))
+    assert code == 1 and [(d["rule"], d["line"]) for d in found] == [("SWEEP-EMPTY", 6)]
+
+
+def test_unknown_figure_in_sla_and_objective(capsys: Capture, tmp_path: Path) -> None:
+    """SWEEP-FIGURE for an SLA bound and an objective that name no summary figure."""
+    text = BASE + "points: [{}]\nsla:\n  p90_ttft: {max: 200}\nobjective: {maximize: goodput}\n"
+    code, found = _lint(capsys, _write(tmp_path, text))
+    assert code == 1
+    assert [(d["rule"], d["line"]) for d in found] == [("SWEEP-FIGURE", 8), ("SWEEP-FIGURE", 9)]
+    assert "p90_ttft_ms" in str(found[0]["hint"])
+
+
+def test_unreadable_base_is_located_at_base(capsys: Capture, tmp_path: Path) -> None:
+    """SWEEP-BASE at the `base` value when the file is missing."""
+    code, found = _lint(capsys, _write(tmp_path, "kind: sweep\nbase: nothere.yaml\npoints: [{}]\n"))
+    assert code == 1 and [(d["rule"], d["line"], d["column"]) for d in found] == [
+        ("SWEEP-BASE", 2, 7)]
+
+
+def test_invalid_value_is_located_at_the_value(capsys: Capture,
+                                               tmp_path: Path) -> None:
+    """A swept value the schema refuses is a schema error at that very value."""
+    text = BASE + "grid:\n  engine.workers.aggregated.parallelism.replicas: [1, -2]\n"
+    code, found = _lint(capsys, _write(tmp_path, text))
+    assert code == 1
+    assert [(d["rule"], d["line"], d["column"]) for d in found] == [("SCHEMA-RANGE", 7, 55)]
+
+
+def test_matrix_violation_is_a_skip_warning(capsys: Capture, tmp_path: Path) -> None:
+    """A point that violates the support matrix is a SWEEP-POINT-SKIPPED warning naming the
+    rule, at the swept value that causes it."""
+    text = BASE + ("points:\n  - {}\n  - engine.backend: sglang\n"
+                   "    engine.workers.aggregated.kv_cache.host_offload: {num_host_blocks: 9}\n")
+    code, found = _lint(capsys, _write(tmp_path, text))
+    assert code == 0
+    (d,) = found
+    assert (d["rule"], d["severity"], d["line"]) == ("SWEEP-POINT-SKIPPED", "warning", 9)
+    assert "point 1" in str(d["message"]) and "G2-BACKEND" in str(d["message"])
+
+
+def test_grid_order_is_cartesian_first_path_slowest_then_points(tmp_path: Path) -> None:
+    """Points: the grid's product in file order (last path fastest), then explicit points."""
+    text = BASE + ("grid:\n  engine.backend: [vllm, trtllm]\n"
+                   "  router.policy: [round_robin, kv_router]\n"
+                   "points:\n  - {engine.workers.aggregated.parallelism.replicas: 3}\n")
+    plan = plan_of(_write(tmp_path, text))
+    assert [p.parameters() for p in plan.points] == [
+        {"engine.backend": "vllm", "router.policy": "round_robin"},
+        {"engine.backend": "vllm", "router.policy": "kv_router"},
+        {"engine.backend": "trtllm", "router.policy": "round_robin"},
+        {"engine.backend": "trtllm", "router.policy": "kv_router"},
+        {"engine.workers.aggregated.parallelism.replicas": 3},
+    ]
+    assert plan.axes == ("engine.backend", "router.policy",
+                         "engine.workers.aggregated.parallelism.replicas")
+
+
+def test_equal_specs_share_a_digest(tmp_path: Path) -> None:
+    """A value equal to the default gives the same spec, the same digest, one report."""
+    text = BASE + "grid:\n  engine.workers.aggregated.parallelism.replicas: [1]\npoints: [{}]\n"
+    plan = plan_of(_write(tmp_path, text))
+    assert plan.points[0].spec_digest == plan.points[1].spec_digest is not None
+
+
+def test_sweep_with_errors_runs_nothing(capsys: Capture, tmp_path: Path) -> None:
+    """`kvreplay sweep` on a file with errors prints them, exits 1 and writes nothing."""
+    path = _write(tmp_path, BASE + "grid: {}\n")
+    ran = invoke(capsys, "sweep", str(path), "-o", str(tmp_path / "out"))
+    assert ran.code == 1 and "SWEEP-EMPTY" in ran.err
+    assert not (tmp_path / "out").exists()
+
+
+def test_run_refuses_a_sweep_file(capsys: Capture, tmp_path: Path) -> None:
+    """`kvreplay run` on a sweep file says what it is and how to run it."""
+    ran = invoke(capsys, "run", str(write_sweep(tmp_path, SLICE)))
+    assert ran.code == 1 and "SWEEP-NOT-CONFIG" in ran.err
+
+
+def test_schema_sweep_is_the_shipped_file(capsys: Capture) -> None:
+    """`kvreplay schema sweep` prints schema/sweep.schema.json."""
+    ran = invoke(capsys, "schema", "sweep")
+    assert ran.out == (REPO / "schema" / "sweep.schema.json").read_text()
+
+
+def test_jobs_must_be_positive(capsys: Capture, tmp_path: Path) -> None:
+    """--jobs 0 is a usage error."""
+    ran = invoke(capsys, "sweep", str(write_sweep(tmp_path, SLICE)), "-o", str(tmp_path / "o"),
+                 "-j", "0")
+    assert ran.code == 2 and "--jobs" in ran.err

@@ -1,0 +1,94 @@
+"""`kvreplay sweep --executor ray` on a local Ray instance (`ray.init(num_cpus=2)`): the same
+bytes as the local executor, with either trace transport, and a killed task process retried.
+
+Marked `ray`: deselect with `-m 'not ray'`."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sweep_support import plan_of, run_cli, same_outputs
+
+from kvreplay.sweep.run import SweepOptions, run_sweep
+from kvreplay.sweep.task import PointJob, PointResult
+
+pytestmark = pytest.mark.ray
+
+
+def test_ray_results_are_byte_identical_to_local(full_run: tuple[Path, Path], local_ray: Any,
+                                                 tmp_path: Path) -> None:
+    """The 12-point sweep over 2,000 rows as Ray tasks (traces through the object store): the
+    same tables, best point and reports, byte for byte."""
+    sweep, local = full_run
+    out = tmp_path / "ray"
+    assert run_cli("sweep", str(sweep), "-o", str(out), "--executor", "ray",
+                   "--no-progress", "-q") == 0
+    same_outputs(local, out)
+
+
+def test_ray_path_transport_gives_the_same_bytes(small_run: tuple[Path, Path], local_ray: Any,
+                                                 tmp_path: Path) -> None:
+    """--trace-transport path (every node reads the trace from the same path)."""
+    sweep, local = small_run
+    out = tmp_path / "ray-path"
+    assert run_cli("sweep", str(sweep), "-o", str(out), "--executor", "ray",
+                   "--trace-transport", "path", "--no-progress", "-q") == 0
+    same_outputs(local, out)
+
+
+def _ancestors(pid: int) -> set[int]:
+    found: set[int] = set()
+    while pid > 1:
+        try:
+            with open(f"/proc/{pid}/stat", encoding="utf-8") as fh:
+                pid = int(fh.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            break
+        found.add(pid)
+    return found
+
+
+def _our_task_processes() -> list[int]:
+    """Ray worker processes of this test's Ray instance that are running a point now."""
+    mine = os.getpid()
+    out = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/cmdline", "rb") as fh:
+                title = fh.read(64)
+        except OSError:
+            continue
+        if title.startswith(b"ray::run_point") and mine in _ancestors(int(name)):
+            out.append(int(name))
+    return out
+
+
+def test_a_killed_ray_task_process_is_retried(small_run: tuple[Path, Path], local_ray: Any,
+                                              tmp_path: Path) -> None:
+    """SIGKILL of the process running a point after the first point finished: the task fails
+    with a crash, is retried once, and the table is complete and unchanged."""
+    sweep, local = small_run
+    out = tmp_path / "ray-killed"
+    killed: list[int] = []
+
+    def kill_once(job: PointJob, result: PointResult) -> None:
+        deadline = time.monotonic() + 30
+        while not killed and time.monotonic() < deadline:
+            busy = _our_task_processes()
+            if busy:
+                os.kill(busy[0], signal.SIGKILL)
+                killed.append(busy[0])
+            time.sleep(0.01)
+
+    outcome = run_sweep(plan_of(sweep), SweepOptions(str(out), executor="ray"),
+                        on_result=kill_once)
+    assert killed and outcome.stats.retried >= 1 and outcome.stats.failed == 0
+    assert [r["status"] for r in outcome.rows] == ["ok"] * 12 + ["skipped"]
+    same_outputs(local, out)

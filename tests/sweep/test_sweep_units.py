@@ -1,0 +1,172 @@
+"""The scheduling loop (retries, crash isolation) on a scripted backend, the best-point choice,
+and the table's cell encoding: no processes, no replays."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+
+from kvreplay.sweep.best import choose_best
+from kvreplay.sweep.executors import Crash, Outcome, execute
+from kvreplay.sweep.model import Bound, Objective, Point, Setting, SweepPlan, Trace
+from kvreplay.sweep.results import csv_text, make_row
+from kvreplay.sweep.task import PointJob, PointResult
+
+VERSION = "9.9"
+
+
+class Scripted:
+    """A backend whose every attempt of a job ends as scripted (then succeeds)."""
+
+    isolate_crashes = True
+
+    def __init__(self, script: dict[str, list[str]], capacity: int = 2) -> None:
+        self.capacity = capacity
+        self.script = script
+        self.inflight: list[str] = []
+        self.log: list[tuple[str, tuple[str, ...]]] = []  # (job, others in flight at submit)
+
+    def submit(self, job: PointJob) -> Any:
+        self.log.append((job.name, tuple(self.inflight)))
+        self.inflight.append(job.name)
+        return job.name
+
+    def wait(self, handles: Sequence[Any], timeout: float) -> list[tuple[Any, Outcome]]:
+        name = handles[0]
+        self.inflight.remove(name)
+        steps = self.script.get(name, [])
+        step = steps.pop(0) if steps else "ok"
+        if step == "crash":
+            return [(name, Crash("killed"))]
+        if step == "fail":
+            return [(name, PointResult(name, VERSION, error="boom"))]
+        if step == "old":
+            return [(name, PointResult(name, "0.0", "{}", {}))]
+        return [(name, PointResult(name, VERSION, "{}", {}))]
+
+    def close(self, *, kill: bool) -> None:
+        pass
+
+
+def _jobs(*names: str) -> list[PointJob]:
+    return [PointJob(n, "{}", n, None, None) for n in names]
+
+
+def _run(backend: Scripted, names: Sequence[str]) -> tuple[dict[str, PointResult], Any]:
+    results: dict[str, PointResult] = {}
+    stats = execute(_jobs(*names), backend, lambda j, r: results.__setitem__(j.name, r),
+                    tick=lambda: None, version=VERSION, tick_s=0)
+    return results, stats
+
+
+def test_a_failure_is_retried_once_then_succeeds() -> None:
+    """One failed attempt, one retry: the point ends ok."""
+    results, stats = _run(Scripted({"a": ["fail"]}), ["a", "b"])
+    assert results["a"].ok and results["b"].ok
+    assert (stats.retried, stats.failed, stats.ran) == (1, 0, 3)
+
+
+def test_two_failures_record_the_point_as_failed_and_go_on() -> None:
+    """A point that fails twice is recorded failed with its error; the others still run."""
+    results, stats = _run(Scripted({"a": ["fail", "fail"]}), ["a", "b", "c"])
+    assert results["a"].error == "boom" and results["b"].ok and results["c"].ok
+    assert (stats.retried, stats.failed) == (1, 1)
+
+
+def test_a_crashed_point_is_retried_alone() -> None:
+    """After a worker death, the retry runs with nothing else in flight, and nothing starts
+    beside it."""
+    backend = Scripted({"b": ["crash"]})
+    results, stats = _run(backend, ["a", "b", "c", "d"])
+    assert all(r.ok for r in results.values()) and stats.retried == 1
+    retry = [i for i, (name, _) in enumerate(backend.log) if name == "b"][1]
+    assert backend.log[retry][1] == ()
+    assert backend.log[retry + 1][1] == ()  # the next job was submitted after it finished
+
+
+def test_a_point_crashing_twice_is_failed() -> None:
+    """Two deaths: failed, saying the worker died."""
+    results, stats = _run(Scripted({"a": ["crash", "crash"]}), ["a"])
+    assert not results["a"].ok and "died" in (results["a"].error or "")
+    assert stats.failed == 1
+
+
+def test_a_worker_of_another_version_fails_the_point() -> None:
+    """A report made by another kvreplay version is not taken."""
+    results, _ = _run(Scripted({"a": ["old", "old"]}), ["a"])
+    assert "0.0" in (results["a"].error or "")
+
+
+GPU_HOURS = Objective("gpu_hours", "minimize")
+
+
+def _plan(traces: int = 1, sla: tuple[Bound, ...] = (),
+          objective: Objective = GPU_HOURS) -> SweepPlan:
+    points = tuple(Point(i, (Setting("router.policy", v, ("grid", "router.policy", i)),),
+                         "ok", spec_digest=f"d{i}")
+                   for i, v in enumerate(["round_robin", "kv_router", None, "kv_router"]))
+    return SweepPlan("s.yaml", None, (), points, ("router.policy",),
+                     tuple(Trace(f"t{n}", f"/t{n}") for n in range(traces)), sla, objective)
+
+
+def _row(plan: SweepPlan, point: int, trace: str | None, **figures: float) -> dict[str, Any]:
+    return make_row(plan, point, trace, status="ok", summary=figures)
+
+
+def test_best_is_judged_on_the_worst_trace() -> None:
+    """With two traces, a point meets the SLA only on both and counts its worse objective."""
+    plan = _plan(traces=2, sla=(Bound("p90_ttft_ms", "max", 200.0),))
+    rows = [_row(plan, 0, "t0", gpu_hours=1.0, p90_ttft_ms=100), _row(plan, 0, "t1", gpu_hours=5.0,
+                                                                       p90_ttft_ms=100),
+            _row(plan, 1, "t0", gpu_hours=2.0, p90_ttft_ms=100), _row(plan, 1, "t1", gpu_hours=3.0,
+                                                                       p90_ttft_ms=150),
+            _row(plan, 2, "t0", gpu_hours=0.5, p90_ttft_ms=100), _row(plan, 2, "t1", gpu_hours=0.5,
+                                                                       p90_ttft_ms=300),
+            make_row(plan, 3, "t0", status="skipped", rules=["G2-BACKEND"]),
+            make_row(plan, 3, "t1", status="skipped", rules=["G2-BACKEND"])]
+    best = choose_best(plan, rows, complete=True)
+    assert best["best"]["point"] == 1 and best["best"]["value"] == 3.0
+    assert best["runner_up"]["point"] == 0
+    assert best["counts"] == {"points": 4, "meet_sla": 2, "miss_sla": 1, "skipped": 1,
+                              "failed": 0, "pending": 0}
+    assert "on its worst trace" in best["explanation"]
+
+
+def test_ties_go_to_the_earlier_point_and_maximize_works() -> None:
+    """Equal objectives: the lower point index wins; `maximize` picks the highest value."""
+    plan = _plan(objective=Objective("request_throughput_rps", "maximize"))
+    rows = [_row(plan, i, "t0", request_throughput_rps=v) for i, v in enumerate([1, 3, 3, 2])]
+    best = choose_best(plan, rows, complete=True)
+    assert best["best"]["point"] == 1 and best["runner_up"]["point"] == 2
+    assert "highest request_throughput_rps" in best["explanation"]
+
+
+def test_no_qualifying_point_and_an_interrupted_sweep() -> None:
+    """No point meets the SLA: best is null; pending rows make the choice incomplete."""
+    plan = _plan(sla=(Bound("p90_ttft_ms", "max", 1.0),))
+    rows = [_row(plan, 0, "t0", gpu_hours=1.0, p90_ttft_ms=5.0),
+            _row(plan, 1, "t0", gpu_hours=1.0),  # no TTFT measured: the bound is not met
+            make_row(plan, 2, "t0", status="pending"),
+            make_row(plan, 3, "t0", status="failed", error="boom")]
+    best = choose_best(plan, rows, complete=False)
+    assert best["best"] is None and best["complete"] is False
+    assert best["counts"]["miss_sla"] == 2 and best["counts"]["pending"] == 1
+    assert best["explanation"].startswith("no point qualifies (interrupted")
+
+
+@pytest.mark.parametrize(("value", "cell"), [(None, "null"), ("kv_router", "kv_router"),
+                                             ({"a": 1}, '{"a": 1}'), (2.5, "2.5"), (True, "true")])
+def test_csv_cells_of_parameters(value: Any, cell: str) -> None:
+    """A parameter set to null shows `null` (unset stays empty); mappings are JSON."""
+    points = (Point(0, (Setting("x.y", value, ("points", 0, "x.y")),), "ok"), Point(1, (), "ok"))
+    plan = SweepPlan("s.yaml", None, (), points, ("x.y",))
+    rows = [make_row(plan, 0, None, status="ok"), make_row(plan, 1, None, status="ok")]
+    header, first, second = csv_text(rows).splitlines()
+    names = header.split(",")
+    assert names.index("x.y") == 9
+    import csv
+
+    parsed = list(csv.reader([first, second]))
+    assert parsed[0][9] == cell and parsed[1][9] == ""
