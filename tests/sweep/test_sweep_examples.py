@@ -25,3 +25,15 @@ def test_example_sweep_runs(path: Path, tmp_path: Path,
     rows = [json.loads(line) for line in (tmp_path / "results.jsonl").read_text().splitlines()]
     assert {r["status"] for r in rows} <= {"ok", "skipped"}
     assert json.loads((tmp_path / "best.json").read_text())["best"] is not None
+
+
+def test_docs_show_the_shipped_example() -> None:
+    """The sweep file in docs/sweeps.md is examples/sweeps/kv-router-capacity.yaml's data."""
+    import re
+
+    from ruamel.yaml import YAML
+
+    docs = Path(__file__).resolve().parents[2] / "docs" / "sweeps.md"
+    block = re.findall(r"```yaml\n(.*?)```", docs.read_text(encoding="utf-8"), re.S)[0]
+    shipped = next(p for p in EXAMPLES if p.name == "kv-router-capacity.yaml")
+    assert YAML(typ="safe").load(block) == YAML(typ="safe").load(shipped.read_text())
