@@ -89,8 +89,8 @@ def main() -> None:
             import ray
 
             started = time.perf_counter()
-            ray.init(num_cpus=2, include_dashboard=False, logging_level=logging.ERROR,
-                     log_to_driver=False)
+            ray.init(address="local", num_cpus=2, include_dashboard=False,
+                     logging_level=logging.ERROR, log_to_driver=False)
             init_s = time.perf_counter() - started
             cells["ray, 2 CPUs"] = min(_timed_sweep(sweep, folder / "out", executor="ray")
                                        for _ in range(args.repeat))

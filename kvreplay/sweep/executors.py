@@ -137,7 +137,8 @@ class LocalBackend:
         return out
 
     def close(self, *, kill: bool) -> None:
-        processes = list(getattr(self.pool, "_processes", {}).values()) if kill else []
+        processes = list((getattr(self.pool, "_processes", None) or {}).values()) if kill \
+            else []
         self.pool.shutdown(wait=not kill, cancel_futures=True)
         for process in processes:  # a point in progress is abandoned, not awaited
             if process.is_alive():
@@ -167,7 +168,9 @@ class RayBackend:
                 if address:
                     ray.init(address=address, logging_level=logging.ERROR, log_to_driver=False)
                 else:
-                    ray.init(num_cpus=jobs or os.cpu_count() or 1, include_dashboard=False,
+                    # "local": a new instance, never a cluster found on this machine
+                    ray.init(address="local", num_cpus=jobs or os.cpu_count() or 1,
+                             include_dashboard=False,
                              logging_level=logging.ERROR, log_to_driver=False)
             except Exception as exc:  # a cluster that is not there, a port in use
                 raise ExecutorUnavailable(f"cannot start Ray: {exc}") from None

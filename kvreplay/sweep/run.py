@@ -99,7 +99,9 @@ def run_sweep(plan: SweepPlan, options: SweepOptions, *,
             jobs.setdefault(name, PointJob(name, point.native, point.spec_digest, digest,
                                            trace.path if trace else None,
                                            os.path.splitext(trace.path)[1] if trace else ""))
-    os.makedirs(os.path.join(options.out_dir, REPORTS), exist_ok=True)
+    # Started before anything is written: an executor that cannot start leaves no trace.
+    backend = _backend(options, len(jobs), traces) if jobs else None
+    _make_folder(os.path.join(options.out_dir, REPORTS))
     outcome = SweepOutcome(rows, {}, Stats(), resumed, len(jobs))
     started = time.perf_counter()
     finished = 0
@@ -129,8 +131,7 @@ def run_sweep(plan: SweepPlan, options: SweepOptions, *,
 
     complete = False
     try:
-        if jobs:
-            backend = _backend(options, len(jobs), traces)
+        if backend is not None:
             try:
                 outcome.stats = execute(list(jobs.values()), backend, done, tick=tick,
                                         version=__version__)
@@ -142,6 +143,15 @@ def run_sweep(plan: SweepPlan, options: SweepOptions, *,
     finally:
         outcome.best = write_tables(plan, rows, options.out_dir, complete=complete)
     return outcome
+
+
+def _make_folder(path: str) -> None:
+    from kvreplay.cli.output import OutputError
+
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as exc:
+        raise OutputError(f"cannot create {path}: {exc.strerror or exc}") from None
 
 
 def write_tables(plan: SweepPlan, rows: list[Row], out_dir: str, *,

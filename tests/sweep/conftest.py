@@ -31,8 +31,8 @@ def local_ray() -> Iterator[Any]:
     if not ray.is_initialized():
         import logging
 
-        ray.init(num_cpus=2, include_dashboard=False, logging_level=logging.ERROR,
-                 log_to_driver=False)
+        ray.init(address="local", num_cpus=2, include_dashboard=False,
+                 logging_level=logging.ERROR, log_to_driver=False)
     yield ray
     ray.shutdown()
 

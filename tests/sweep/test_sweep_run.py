@@ -194,6 +194,7 @@ def test_without_ray_the_ray_executor_is_a_usage_error(
     ran = invoke(capsys, "sweep", str(sweep), "-o", str(tmp_path / "o"), "--executor", "ray")
     assert ran.code == 2
     assert "pip install 'kvreplay[ray]'" in ran.err and "Traceback" not in ran.err
+    assert not (tmp_path / "o").exists()
 
 
 def test_a_point_failing_twice_is_recorded_and_the_sweep_goes_on(
