@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -77,18 +78,25 @@ def test_a_killed_ray_task_process_is_retried(small_run: tuple[Path, Path], loca
     sweep, local = small_run
     out = tmp_path / "ray-killed"
     killed: list[int] = []
+    watchers: list[threading.Thread] = []
 
-    def kill_once(job: PointJob, result: PointResult) -> None:
-        deadline = time.monotonic() + 30
+    def watch() -> None:  # beside the sweep, which goes on submitting points meanwhile
+        deadline = time.monotonic() + 60
         while not killed and time.monotonic() < deadline:
             busy = _our_task_processes()
             if busy:
                 os.kill(busy[0], signal.SIGKILL)
                 killed.append(busy[0])
-            time.sleep(0.01)
+            time.sleep(0.005)
+
+    def kill_once(job: PointJob, result: PointResult) -> None:
+        if not watchers:
+            watchers.append(threading.Thread(target=watch, daemon=True))
+            watchers[0].start()
 
     outcome = run_sweep(plan_of(sweep), SweepOptions(str(out), executor="ray"),
                         on_result=kill_once)
+    watchers[0].join()
     assert killed and outcome.stats.retried >= 1 and outcome.stats.failed == 0
     assert [r["status"] for r in outcome.rows] == ["ok"] * 12 + ["skipped"]
     same_outputs(local, out)
