@@ -203,6 +203,7 @@ class _Mapper:
             given = ", ".join(f"`{k}`" for k in sorted(_instance(err)))
             self.emit("SCHEMA-COMBINATION", f"`{_field(path)}` takes at most {_value(err)} "
                       f"entry, found {given}", path, key=True)
+            self.prune.add(path)
         elif kw == "oneOf" and not isinstance(_instance(err), dict):
             pass  # not an object at all: the branches' type errors say so
         elif kw == "oneOf":

@@ -67,9 +67,10 @@ def _explain(plan: SweepPlan, best: dict[str, Any] | None, runner_up: dict[str, 
     word = "lowest" if goal.sense == "minimize" else "highest"
     several = len(plan.traces) > 1
     sla = " and ".join(b.text() for b in plan.sla)
-    among = (f"of the {counts['meet_sla']} points that meet the SLA ({sla})"
-             + (" on every trace" if several else "")) if sla else \
-        f"of the {counts['meet_sla']} points that ran"
+    n = counts["meet_sla"]
+    points = f"the {n} points that" if n != 1 else "the 1 point that"
+    among = (f"of {points} {'meet' if n != 1 else 'meets'} the SLA ({sla})"
+             + (" on every trace" if several else "")) if sla else f"of {points} ran"
     others = [f"{counts[k]} {label}" for k, label in (
         ("miss_sla", "miss the SLA"), ("skipped", "skipped (support matrix)"),
         ("failed", "failed"), ("pending", "not run yet")) if counts[k]]

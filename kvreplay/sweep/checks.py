@@ -19,12 +19,22 @@ def split_path(text: str) -> tuple[str, ...] | None:
     return parts if all(parts) else None
 
 
-def _branches(node: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
-    yield node
-    for key in ("anyOf", "oneOf"):
-        for branch in node.get(key, ()):
-            if isinstance(branch, Mapping):
-                yield branch
+def _branches(node: Mapping[str, Any], root: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
+    """The node and the alternatives it may take (anyOf, oneOf, allOf, if/then/else), with
+    local `$ref`s resolved."""
+    pending = [node]
+    while pending:
+        here = pending.pop()
+        ref = here.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/"):
+            target: Any = root
+            for part in ref[2:].split("/"):
+                target = target.get(part, {}) if isinstance(target, Mapping) else {}
+            pending.append(target)
+        yield here
+        for key in ("anyOf", "oneOf", "allOf"):
+            pending.extend(b for b in here.get(key, ()) if isinstance(b, Mapping))
+        pending.extend(here[k] for k in ("then", "else") if isinstance(here.get(k), Mapping))
 
 
 def path_problem(schema: Mapping[str, Any], parts: tuple[str, ...]) -> tuple[str, list[str]] | None:
@@ -36,11 +46,12 @@ def path_problem(schema: Mapping[str, Any], parts: tuple[str, ...]) -> tuple[str
         where = ".".join(parts[:i]) or "the top level"
         props: dict[str, Any] = {}
         free = False
-        for branch in _branches(node):
+        for branch in _branches(node, schema):
             props.update(branch.get("properties") or {})
-            extra = branch.get("additionalProperties")
-            if branch.get("type") == "object" and "properties" not in branch and extra is not False:
-                free = True
+            if branch.get("additionalProperties") not in (None, False):
+                free = True  # a mapping of free names (or of a shape)
+        if not props and not free:
+            free = any(b.get("type") == "object" for b in _branches(node, schema))
         if part in props:
             node = props[part]
             continue

@@ -52,6 +52,21 @@ def test_unknown_dotted_path_is_located_at_its_key(capsys: Capture,
     assert d["hint"] == "did you mean `replicas`?"
 
 
+def test_paths_of_a_native_base_follow_the_native_schema(capsys: Capture,
+                                                         tmp_path: Path) -> None:
+    """With a native spec as the base, dotted paths are native paths (through its role
+    alternatives); a config path is not one."""
+    import kvreplay
+
+    native = kvreplay.compile_config(REPO / "examples" / "g2-restore-mooncake.yaml").emitted()
+    (tmp_path / "spec.json").write_text(native, encoding="utf-8")
+    text = ("kind: sweep\nbase: spec.json\ngrid:\n"
+            "  spec.engine.rank.native_host_offload.num_host_blocks: [2, 8]\n"
+            "  spec.engine.rank.host_offload.num_host_blocks: [2]\n")
+    code, found = _lint(capsys, _write(tmp_path, text))
+    assert code == 1 and [(d["rule"], d["line"]) for d in found] == [("SWEEP-PATH", 5)]
+
+
 def test_sweeping_the_trace_paths_is_refused(capsys: Capture, tmp_path: Path) -> None:
     """Trace paths are the sweep's `traces`, not a grid axis."""
     path = _write(tmp_path, BASE + "grid:\n  traffic.source.paths: [[a.jsonl]]\n")
