@@ -9,9 +9,11 @@ killed its worker is told apart from the ones that only shared the pool.
 from __future__ import annotations
 
 import collections
+import contextlib
 import logging
 import os
-from collections.abc import Callable, Sequence
+import signal
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol
 
 import attrs
@@ -95,6 +97,22 @@ def _result(job: PointJob, outcome: Outcome, version: str) -> PointResult:
     return PointResult(job.name, version, error=f"{type(outcome).__name__}: {outcome}")
 
 
+@contextlib.contextmanager
+def _sigint_blocked() -> Iterator[None]:
+    """Ctrl-C held back while pool processes may be spawned: they inherit the blocked signal,
+    so the terminal's SIGINT to the whole group reaches only the sweep, which stops them (a
+    child still importing would otherwise print a traceback). It arrives right after."""
+    try:
+        previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    except (AttributeError, OSError, ValueError):
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
 class LocalBackend:
     """A process pool (spawn: no state inherited from the sweep's own process)."""
 
@@ -114,12 +132,13 @@ class LocalBackend:
     def submit(self, job: PointJob) -> Any:
         from concurrent.futures.process import BrokenProcessPool
 
-        try:
-            return self.pool.submit(run_point, job)
-        except BrokenProcessPool:  # a worker died since the last submit: a fresh pool
-            self.close(kill=True)
-            self.pool = self._new_pool()
-            return self.pool.submit(run_point, job)
+        with _sigint_blocked():
+            try:
+                return self.pool.submit(run_point, job)
+            except BrokenProcessPool:  # a worker died since the last submit: a fresh pool
+                self.close(kill=True)
+                self.pool = self._new_pool()
+                return self.pool.submit(run_point, job)
 
     def wait(self, handles: Sequence[Any], timeout: float) -> list[tuple[Any, Outcome]]:
         from concurrent.futures import FIRST_COMPLETED

@@ -156,21 +156,22 @@ def test_a_killed_pool_process_is_retried(small_run: tuple[Path, Path], tmp_path
 
 
 def test_ctrl_c_leaves_finished_reports_and_a_consistent_table(tmp_path: Path) -> None:
-    """SIGINT mid-sweep: exit 130, every row present (ok with a valid report, or pending),
-    best.json says the sweep is incomplete, no temp file is left."""
+    """SIGINT to the whole process group mid-sweep, as a terminal's Ctrl-C: exit 130, no
+    traceback from the sweep or its pool processes, every row present (ok with a valid report,
+    or pending), best.json says the sweep is incomplete, no temp file is left."""
     sweep = write_sweep(tmp_path, SLICE)
     out = tmp_path / "results"
     child = subprocess.Popen(
         [sys.executable, "-m", "kvreplay", "sweep", str(sweep), "-o", str(out), "-j", "1",
          "--no-progress"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL), start_new_session=True)
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline and child.poll() is None:
         reports = out / "reports"
         if reports.is_dir() and any(p.suffix == ".json" for p in reports.iterdir()):
             break
         time.sleep(0.02)
-    child.send_signal(signal.SIGINT)
+    os.killpg(child.pid, signal.SIGINT)
     _, err = child.communicate(timeout=120)
     assert child.returncode == 130, err
     assert "kvreplay: interrupted" in err and "Traceback" not in err
