@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import signal
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from types import FrameType
 from typing import Any
 
@@ -67,10 +67,11 @@ def stopped(exc: BaseException) -> int:
 
 
 @contextlib.contextmanager
-def deferred() -> Iterator[None]:
-    """Hold SIGINT and SIGTERM back while a cleanup must finish; they arrive right after it."""
+def deferred(signums: Iterable[int] = _HANDLED) -> Iterator[None]:
+    """Hold SIGINT and SIGTERM (or `signums`) back while a cleanup must finish; they arrive
+    right after it. Processes started meanwhile inherit the blocked set."""
     try:
-        previous = signal.pthread_sigmask(signal.SIG_BLOCK, _HANDLED)
+        previous = signal.pthread_sigmask(signal.SIG_BLOCK, signums)
     except (AttributeError, OSError, ValueError):  # no sigmask on this platform
         yield
         return

@@ -9,11 +9,10 @@ killed its worker is told apart from the ones that only shared the pool.
 from __future__ import annotations
 
 import collections
-import contextlib
 import logging
 import os
 import signal
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 import attrs
@@ -97,22 +96,6 @@ def _result(job: PointJob, outcome: Outcome, version: str) -> PointResult:
     return PointResult(job.name, version, error=f"{type(outcome).__name__}: {outcome}")
 
 
-@contextlib.contextmanager
-def _sigint_blocked() -> Iterator[None]:
-    """Ctrl-C held back while pool processes may be spawned: they inherit the blocked signal,
-    so the terminal's SIGINT to the whole group reaches only the sweep, which stops them (a
-    child still importing would otherwise print a traceback). It arrives right after."""
-    try:
-        previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    except (AttributeError, OSError, ValueError):
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
-
-
 class LocalBackend:
     """A process pool (spawn: no state inherited from the sweep's own process)."""
 
@@ -132,7 +115,12 @@ class LocalBackend:
     def submit(self, job: PointJob) -> Any:
         from concurrent.futures.process import BrokenProcessPool
 
-        with _sigint_blocked():
+        from kvreplay.cli.signals import deferred
+
+        # Ctrl-C is held back while pool processes may be spawned: they inherit it blocked, so a
+        # terminal's SIGINT to the whole group reaches only the sweep, which stops them (a child
+        # still importing would print a traceback). It arrives right after.
+        with deferred({signal.SIGINT}):
             try:
                 return self.pool.submit(run_point, job)
             except BrokenProcessPool:  # a worker died since the last submit: a fresh pool
