@@ -1,6 +1,7 @@
 """Is this YAML or JSON file a kvreplay config or native spec? Decided from its first bytes
 only (no parse): a `yaml-language-server` schema comment naming kvreplay's schema, or the
-top-level keys of a config (`engine`) or of a native spec (`spec`, and nothing a spec lacks).
+top-level keys of a config (`engine`), of a native spec (`spec`, and nothing a spec lacks) or of
+a sweep file (`kind: sweep`, and nothing a sweep lacks).
 """
 
 from __future__ import annotations
@@ -13,14 +14,17 @@ SNIFF_BYTES = 64 * 1024
 # The top-level keys of compiler/model.Config and of the native schema (a test keeps them equal).
 CONFIG_KEYS = frozenset({"engine", "traffic", "router", "scaling", "evaluation", "report"})
 NATIVE_KEYS = frozenset({"spec", "traffic"})
+SWEEP_KEYS = frozenset({"kind", "base", "traces", "grid", "points", "sla", "objective"})
 
+_SWEEP_KIND = re.compile(r"""^kind[ \t]*:[ \t]*(["']?)sweep\1[ \t]*(?:#.*)?$""", re.M)
 _SCHEMA_COMMENT = re.compile(r"^\s*#\s*yaml-language-server:\s*\$schema=(\S+)", re.M)
 _YAML_KEY = re.compile(r"""^(["']?)([A-Za-z_$][\w$.-]*)\1[ \t]*:(?:[ \t]|$)""", re.M)
 _JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\]:]')
 
 
 def recognize(path: str) -> str | None:
-    """Why `path` is ours ("schema comment", "config keys", "native keys"), or None.
+    """Why `path` is ours ("schema comment", "config keys", "native keys", "sweep keys"), or
+    None.
 
     Raises OSError when the file cannot be read (the caller decides: lint reports it)."""
     with open_regular(path) as fh:
@@ -39,6 +43,8 @@ def recognize_text(head: str) -> str | None:
         return "config keys"
     if "spec" in keys and keys <= NATIVE_KEYS:
         return "native keys"
+    if "kind" in keys and keys <= SWEEP_KEYS and _SWEEP_KIND.search(head):
+        return "sweep keys"
     return None
 
 

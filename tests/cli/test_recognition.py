@@ -12,11 +12,12 @@ from typing import Any
 
 import pytest
 
-from kvreplay.cli.recognize import CONFIG_KEYS, NATIVE_KEYS, recognize_text
+from kvreplay.cli.recognize import CONFIG_KEYS, NATIVE_KEYS, SWEEP_KEYS, recognize_text
 
 REPO = Path(__file__).resolve().parents[2]
 BAD = "engine:\n  model: m\n  backend: vlm\n  workers: {aggregated: {}}\n"
 UNRELATED = {
+    "other-kind.yaml": "kind: sweep-config\nbase: x\n",
     ".pre-commit-config.yaml": "repos:\n  - repo: local\n    hooks: []\n",
     "ci.yml": "name: ci\non: [push]\njobs:\n  t: {runs-on: x, steps: []}\n",
     "package.json": '{"name": "x", "engines": {"node": "18"}, "spec": 1}\n',
@@ -38,6 +39,8 @@ def _linted(ran: Any) -> list[str]:
     ('"engine": {}\n', "config keys"),
     ('{"traffic": {"a": {"spec": 1}}, "spec": {}}', "native keys"),
     ('\ufeff{\n  "engine": {"model": "m"}\n}', "config keys"),
+    ("kind: sweep\nbase: cfg.yaml\ngrid:\n  router.policy: [kv, round_robin]\n", "sweep keys"),
+    ("kind: 'sweep'  # a sweep\npoints: []\n", "sweep keys"),
 ])
 def test_recognized_by_content(head: str, why: str) -> None:
     """The schema comment, a config's `engine`, a native spec's `spec` (alone or with traffic)."""
@@ -52,7 +55,7 @@ def test_unrelated_files_are_not_recognized(name: str) -> None:
 
 def test_top_level_keys_match_the_schemas() -> None:
     """The sniffed key sets are the top-level properties of the config and native schemas."""
-    for name, keys in (("config", CONFIG_KEYS), ("native", NATIVE_KEYS)):
+    for name, keys in (("config", CONFIG_KEYS), ("native", NATIVE_KEYS), ("sweep", SWEEP_KEYS)):
         schema = json.loads((REPO / "schema" / f"{name}.schema.json").read_text())
         assert set(schema["properties"]) == keys
 
