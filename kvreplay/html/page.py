@@ -48,18 +48,30 @@ def page(data: Mapping[str, Any]) -> str:
         "<h2>Provenance</h2>", provenance_table(runs),
         "</main>",
     ]
+    return shell(f"kvreplay report: {labels}", body, data, "report.js")
+
+
+def shell(title: str, body: Sequence[str], data: Mapping[str, Any], script: str) -> str:
+    """A page: the policy, the styles, `body`, the data section, uPlot, the shared chart code
+    (plots.js) and the page's own `script` (an asset), all inline."""
     return "".join([
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">",
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>kvreplay report: {escape(labels)}</title>",
+        f"<title>{escape(title)}</title>",
         "<style>", asset("uPlot.min.css"), "</style><style>", asset("report.css"), "</style>",
         "</head><body>\n", *body, "\n",
         '<script type="application/json" id="kvreplay-data">', data_json(data), "</script>\n",
         "<script>", asset("uPlot.iife.min.js"), "</script>\n",
-        "<script>", asset("report.js"), "</script>\n",
+        "<script>", asset("plots.js"), asset(script), "</script>\n",
         "</body></html>\n",
     ])
+
+
+def card(chart: str, title: str, note: str) -> str:
+    """A chart's card: its title, what it shows, and the element plots.js draws it in."""
+    return (f'<section class="card"><h3>{escape(title)}</h3><p class="note">{escape(note)}</p>'
+            f'<div class="plot" data-chart="{escape(chart)}"></div></section>')
 
 
 # (chart id, title, what it shows, the run field it needs, why it can be missing)
@@ -118,13 +130,11 @@ def _cards(runs: Sequence[Mapping[str, Any]], cards: Sequence[Card]) -> str:
         if chart.startswith("cdf-") and any(_field(r, needs + ".source") == "summary"
                                             for r in present):
             note += "; dashed with points: drawn through the summary percentiles"
-        out.append(f'<section class="card"><h3>{escape(title)}</h3>')
         if present:
-            out.append(f'<p class="note">{escape(note)}</p>'
-                       f'<div class="plot" data-chart="{chart}"></div>')
+            out.append(card(chart, title, note))
         else:
-            out.append(f'<p class="absent">Not in this report: {escape(missing)}.</p>')
-        out.append("</section>")
+            out.append(f'<section class="card"><h3>{escape(title)}</h3>'
+                       f'<p class="absent">Not in this report: {escape(missing)}.</p></section>')
     out.append("</div>")
     return "".join(out)
 

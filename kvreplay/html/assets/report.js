@@ -1,40 +1,9 @@
-/* kvreplay HTML report: draws every chart of the page from its embedded data section with
-   uPlot (inlined before this script). No network: everything the page needs is in the file. */
-(function () {
+/* kvreplay HTML report: the charts of one or more runs, drawn from the page's data section
+   by plots.js (the shared chart code, inlined before this script). */
+(function (P) {
   "use strict";
-  var started = performance.now();
-  var DATA = JSON.parse(document.getElementById("kvreplay-data").textContent);
-  var RUNS = DATA.runs;
-  var COLORS = ["#1f6fb4", "#d1495b", "#2a9d4b", "#7b4fb0", "#e08a1e", "#5b6770"];
-  var DASH = [[], [7, 4], [2, 3]];
-  var drawn = {};
-
-  function color(i) { return COLORS[i % COLORS.length]; }
-
-  function fmt(v) {
-    if (v == null || !isFinite(v)) return "–";
-    var a = Math.abs(v);
-    if (a >= 1e6) return (v / 1e6).toPrecision(3) + "M";
-    if (a >= 1e4) return (v / 1e3).toPrecision(3) + "k";
-    if (a >= 100) return v.toFixed(0);
-    return String(+v.toPrecision(3));
-  }
-
-  function ticks(u, splits) { return splits.map(fmt); }
-
-  // Room on both sides, so that a jump at the first or last sample is not drawn on the frame.
-  function padded(u, lo, hi) {
-    var pad = (hi - lo) * 0.03 || Math.abs(hi) * 0.05 || 1;
-    return [lo - pad, hi + pad];
-  }
-
-  // A line series for run `r`; `style` picks the dash (0 solid, 1 dashed, 2 dotted).
-  function line(label, r, style, extra) {
-    var s = { label: label, stroke: color(r), width: 1.6, dash: DASH[style || 0],
-              spanGaps: true, points: { show: false }, value: function (u, v) { return fmt(v); } };
-    for (var k in extra || {}) s[k] = extra[k];
-    return s;
-  }
+  var DATA = P.DATA, RUNS = DATA.runs;
+  var color = P.color, fmt = P.fmt, padded = P.padded, line = P.line, axes = P.axes;
 
   function bars(label, r, n) {
     var align = n === 2 ? (r === 0 ? -1 : 1) : 0;
@@ -52,13 +21,6 @@
     var ys = parts.map(function () { return idx.map(function () { return null; }); });
     idx.forEach(function (e, k) { ys[e[1]][k] = parts[e[1]].y[e[2]]; });
     return [xs].concat(ys);
-  }
-
-  function axes(xLabel, yLabel, xValues) {
-    return [
-      { label: xLabel, values: xValues || ticks, stroke: "#444", grid: { stroke: "#eee" } },
-      { label: yLabel, values: ticks, size: 56, stroke: "#444", grid: { stroke: "#eee" } }
-    ];
   }
 
   function cdfChart(key, title) {
@@ -127,15 +89,9 @@
     var pools = order.map(function (n) { return n.split(" ")[0]; });
     var onePool = order.length > 1 && order.every(function (n, i) { return n.indexOf(" ") > 0 && pools[i] === pools[0]; });
     var ticksText = onePool ? order.map(function (n) { return n.slice(pools[0].length + 1); }) : order;
-    var longest = ticksText.reduce(function (m, t) { return Math.max(m, t.length); }, 1);
-    var every = Math.max(1, Math.ceil(order.length * (longest * 7 + 14) / 520));
-    var ax = axes(onePool ? xLabel + " (" + pools[0] + ")" : xLabel, yLabel, function (u, splits) {
-      return splits.map(function (v) { return Number.isInteger(v) && v % every === 0 ? ticksText[v] : ""; });
-    });
-    ax[0].splits = function () { return xs.filter(function (i) { return i % every === 0; }); };
-    ax[0].grid = { show: false };
-    return { data: data, series: series, axes: ax,
-             scales: { x: { time: false, range: [-0.5, order.length - 0.5] }, y: { range: function (u, lo, hi) { return [0, hi > 0 ? hi * 1.08 : 1]; } } } };
+    return { data: data, series: series,
+             axes: P.categoryAxes(ticksText, onePool ? xLabel + " (" + pools[0] + ")" : xLabel, yLabel),
+             scales: { x: P.categoryScale(order), y: { range: function (u, lo, hi) { return [0, hi > 0 ? hi * 1.08 : 1]; } } } };
   }
 
   function workerNames(run) { return (run.workers || []).map(function (w) { return w.name; }); }
@@ -183,31 +139,5 @@
     }
   };
 
-  var plots = [];
-  function draw(el) {
-    var id = el.getAttribute("data-chart");
-    try {
-      var spec = CHARTS[id]();
-      var opts = { width: Math.max(el.clientWidth, 280), height: 250, series: spec.series,
-                   axes: spec.axes, scales: spec.scales, legend: { live: true },
-                   cursor: { drag: { x: true, y: false } } };
-      plots.push([el, new uPlot(opts, spec.data, el)]);
-      // What the page tells a test: the points drawn (0 would be an empty chart).
-      drawn[id] = spec.data.slice(1).reduce(function (n, ys) {
-        return n + ys.filter(function (v) { return v != null; }).length;
-      }, 0);
-    } catch (err) {
-      drawn[id] = false;
-      el.textContent = "could not draw this chart: " + err;
-      console.error("kvreplay chart " + id + ": " + err);
-    }
-  }
-
-  document.querySelectorAll(".plot[data-chart]").forEach(draw);
-  window.addEventListener("resize", function () {
-    plots.forEach(function (p) { p[1].setSize({ width: Math.max(p[0].clientWidth, 280), height: 250 }); });
-  });
-  window.kvreplayCharts = drawn;
-  window.kvreplayDrawMs = performance.now() - started;  // parse + draw, for measurements
-  document.body.setAttribute("data-rendered", "1");
-})();
+  P.draw(CHARTS);
+})(kvreplayPlots);
