@@ -53,7 +53,8 @@ def test_bash_completes_commands_options_values_and_files(scripts: dict[str, Pat
     assert _bash(bash, tmp_path, "kvreplay", "trace", "") == ["convert"]
     assert _bash(bash, tmp_path, "kvreplay", "trace", "convert", "--basis", "r") == ["relative"]
     assert _bash(bash, tmp_path, "kvreplay", "--debug", "lint", "--strict", "dep") == ["deploy"]
-    assert _bash(bash, tmp_path, "kvreplay", "schema", "") == ["config", "native", "report", "sweep"]
+    assert _bash(bash, tmp_path, "kvreplay", "schema", "") == ["config", "native", "report",
+                                                               "sweep"]
     assert _bash(bash, tmp_path, "kvreplay", "completion", "f") == ["fish"]
 
 
