@@ -89,6 +89,8 @@ class SweepPlan:
     traces: tuple[Trace, ...] = ()  # empty: synthetic traffic, no trace
     sla: tuple[Bound, ...] = ()
     objective: Objective = Objective("gpu_hours", "minimize")
+    base_digest: str | None = None  # the base config's spec digest (after --set)
+    overrides: tuple[str, ...] = ()  # the command's --set, applied to the base
 
     @property
     def ok(self) -> bool:

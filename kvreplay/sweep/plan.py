@@ -85,7 +85,8 @@ def plan_sweep(loaded: Loaded, *, rules: RuleRunner | None,
     settings = _settings(data, found, base.kind if base else "yaml")
     traces = _traces(data, base, folder, found) if base is not None else ()
     plan = SweepPlan(file, loaded.text, (), axes=_axes(settings), traces=traces, sla=sla,
-                     objective=objective)
+                     objective=objective, overrides=tuple(overrides),
+                     base_digest=spec_digest(base.compiled.emitted()) if base else None)
     grid = [axis for axis in settings if axis[0] == "grid"]
     count = _count(grid) + sum(1 for axis in settings if axis[0] == "points")
     if count == 0 and not has_errors(found.out):

@@ -59,14 +59,12 @@ def table(rows: Sequence[Row]) -> dict[str, Any]:
 
 def load_results(folder: str) -> dict[str, Any]:
     """The table and the best point of a finished sweep's output folder:
-    {"columns", "rows", "best"} (best.json's content)."""
-    import os
+    {"columns", "rows", "best"} (best.json's content). Raises
+    `kvreplay.sweep.folder.ResultsError` (one line) for a folder that is not one."""
+    from kvreplay.sweep.folder import read_results
 
-    with open(os.path.join(folder, "results.jsonl"), encoding="utf-8") as fh:
-        rows = [json.loads(line) for line in fh if line.strip()]
-    with open(os.path.join(folder, "best.json"), encoding="utf-8") as fh:
-        best = json.load(fh)
-    return {**table(rows), "best": best}
+    results = read_results(folder)
+    return {**table(results.rows), "best": results.best}
 
 
 def _cell(value: Any) -> str:

@@ -156,8 +156,9 @@ def _make_folder(path: str) -> None:
 
 def write_tables(plan: SweepPlan, rows: list[Row], out_dir: str, *,
                  complete: bool) -> dict[str, Any]:
-    """results.csv, results.jsonl, results.parquet (with pyarrow) and best.json."""
+    """results.csv, results.jsonl, results.parquet (with pyarrow), best.json and sweep.json."""
     from kvreplay.cli import signals
+    from kvreplay.sweep.manifest import MANIFEST, manifest
 
     best = choose_best(plan, rows, complete=complete)
     with signals.deferred():  # a second Ctrl-C waits until the table is consistent
@@ -168,6 +169,8 @@ def write_tables(plan: SweepPlan, rows: list[Row], out_dir: str, *,
             write_atomic(os.path.join(out_dir, "results.parquet"), data)
         write_atomic(os.path.join(out_dir, "best.json"),
                      json.dumps(best, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
+        write_atomic(os.path.join(out_dir, MANIFEST),
+                     json.dumps(manifest(plan, rows), indent=2, ensure_ascii=False) + "\n")
     return best
 
 

@@ -82,11 +82,11 @@ def invoke(capsys: pytest.CaptureFixture[str], *args: str) -> Ran:
     return Ran(code, captured.out, captured.err)
 
 
-OUTPUTS = ("results.csv", "results.jsonl", "results.parquet", "best.json")
+OUTPUTS = ("results.csv", "results.jsonl", "results.parquet", "best.json", "sweep.json")
 
 
 def same_outputs(a: Path, b: Path) -> None:
-    """Two results folders hold the same bytes: tables, best point and every report."""
+    """Two results folders hold the same bytes: tables, best point, manifest, every report."""
     for name in OUTPUTS:
         if (a / name).exists() or (b / name).exists():
             assert (a / name).read_bytes() == (b / name).read_bytes(), name

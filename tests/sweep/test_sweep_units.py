@@ -170,3 +170,13 @@ def test_csv_cells_of_parameters(value: Any, cell: str) -> None:
 
     parsed = list(csv.reader([first, second]))
     assert parsed[0][9] == cell and parsed[1][9] == ""
+
+
+@pytest.mark.parametrize(("given", "shown"), [
+    ("examples/sweeps/a.yaml", "examples/sweeps/a.yaml"), ("./x/../a.yaml", "a.yaml"),
+    ("../up/a.yaml", "../up/a.yaml"), ("/abs/olute/a.yaml", "a.yaml")])
+def test_sweep_json_names_the_sweep_file_without_an_absolute_path(given: str, shown: str) -> None:
+    """A relative path as given (normalized), an absolute one by its file name."""
+    from kvreplay.sweep.manifest import shown_path
+
+    assert shown_path(given) == shown
