@@ -60,3 +60,48 @@ def conversation_2000(conversation_trace: Path) -> tuple[list[dict[str, Any]], P
         rows = [json.loads(line) for line in f]
     assert len(rows) == 2000
     return rows, conversation_trace
+
+
+SWEEP_SLICE = REPO / "tests" / "data" / "sweep" / "mooncake-conversation-2000.jsonl"
+# 2 x 2 grid points over an inline base, then one the support matrix refuses (G2-BACKEND); the
+# SLA splits the points that ran. Small on purpose: the sweep page's tests need a few rows.
+SMALL_SWEEP = """\
+kind: sweep
+base:
+  engine:
+    model: meta-llama/Llama-3.1-8B-Instruct
+    workers:
+      aggregated:
+        kv_cache: {block_size: 512, capacity: {type: fixed, blocks: 1000}}
+        timing: {type: fixed, prefill_ms: 20, decode_ms: 5}
+  traffic:
+    source: {type: trace, format: mooncake, block_size: 512, paths: [unused.jsonl]}
+    load: {type: trace_timestamps}
+traces: [trace-200.jsonl]
+grid:
+  engine.workers.aggregated.parallelism.replicas: [1, 2]
+  router.policy: [round_robin, kv_router]
+points:
+  - engine.backend: sglang
+    engine.workers.aggregated.kv_cache.host_offload: {num_host_blocks: 4000}
+sla:
+  p90_ttft_ms: {max: 300}
+"""
+
+
+@pytest.fixture(scope="session")
+def small_sweep(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """SMALL_SWEEP over the first 200 rows of the sweep slice, run once with `--html` on one
+    local process: (sweep file, results folder holding sweep.html)."""
+    from kvreplay.cli.main import main
+
+    folder = tmp_path_factory.mktemp("small-sweep")
+    lines = SWEEP_SLICE.read_text(encoding="utf-8").splitlines(keepends=True)[:200]
+    (folder / "trace-200.jsonl").write_text("".join(lines), encoding="utf-8")
+    sweep = folder / "sweep.yaml"
+    sweep.write_text(SMALL_SWEEP, encoding="utf-8")
+    out = folder / "results"
+    code = main(["sweep", str(sweep), "-o", str(out), "-j", "1", "--html", "--no-progress",
+                 "-q"])
+    assert code == 0 and (out / "sweep.html").is_file()
+    return sweep, out

@@ -1,4 +1,5 @@
-"""`kvreplay report REPORT... -o OUT`: the self-contained HTML report of one or more runs."""
+"""`kvreplay report REPORT... -o OUT`: the self-contained HTML report of one or more runs, or
+`kvreplay report DIR -o OUT`: the page of a sweep's results folder."""
 
 from __future__ import annotations
 
@@ -13,6 +14,13 @@ def run(args: argparse.Namespace) -> int:
     from kvreplay.html import ReportShapeError, render_html
     from kvreplay.report_file import ReportInputError, load_report
 
+    folders = [p for p in args.reports if os.path.isdir(p)]
+    if folders:
+        if len(args.reports) > 1 or args.label:
+            write_stderr(f"kvreplay: {folders[0]} is a sweep results folder: its page is "
+                         "rendered alone, without other reports or --label\n")
+            return exits.USAGE
+        return sweep_page(folders[0], args.output or "-")
     if len(args.label) > len(args.reports):
         write_stderr(f"kvreplay: {len(args.label)} --label for {len(args.reports)} report(s)\n")
         return exits.USAGE
@@ -45,3 +53,23 @@ def run_labels(paths: list[str], given: list[str]) -> list[str]:
         seen[label] = seen.get(label, 0) + 1
         out.append(label if seen[label] == 1 else f"{label}#{seen[label]}")
     return out
+
+
+def sweep_page(folder: str, output: str) -> int:
+    """The page of a sweep's results folder written to `output` (atomically); exit 2 and one
+    line when the folder is not one, and nothing written."""
+    from kvreplay.html.sweep_page import render_sweep_html
+    from kvreplay.sweep.folder import ResultsError, read_results
+    from kvreplay.sweep.manifest import MANIFEST
+
+    inputs = [("the sweep results", os.path.join(folder, name))
+              for name in ("results.jsonl", "best.json", MANIFEST)]
+    with Output(output, inputs) as out:
+        try:
+            results = read_results(folder)
+        except ResultsError as exc:
+            write_stderr(f"kvreplay: {exc}\n")
+            return exits.USAGE
+        out.write(render_sweep_html(results))
+        out.commit()
+    return exits.OK

@@ -26,6 +26,11 @@ def run(args: argparse.Namespace) -> int:
     if os.path.exists(args.output) and not os.path.isdir(args.output):
         write_stderr(f"kvreplay: cannot write results to {args.output}: it is not a folder\n")
         return exits.USAGE
+    if args.html is not None:
+        from kvreplay.cli.output import Output
+
+        args.html = args.html or os.path.join(args.output, "sweep.html")
+        Output(args.html, [("the sweep file", args.sweep)])  # refused now, not after the run
     text, problems = read_config_text(args.sweep)
     if text is None:
         print_diagnostics([(args.sweep, None, problems)], args)
@@ -69,6 +74,12 @@ def _run(plan: object, args: argparse.Namespace) -> int:
         return exits.for_diagnostics(outcome.diagnostics) or exits.USAGE
     statuses = [r["status"] for r in outcome.rows]
     failed = statuses.count("failed")
+    if args.html is not None:
+        from kvreplay.cli.cmd_report import sweep_page
+
+        code = sweep_page(args.output, args.html)
+        if code != exits.OK:
+            return code
     if args.format == "json":
         write_stdout(json.dumps(outcome.best, indent=2, ensure_ascii=False) + "\n")
     elif not args.quiet:
@@ -79,6 +90,7 @@ def _run(plan: object, args: argparse.Namespace) -> int:
             f"{len(plan.points)} points{runs}: {statuses.count('ok')} ok ({outcome.resumed} "
             f"already done), {statuses.count('skipped')} skipped, {failed} failed{retried}\n"
             f"results: {os.path.join(args.output, 'results.csv')} (and .jsonl"
-            f"{', .parquet' if parquet else ''}), best.json, reports/\n"
+            f"{', .parquet' if parquet else ''}), best.json, sweep.json, reports/\n"
+            + (f"page: {args.html}\n" if args.html is not None else "") +
             f"best: {outcome.best['explanation']}\n")
     return exits.FINDINGS if failed else exits.OK

@@ -57,6 +57,7 @@ EXAMPLES = {
     "report": """examples:
   kvreplay report report.json -o report.html                 # one self-contained HTML file
   kvreplay report base.json new.json --label base --label new -o both.html   # overlaid
+  kvreplay report results/ -o sweep.html                     # a sweep's results folder
 """,
     "compare": """examples:
   kvreplay compare base.json new.json                         # every summary figure, both runs
@@ -69,6 +70,7 @@ EXAMPLES = {
   kvreplay sweep examples/sweeps/kv-router-capacity.yaml -o results/     # local processes
   kvreplay sweep sweep.yaml -o results/ --jobs 2                         # rerun: resumes
   kvreplay sweep sweep.yaml -o results/ --executor ray --address ray://head:10001
+  kvreplay sweep sweep.yaml -o results/ --html            # and results/sweep.html
 """,
     "trace": """examples:
   kvreplay trace convert plays.jsonl -o plays-v2.jsonl       # Weka -> Agentic Mooncake v2
@@ -205,9 +207,11 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--html", metavar="FILE",
                          help="also write both runs overlaid in one offline HTML page")
 
-    report = add("report", "render replay reports as one self-contained HTML file with plots")
+    report = add("report", "render replay reports (or a sweep's results folder) as one "
+                 "self-contained HTML file with plots")
     report.add_argument("reports", metavar="REPORT", nargs="+",
-                        help="report JSON written by `kvreplay run -o` (several are overlaid)")
+                        help="report JSON written by `kvreplay run -o` (several are overlaid), "
+                        "or one results folder of `kvreplay sweep -o DIR`")
     report.add_argument("-o", "--output", metavar="OUT",
                         help="write the HTML here (atomically; default stdout)")
     report.add_argument("--label", action="append", default=[], metavar="NAME",
@@ -258,6 +262,9 @@ def _sweep_parser(sweep: argparse.ArgumentParser) -> None:
     sweep.add_argument("--format", choices=["table", "json"], default="table",
                        help="stdout: a summary, or best.json")
     sweep.add_argument("--no-progress", action="store_true", help="no progress lines")
+    sweep.add_argument("--html", nargs="?", const="", default=None, metavar="FILE",
+                       help="also write the offline HTML page of the results (default FILE: "
+                       "DIR/sweep.html; `kvreplay report DIR` renders it later)")
     _overrides(sweep)
 
 

@@ -1,4 +1,5 @@
-"""Reports for the HTML tests: example runs (cached per session) and hand-made rows."""
+"""Reports for the HTML tests: example runs (cached per session), hand-made rows, and a scanner
+for URLs a page would fetch."""
 
 from __future__ import annotations
 
@@ -62,3 +63,20 @@ def row(uuid: int, arrival: float, end: float, *, admit: float | None = None,
     }
     out.update(extra)
     return out
+
+
+# Places where a page names something the browser loads: attributes, CSS, scripts.
+FETCHING = [
+    re.compile(r"""\b(?:src|href|srcset|action|poster|data|xlink:href)\s*=\s*["']?\s*(?:https?:)?//""",
+               re.I),
+    re.compile(r"""url\(\s*["']?\s*(?:https?:)?//""", re.I),
+    re.compile(r"""@import\s+(?:url\()?\s*["']?\s*(?:https?:)?//""", re.I),
+    re.compile(r"""\b(?:fetch|import|importScripts|EventSource|WebSocket|sendBeacon)\s*\(\s*["'`]?\s*(?:https?|wss?):""",
+               re.I),
+    re.compile(r"""\bimport\s[^;]*?\bfrom\s*["'](?:https?:)?//""", re.I),
+    re.compile(r"""\.open\(\s*["'][A-Z]+["']\s*,\s*["'](?:https?:)?//""", re.I),
+]
+
+
+def fetched_urls(html: str) -> list[str]:
+    return [m.group(0) for pattern in FETCHING for m in pattern.finditer(html)]

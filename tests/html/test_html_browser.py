@@ -106,3 +106,37 @@ def test_summary_only_report_opens_cleanly(browser: Chromium, tmp_path: Path) ->
     charts = open_report(browser, render_html([("summary only", report)]), tmp_path, "bare")
     assert {c["chart"] for c in charts} == {"cdf-ttft", "cdf-tpot", "cdf-itl", "cdf-e2e"}
     assert all(c["points"] > 0 and c["colour"][0] > 20 for c in charts), charts
+
+
+# The results table's point column, top to bottom.
+POINTS = ("Array.from(document.querySelectorAll('table.sortable tbody tr'))"
+          ".map((tr) => Number(tr.cells[0].textContent))")
+
+
+def sort_by(browser: Chromium, header: str) -> list[int]:
+    """Click the results table's header named `header`; the point column after sorting."""
+    clicked = browser.evaluate(
+        "(() => { const th = Array.from(document.querySelectorAll('table.sortable th'))"
+        f".find((h) => h.textContent === {header!r}); th.click(); "
+        "return th.getAttribute('aria-sort'); })()")
+    assert clicked in ("ascending", "descending")
+    points: list[int] = browser.evaluate(POINTS)
+    return points
+
+
+def test_sweep_page_draws_every_chart(browser: Chromium, small_sweep: tuple[Path, Path],
+                                      tmp_path: Path) -> None:
+    """sweep.html of a small sweep: the two swept parameters' charts and the Pareto front draw
+    in the first colour; the table sorts by a clicked header, both ways, skipped rows last."""
+    _, out = small_sweep
+    html = (out / "sweep.html").read_text(encoding="utf-8")
+    charts = open_report(browser, html, tmp_path, "sweep")
+    assert sorted(c["chart"] for c in charts) == ["param-0", "param-1", "pareto"]
+    for chart in charts:
+        assert chart["canvas"] and chart["points"] > 0, chart
+        assert chart["colour"][0] > 20, chart
+    assert browser.evaluate(POINTS) == [0, 1, 2, 3, 4]
+    assert sort_by(browser, "p90_ttft_ms") == [3, 2, 0, 1, 4]  # 270, 275, 525, 525, none
+    assert sort_by(browser, "p90_ttft_ms") == [0, 1, 2, 3, 4]  # descending; ties keep order
+    assert sort_by(browser, "policy") == [4, 1, 3, 0, 2]  # "(base)" (the skipped point) first
+    assert browser.console_errors() == []

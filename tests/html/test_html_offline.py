@@ -3,30 +3,13 @@ and its script library shipped inside the package."""
 
 from __future__ import annotations
 
-import re
 from importlib import resources
 
 import pytest
-from html_support import NO_G2, example_report
+from html_support import NO_G2, example_report, fetched_urls
 
 from kvreplay.html import render_html
 from kvreplay.html.page import CSP, asset
-
-# Places where a page names something the browser loads: attributes, CSS, scripts.
-FETCHING = [
-    re.compile(r"""\b(?:src|href|srcset|action|poster|data|xlink:href)\s*=\s*["']?\s*(?:https?:)?//""",
-               re.I),
-    re.compile(r"""url\(\s*["']?\s*(?:https?:)?//""", re.I),
-    re.compile(r"""@import\s+(?:url\()?\s*["']?\s*(?:https?:)?//""", re.I),
-    re.compile(r"""\b(?:fetch|import|importScripts|EventSource|WebSocket|sendBeacon)\s*\(\s*["'`]?\s*(?:https?|wss?):""",
-               re.I),
-    re.compile(r"""\bimport\s[^;]*?\bfrom\s*["'](?:https?:)?//""", re.I),
-    re.compile(r"""\.open\(\s*["'][A-Z]+["']\s*,\s*["'](?:https?:)?//""", re.I),
-]
-
-
-def fetched_urls(html: str) -> list[str]:
-    return [m.group(0) for pattern in FETCHING for m in pattern.finditer(html)]
 
 
 def test_the_scanner_finds_what_it_looks_for() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -19,12 +20,39 @@ def test_there_are_example_sweeps() -> None:
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
 def test_example_sweep_runs(path: Path, tmp_path: Path,
                             capsys: pytest.CaptureFixture[str]) -> None:
-    """`kvreplay sweep EXAMPLE -o DIR` exits 0 with a best point and no failed row."""
-    ran = invoke(capsys, "sweep", str(path), "-o", str(tmp_path), "-j", "1", "--no-progress")
+    """`kvreplay sweep EXAMPLE -o DIR --html` exits 0 with a best point, no failed row, and a
+    page that shows that best point."""
+    ran = invoke(capsys, "sweep", str(path), "-o", str(tmp_path), "-j", "1", "--no-progress",
+                 "--html")
     assert ran.code == 0, ran.err
     rows = [json.loads(line) for line in (tmp_path / "results.jsonl").read_text().splitlines()]
     assert {r["status"] for r in rows} <= {"ok", "skipped"}
-    assert json.loads((tmp_path / "best.json").read_text())["best"] is not None
+    best = json.loads((tmp_path / "best.json").read_text())["best"]
+    assert best is not None
+    assert f"page: {tmp_path / 'sweep.html'}" in ran.out
+    html = (tmp_path / "sweep.html").read_text()
+    data = json.loads(re.search(r'id="kvreplay-data">(.*?)</script>', html, re.S).group(1))
+    assert data["best"]["point"] == best["point"]
+
+
+def test_the_base_digest_is_the_spec_digest_of_the_base(tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """g2-host-blocks' point 0 is the base as it is (`{}`): its spec digest is sweep.json's
+    base_digest; the sweep file is named as given, with its digest."""
+    import hashlib
+    import os
+
+    path = next(p for p in EXAMPLES if p.name == "g2-host-blocks.yaml")
+    given = os.path.relpath(path)
+    ran = invoke(capsys, "sweep", given, "-o", str(tmp_path), "-j", "1", "--no-progress", "-q")
+    assert ran.code == 0, ran.err
+    manifest = json.loads((tmp_path / "sweep.json").read_text())
+    first = json.loads((tmp_path / "results.jsonl").read_text().splitlines()[0])
+    assert manifest["base_digest"] == first["spec_digest"]
+    assert manifest["sweep"] == os.path.normpath(given)
+    assert manifest["sweep_digest"] == hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+    assert manifest["traces"] == [{"trace": "traces/g2-restore-mooncake.jsonl",
+                                   "digest": first["trace_digest"]}]
 
 
 def test_docs_show_the_shipped_example() -> None:

@@ -24,12 +24,16 @@ pytestmark = pytest.mark.ray
 def test_ray_results_are_byte_identical_to_local(full_run: tuple[Path, Path], local_ray: Any,
                                                  tmp_path: Path) -> None:
     """The 12-point sweep over 2,000 rows as Ray tasks (traces through the object store): the
-    same tables, best point and reports, byte for byte."""
+    same tables, best point, manifest and reports, byte for byte, and so the same page."""
+    from kvreplay.html import render_sweep_html
+    from kvreplay.sweep.folder import read_results
+
     sweep, local = full_run
     out = tmp_path / "ray"
     assert run_cli("sweep", str(sweep), "-o", str(out), "--executor", "ray",
-                   "--no-progress", "-q") == 0
+                   "--no-progress", "-q", "--html") == 0
     same_outputs(local, out)
+    assert (out / "sweep.html").read_text() == render_sweep_html(read_results(str(local)))
 
 
 def test_ray_path_transport_gives_the_same_bytes(small_run: tuple[Path, Path], local_ray: Any,
