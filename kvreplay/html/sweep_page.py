@@ -101,7 +101,9 @@ def _axis_cards(data: Mapping[str, Any]) -> str:
                         "the best point"))
     out.append("</div>")
     flat = [a["path"] for a in data["axes"] if not a["varies"]]
-    if flat:
+    if not any(r["status"] == "ok" for r in data["rows"]):
+        out.append('<p class="absent">No point ran: nothing to chart.</p>')
+    elif flat:
         out.append(f'<p class="note">Not charted, every point that ran has the same value: '
                    f'{escape(", ".join(flat))}.</p>')
     return "".join(out)

@@ -210,3 +210,34 @@ def test_wrong_fields_are_refused(tmp_path: Path, small_sweep: tuple[Path, Path]
     with pytest.raises(ResultsError, match=re.escape("best.json: `objective` is an object, "
                                                      "expected {minimize")):
         read_results(str(folder))
+
+
+def test_an_interrupted_sweep_renders_with_a_note(small_sweep: tuple[Path, Path],
+                                                  tmp_path: Path) -> None:
+    """Pending rows (a sweep stopped early) are listed, not drawn, and the page says so."""
+    _, out = small_sweep
+    folder = tmp_path / "partial"
+    shutil.copytree(out, folder)
+    rows = [json.loads(line) for line in (folder / "results.jsonl").read_text().splitlines()]
+    rows[3].update(status="pending", sla_ok=None, report=None,
+                   figures=dict.fromkeys(rows[3]["figures"]))
+    (folder / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    best = json.loads((folder / "best.json").read_text())
+    (folder / "best.json").write_text(json.dumps({**best, "complete": False}))
+    html = render_sweep_html(read_results(str(folder)))
+    assert "An interrupted sweep" in html
+    data = embedded_data(html)
+    assert [p["point"] for p in data["pareto"]["points"]] == [0, 1, 2]
+    assert data["rows"][3]["status"] == "pending"
+
+
+def test_a_sweep_where_nothing_ran_renders(small_sweep: tuple[Path, Path]) -> None:
+    """Every point skipped: no chart, no front, and the page says why instead."""
+    _, out = small_sweep
+    results = read_results(str(out))
+    rows = [{**r, "status": "skipped", "sla_ok": None, "figures": dict.fromkeys(r["figures"])}
+            for r in results.rows]
+    html = render_sweep_html(SweepResults(rows, {**results.best, "best": None,
+                                                 "runner_up": None}, results.manifest))
+    assert 'class="plot"' not in html
+    assert "No point ran: nothing to chart." in html and "No point ran with both figures" in html
