@@ -63,20 +63,12 @@ def conversation_2000(conversation_trace: Path) -> tuple[list[dict[str, Any]], P
 
 
 SWEEP_SLICE = REPO / "tests" / "data" / "sweep" / "mooncake-conversation-2000.jsonl"
-# 2 x 2 grid points over an inline base, then one the support matrix refuses (G2-BACKEND); the
-# SLA splits the points that ran. Small on purpose: the sweep page's tests need a few rows.
+# 2 x 2 grid points over the KV-router example's deployment (copied beside the sweep file, so
+# that the sweep file's bytes do not depend on where the tests run), then one the support matrix
+# refuses (G2-BACKEND); the SLA splits the points that ran. Small on purpose.
 SMALL_SWEEP = """\
 kind: sweep
-base:
-  engine:
-    model: meta-llama/Llama-3.1-8B-Instruct
-    workers:
-      aggregated:
-        kv_cache: {block_size: 512, capacity: {type: fixed, blocks: 1000}}
-        timing: {type: fixed, prefill_ms: 20, decode_ms: 5}
-  traffic:
-    source: {type: trace, format: mooncake, block_size: 512, paths: [unused.jsonl]}
-    load: {type: trace_timestamps}
+base: base.yaml
 traces: [trace-200.jsonl]
 grid:
   engine.workers.aggregated.parallelism.replicas: [1, 2]
@@ -98,6 +90,7 @@ def small_sweep(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     folder = tmp_path_factory.mktemp("small-sweep")
     lines = SWEEP_SLICE.read_text(encoding="utf-8").splitlines(keepends=True)[:200]
     (folder / "trace-200.jsonl").write_text("".join(lines), encoding="utf-8")
+    shutil.copy(REPO / "examples" / "kv-router-mooncake.yaml", folder / "base.yaml")
     sweep = folder / "sweep.yaml"
     sweep.write_text(SMALL_SWEEP, encoding="utf-8")
     out = folder / "results"
