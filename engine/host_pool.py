@@ -29,6 +29,7 @@ from kvreplay.engine.pool import REMOVED, STORED
 
 if TYPE_CHECKING:
     from kvreplay.engine.host_client import HostClient
+    from kvreplay.engine.host_timeline import HostTimeline
 
 RESIDENT = -1
 STORE, LOAD = 0, 1
@@ -77,7 +78,7 @@ class HostStats:
 
 class HostPool:
     __slots__ = ("block_bytes", "capacity", "clients", "entries", "hash_of", "index", "lru",
-                 "next_id", "pins", "published", "shared", "stats", "transfers")
+                 "next_id", "pins", "published", "shared", "stats", "timeline", "transfers")
 
     def __init__(self, index: int, capacity: int, block_bytes: int, shared: bool,
                  hash_of: Callable[[int], int]) -> None:
@@ -94,6 +95,7 @@ class HostPool:
         self.transfers: dict[int, Transfer] = {}  # not yet physically complete
         self.stats = HostStats()
         self.published = False  # router events queued on a client since the runtime looked
+        self.timeline: HostTimeline | None = None  # the run's traffic over time (host_runtime.py)
 
     # -- queries ---------------------------------------------------------------------------------
 
@@ -164,6 +166,8 @@ class HostPool:
         self.transfers[transfer.id] = transfer
         self.stats.stores += 1
         self.stats.stored_blocks += len(missing)
+        if self.timeline is not None:
+            self.timeline.stored(self, len(missing), len(victims))
         return transfer
 
     # -- loads -----------------------------------------------------------------------------------
@@ -188,6 +192,8 @@ class HostPool:
         self.transfers[transfer.id] = transfer
         self.stats.loads += 1
         self.stats.loaded_blocks += len(keys)
+        if self.timeline is not None:
+            self.timeline.loaded(self, len(keys))
         return transfer
 
     def _unpin(self, keys: list[int]) -> None:

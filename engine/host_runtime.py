@@ -27,6 +27,7 @@ from kvreplay.engine.block_hash import SequenceHasher, TokenInterner
 from kvreplay.engine.errors import EngineConfigError
 from kvreplay.engine.host_client import HostClient, direction_of
 from kvreplay.engine.host_pool import STORE, HostPool, Transfer
+from kvreplay.engine.host_timeline import HostTimeline
 from kvreplay.engine.host_transfer import FairShare
 from kvreplay.engine.simtime import ms_to_ns
 
@@ -42,7 +43,8 @@ HOST_TIER = 1
 
 
 class HostRuntime:
-    __slots__ = ("fair", "fair_version", "interner", "pools", "shared", "sim", "worker_of")
+    __slots__ = ("fair", "fair_version", "interner", "names", "pools", "shared", "sim",
+                 "timeline", "worker_of")
 
     def __init__(self, sim: Simulation) -> None:
         self.sim = sim
@@ -52,6 +54,7 @@ class HostRuntime:
         self.fair: FairShare | None = None
         self.fair_version = 0
         self.worker_of: dict[int, Worker] = {}
+        self.names: list[str] = []  # each pool's name in the report's timeline
         contract: tuple[Any, ...] | None = None
         for pool in sim.pools:
             cfg = pool.role.host_offload
@@ -72,6 +75,7 @@ class HostRuntime:
                             self.shared = HostPool(len(self.pools), cfg.num_host_blocks,
                                                    block_bytes, True, hasher)
                             self.pools.append(self.shared)
+                            self.names.append("shared")
                             self.fair = FairShare(cfg.shared_d2h_bandwidth_gbps,
                                                   cfg.shared_h2d_bandwidth_gbps)
                         elif terms != contract:
@@ -84,7 +88,11 @@ class HostRuntime:
                         host_pool = HostPool(len(self.pools), cfg.num_host_blocks,
                                              block_bytes, False, hasher)
                         self.pools.append(host_pool)
+                        self.names.append(_rank_name(rank, len(worker.ranks) > 1))
                     self._join(rank, host_pool, cfg, pool)
+        self.timeline = HostTimeline(lambda: sim.now, len(self.pools))
+        for host_pool in self.pools:
+            host_pool.timeline = self.timeline
 
     def _join(self, rank: Rank, host_pool: HostPool, cfg: HostOffload, pool: Pool) -> None:
         client = HostClient(host_pool, rank, cfg.d2h_bandwidth_gbps, cfg.h2d_bandwidth_gbps,
@@ -260,6 +268,12 @@ class HostRuntime:
         return [{"capacity_blocks": pool.capacity, "resident_blocks": pool.resident(),
                  "used_blocks": pool.used()}]
 
+    def g2_timeline(self, end_ns: int) -> dict[str, Any]:
+        """Copies and occupancy over time until `end_ns` (host_timeline.py)."""
+        names = [(name, "cluster_shared" if pool.shared else "dp_rank_local", pool.capacity)
+                 for name, pool in zip(self.names, self.pools, strict=True)]
+        return self.timeline.to_report(end_ns, names)
+
     def totals(self) -> dict[str, Any]:
         """Host-transfer totals over every pool (kvreplay's own figures; the reference has
         none of them)."""
@@ -291,6 +305,12 @@ class HostRuntime:
 def _order(transfer: Transfer, pool: HostPool) -> int:
     """Same-instant completions: stores before loads, then pool, then transfer id."""
     return (transfer.kind << 60) | (pool.index << 40) | transfer.id
+
+
+def _rank_name(rank: Rank, ranks: bool) -> str:
+    """`pool worker` (`pool worker.rank` with attention DP), as the HTML page names workers."""
+    name = f"{rank.pool_name} {rank.worker_id}"
+    return f"{name}.{rank.dp_rank}" if ranks else name
 
 
 def _contract(terms: tuple[Any, ...] | None) -> str:

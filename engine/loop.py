@@ -296,7 +296,10 @@ class Simulation:
         self.prep_records, self.done = [*self.done, *self.open.values()], []
         self.open = {}
         self._last_terminal = self._window = None
-        host = None if self.host is None else self.host.totals()
+        host = None
+        if self.host is not None:
+            host = self.host.totals()
+            self.host.timeline.restart(self.now)
         self._baseline = (self.stats.committed_prompt_tokens, self.stats.preemptions, host)
         if self.cap_ns is not None:
             self.cap_ns += self.now
@@ -430,6 +433,7 @@ class Simulation:
                     if isinstance(value, int) and key != "pools":
                         totals[key] -= value
             facts.host_transfers = totals
+            facts.g2_timeline = self.host.g2_timeline(self.busy_until)
         return RunResult(records, facts, streamed=self.streamed)
 
     def _start(self, worker: Worker) -> None:

@@ -402,6 +402,9 @@ def facts_from_core(core: CoreFacts, *, sla: Sla | None = None,
     transfers = getattr(core, "host_transfers", None)
     if transfers is not None:
         extra["g2_transfers"] = transfers
+    timeline = getattr(core, "g2_timeline", None)
+    if timeline is not None:
+        extra["g2_timeline"] = timeline
     extra.update(getattr(core, "workload_summary", None) or {})
     return RunFacts(
         prefill_workers=workers["prefill"], decode_workers=workers["decode"],

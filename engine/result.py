@@ -40,6 +40,7 @@ class RunFacts:
         "end_ms",
         "fast_forwarded_passes",
         "g2_domains",
+        "g2_timeline",
         "has_host_tier",
         "host_transfers",
         "kv_eviction_policy",
@@ -75,6 +76,7 @@ class RunFacts:
         self.has_host_tier = False  # first_admission_{g1,host}_* stay None without G2
         self.g2_domains: list[dict[str, int]] | None = None  # the shared pool, when there is one
         self.host_transfers: dict[str, Any] | None = None  # G2 copy totals (host_runtime.py)
+        self.g2_timeline: dict[str, Any] | None = None  # G2 copies over time (host_timeline.py)
         self.workload_summary: dict[str, Any] | None = None  # e.g. the agentic summary keys
         self.approximations: list[str] = []
         self.max_sim_time_ms: float | None = None

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 from typing import Any
 
 from syrupy.assertion import SnapshotAssertion
 
+import kvreplay
 from kvreplay.compare import compare_reports, evaluate_gates, parse_gate
 from kvreplay.compare.formats import to_github, to_json, to_text
 from kvreplay.compare.model import FigureDelta
 
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 LABELS = ("base.json", "new.json")
 GATES = ["mean_ttft_ms > +5%", "prefix_cache_reused_ratio < -0.01", "p99_e2e_latency_ms >= 900"]
 
@@ -55,6 +58,16 @@ def test_figures_only_in_one_report_are_listed(base_report: dict[str, Any]) -> N
     assert goodput.changed and goodput.delta is None
     assert comparison.figure("g2_transfers.h2d_blocks") is not None
     assert comparison.figure("g2_transfers.scopes") is None
+
+
+def test_host_timeline_is_one_figure_not_thousands() -> None:
+    """A G2 report's `g2_timeline` holds up to 1,024 bins per series: only its bin width is
+    a figure, its series (lists) are not."""
+    report = kvreplay.run_spec(EXAMPLES / "g2-restore-mooncake.yaml").report
+    assert report is not None and len(report["summary"]["g2_timeline"]["d2h_blocks"]) > 100
+    comparison = compare_reports(report, report)
+    names = [f.name for f in comparison.figures if f.name.startswith("g2_timeline")]
+    assert names == ["g2_timeline.bin_ms"]
 
 
 def test_relative_change_from_zero() -> None:

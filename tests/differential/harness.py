@@ -42,6 +42,8 @@ COUNT_KEYS = ("input_length", "output_length", "requested_output_length",
               "first_admission_g1_reused_input_tokens",
               "first_admission_host_reused_input_tokens", "terminal_status", "admission_count",
               "readmission_count")
+# Summary keys compared by name: kvreplay's own G2 figures (g2_transfers, g2_timeline,
+# first_admission_host_reused_ratio) have no reference counterpart and are left out.
 SUMMARY_KEYS = ("num_requests", "completed_requests", "committed_prefill_tokens", "duration_ms",
                 "total_input_tokens", "total_output_tokens", "g2_domains")
 # Agentic rows: the request's identity (matched by play and request id) ...

@@ -94,7 +94,8 @@ def test_instances_never_share_tokens_or_uuids() -> None:
 def test_warmup_barrier_waits_for_g2_and_keeps_the_cache(scope: str | None) -> None:
     """(a) seed 5, warmup, d2h 0.01 GB/s: 1 primer + 10 warmups complete; the barrier waits
     for the primer's 2 MB store (ends at 2, copy done at 202) and prep is not measured: 3
-    requests, committed 19 with G2 (27 cold or HBM-only), host reuse 8, rows in phase profile."""
+    requests, committed 19 with G2 (27 cold or HBM-only), host reuse 8, rows in phase profile;
+    the host timeline starts at the barrier."""
     cold = run(scope, d2h=0.01)
     warm = run(scope, d2h=0.01, warmup=True)
     assert cold["summary"]["agentic_snapshots"] == warm["summary"]["agentic_snapshots"]
@@ -114,6 +115,12 @@ def test_warmup_barrier_waits_for_g2_and_keeps_the_cache(scope: str | None) -> N
     else:
         assert phases["profile_start_ms"] == 202.0 > last_prep
         assert (warm["summary"]["committed_prefill_tokens"], host) == (19, 8)
+        # The host timeline counts from the barrier too: the primer's store is no bin, but
+        # its 2 blocks are the pool's occupancy from the first bin on.
+        timeline, totals = warm["summary"]["g2_timeline"], warm["summary"]["g2_transfers"]
+        assert [sum(timeline[k]) for k in ("d2h_blocks", "h2d_blocks")] == [
+            totals["d2h_blocks"], totals["h2d_blocks"]] == [4, 2]
+        assert timeline["pools"][0]["used_blocks"][0] == 2
     assert all(r["agentic_phase"] == "profile" for r in warm["per_request"])
     assert all("agentic_phase" not in r for r in cold["per_request"])
     assert all(r["arrival_time_ms"] >= 0 for r in warm["per_request"])

@@ -73,7 +73,8 @@ SETTINGS = settings(max_examples=120, deadline=None,
 @given(workloads(), g2_deployments())
 def test_g2_runs_keep_their_invariants(reqs: list[TraceRequest], doc: dict[str, Any]) -> None:
     """Pools stay consistent after every pass; at the end every copy completed and was
-    delivered, nothing is pinned or held, and every request ended exactly once."""
+    delivered, nothing is pinned or held, and every request ended exactly once; the host
+    timeline adds up to the totals and ends at the pools' occupancy."""
     with checking_host_pools():
         try:
             result, sim, workload = simulate(doc, reqs, stepwise=False)
@@ -95,6 +96,15 @@ def test_g2_runs_keep_their_invariants(reqs: list[TraceRequest], doc: dict[str, 
             rank.pool.check()
             assert rank.pool.num_active() == 0, "a held or reserved block was never released"
             assert not rank.connector
+    timeline = result.facts.g2_timeline
+    totals = result.facts.host_transfers
+    for key in ("d2h_blocks", "d2h_bytes", "h2d_blocks", "h2d_bytes"):
+        assert sum(timeline[key]) == totals[key], key
+    assert len(timeline["d2h_blocks"]) <= 1024
+    for pool, series in zip(host.pools, timeline["pools"], strict=True):
+        assert series["used_blocks"][-1] == pool.used()
+    assert sum(sum(p["evicted_blocks"]) for p in timeline["pools"]) == totals[
+        "host_evicted_blocks"]
     for r in result.records:
         if r.first_admission_host_reused_input_tokens is not None:
             assert r.first_admission_g1_reused_input_tokens is not None
@@ -107,7 +117,8 @@ def test_g2_runs_keep_their_invariants(reqs: list[TraceRequest], doc: dict[str, 
 @given(workloads(), g2_deployments())
 def test_g2_compressed_run_equals_step_by_step(reqs: list[TraceRequest],
                                                doc: dict[str, Any]) -> None:
-    """Fast-forwarded decode stretches give the same records with G2 copies in flight."""
+    """Fast-forwarded decode stretches give the same records (and host timeline) with G2
+    copies in flight."""
     try:
         fast = simulate(doc, reqs, stepwise=False)[0]
     except ReplayStalled:
@@ -116,6 +127,7 @@ def test_g2_compressed_run_equals_step_by_step(reqs: list[TraceRequest],
     assert [record_dict(r) for r in fast.records] == [record_dict(r) for r in slow.records]
     assert fast.facts.committed_prefill_tokens == slow.facts.committed_prefill_tokens
     assert fast.facts.g2_domains == slow.facts.g2_domains
+    assert fast.facts.g2_timeline == slow.facts.g2_timeline
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

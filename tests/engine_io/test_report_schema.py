@@ -25,6 +25,10 @@ G2_TRANSFERS = {"d2h_transfers": 3, "d2h_blocks": 6, "d2h_bytes": 6_000_000, "h2
                 "h2d_blocks": 2, "h2d_bytes": 2_000_000, "store_cohorts_retried": 0,
                 "restores_deferred": 0, "host_evicted_blocks": 0, "pools": 1,
                 "scopes": ["cluster_shared"]}
+G2_TIMELINE = {"bin_ms": 2.0, "d2h_blocks": [4, 2], "d2h_bytes": [4_000_000, 2_000_000],
+               "h2d_blocks": [0, 2], "h2d_bytes": [0, 2_000_000],
+               "pools": [{"name": "shared", "scope": "cluster_shared", "capacity_blocks": 8,
+                          "used_blocks": [4, 6], "evicted_blocks": [0, 0]}]}
 
 
 def _reports() -> dict[str, dict[str, Any]]:
@@ -44,7 +48,7 @@ def _reports() -> dict[str, dict[str, Any]]:
         "sla": build_report(plain, RunFacts(sla=Sla(ttft_ms=50.0), wall_time_ms=3.0)),
         "host tier": build_report([host], RunFacts(summary_extra={"g2_domains": [
             {"capacity_blocks": 8, "resident_blocks": 6, "used_blocks": 6}],
-            "g2_transfers": G2_TRANSFERS})),
+            "g2_transfers": G2_TRANSFERS, "g2_timeline": G2_TIMELINE})),
         "disaggregated": build_report([pd], RunFacts(prefill_workers=1, decode_workers=1,
                                                      meta={"engine_mode": "exact"})),
         "no rows": build_report(plain, RunFacts(), per_request=False),
