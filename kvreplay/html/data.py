@@ -20,6 +20,7 @@ from kvreplay.html.columns import (
     read_columns,
     worker_order,
 )
+from kvreplay.html.host_traffic import host_traffic
 from kvreplay.html.series import (
     RATIO_POINTS,
     TIMELINE_POINTS,
@@ -45,8 +46,9 @@ NO_ROWS = ("per-request rows: absent (the run kept none: record_per_request fals
            "per-worker charts cannot be drawn")
 ITL_NOTE = ("ITL: the report lists no token gaps per request; its CDF goes through the "
             "summary percentiles (min, p50, p75, p90, p95, p99, max)")
-G2_TIME_NOTE = ("G2: the report holds end-of-run host totals only; stores and pool occupancy "
-                "over time are not recorded (restores over time come from first admissions)")
+G2_TIME_NOTE = ("G2: the report has no summary.g2_timeline (written by an older kvreplay): "
+                "stores, copy bandwidth and pool occupancy over time are not recorded (restores "
+                "over time come from first admissions)")
 
 
 def page_data(runs: Sequence[tuple[str, Mapping[str, Any]]]) -> dict[str, Any]:
@@ -129,7 +131,7 @@ def _run(label: str, report: Mapping[str, Any], cols: Columns | None, timeline: 
         "timeline": None, "reuse": None, "workers": None, "routing": None,
         "g2": _g2(summary, cols, ratio),
     }
-    if run["g2"] is not None:
+    if run["g2"] is not None and run["g2"]["timeline"] is None:
         notes.append(G2_TIME_NOTE)
     if cols is not None and timeline is not None and ratio is not None:
         run["timeline"] = _timeline(cols, timeline)
@@ -253,6 +255,7 @@ def _g2(summary: Mapping[str, Any], cols: Columns | None, grid: Grid | None,
                                                   "used_blocks") if _number(d.get(key))}
                     for d in domains],
         "restored_tokens_per_s": restored,
+        "timeline": host_traffic(summary.get("g2_timeline")),
     }
 
 

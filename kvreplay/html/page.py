@@ -105,10 +105,20 @@ WORKER_CARDS: tuple[Card, ...] = (
      "decisions (0: the router took the best-cached worker)", "routing.overlap_shortfall",
      "the router reports no overlap credits (only the KV router does)"),
 )
+NO_TIMELINE = "summary.g2_timeline (the report was written by an older kvreplay)"
 G2_CARDS: tuple[Card, ...] = (
     ("g2-restores", "Host restores over time",
      "prompt tokens restored from the host tier at first admissions, per second",
      "g2.restored_tokens_per_s", NEEDS_ROWS),
+    ("g2-traffic-blocks", "Host copies over time",
+     "blocks stored to the host tier (D2H), restored from it (H2D) and evicted from it, per "
+     "simulated second, counted when the engine accounts the copy", "g2.timeline", NO_TIMELINE),
+    ("g2-traffic-bytes", "Host copy bandwidth over time",
+     "GB per simulated second stored (D2H) and restored (H2D)", "g2.timeline", NO_TIMELINE),
+    ("g2-occupancy", "Host pool occupancy over time",
+     "used blocks (resident and being stored) as a share of capacity at each bin's end: all "
+     "pools together, and the fullest and emptiest pool when there are several",
+     "g2.timeline", NO_TIMELINE),
     ("g2-workers", "Host reuse per worker",
      "share of prompt tokens restored from host at first admission, by worker",
      "g2.restored_tokens_per_s", NEEDS_ROWS),

@@ -86,12 +86,15 @@ def test_example_report_draws_every_chart(browser: Chromium, tmp_path: Path) -> 
 
 def test_two_runs_overlay_in_every_chart(browser: Chromium, tmp_path: Path) -> None:
     """Shared G2 against no G2: both runs' colours in every chart the second run has data for,
-    and the G2 charts for the first."""
+    and the G2 charts (restores, host copies, bandwidth, occupancy, per worker) for the
+    first."""
     html = render_html([("shared G2", example_report("shared-g2-aggregated")),
                         ("no G2", example_report("shared-g2-aggregated", NO_G2))])
     charts = open_report(browser, html, tmp_path, "shared-g2-overlay")
     names = {c["chart"] for c in charts}
-    assert {"g2-restores", "g2-workers", "cdf-ttft", "timeline-load"} <= names
+    assert {"g2-restores", "g2-workers", "g2-traffic-blocks", "g2-traffic-bytes",
+            "g2-occupancy", "cdf-ttft", "timeline-load"} <= names
+    assert len(charts) == 14  # no KV-router overlap chart: round robin
     for chart in charts:
         assert chart["canvas"] and chart["points"] > 0, chart
         assert chart["colour"][0] > 20, chart

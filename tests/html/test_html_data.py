@@ -118,6 +118,79 @@ def test_reuse_and_host_series_from_hand_made_rows() -> None:
     assert sum(run["g2"]["restored_tokens_per_s"]) > 0
 
 
+def timeline(bins: int, width: float = 500.0, **overrides: Any) -> dict[str, Any]:
+    """A g2_timeline of `bins` bins: 2 blocks of 1 MB stored and 1 restored per bin, two pools
+    (capacity 10 and 30) filling one block per bin each."""
+    out: dict[str, Any] = {
+        "bin_ms": width, "d2h_blocks": [2] * bins, "d2h_bytes": [2_000_000] * bins,
+        "h2d_blocks": [1] * bins, "h2d_bytes": [1_000_000] * bins,
+        "pools": [{"name": name, "scope": "dp_rank_local", "capacity_blocks": capacity,
+                   "used_blocks": [min(k + 1, capacity) for k in range(bins)],
+                   "evicted_blocks": [1] * bins}
+                  for name, capacity in (("agg 0", 10), ("agg 1", 30))]}
+    out.update(overrides)
+    return out
+
+
+def g2_report(value: Any) -> dict[str, Any]:
+    return {"summary": {"g2_transfers": {"d2h_blocks": 1}, "g2_timeline": value},
+            "per_request": [], "meta": {}}
+
+
+def test_host_traffic_from_a_hand_made_timeline() -> None:
+    """Per-bin counts become per-second rates at bin ends; occupancy is the share of all
+    pools' capacity, with the fullest and emptiest pool beside it."""
+    (run,) = page_data([("hand", g2_report(timeline(4)))])["runs"]
+    traffic = run["g2"]["timeline"]
+    assert traffic["t_s"] == [0.5, 1.0, 1.5, 2.0]
+    assert traffic["stored_blocks_per_s"] == [4.0] * 4
+    assert traffic["restored_blocks_per_s"] == [2.0] * 4
+    assert traffic["evicted_blocks_per_s"] == [4.0] * 4
+    assert traffic["stored_gb_per_s"] == [0.004] * 4 and traffic["restored_gb_per_s"] == [0.002] * 4
+    assert traffic["occupancy"] == [0.05, 0.1, 0.15, 0.2]
+    assert traffic["occupancy_max"] == [0.1, 0.2, 0.3, 0.4]
+    assert traffic["occupancy_min"] == pytest.approx([k / 30 for k in (1, 2, 3, 4)], rel=1e-5)
+    assert traffic["pools"] == 2
+    assert not any("g2_timeline" in note for note in run["notes"])
+
+
+def test_host_traffic_of_a_long_timeline_is_downsampled_exactly() -> None:
+    """More bins than the page keeps: neighbours merge, rates stay rates (the totals are
+    kept) and occupancy is read at the end of each merged span."""
+    (run,) = page_data([("long", g2_report(timeline(1000, 1.0)))])["runs"]
+    traffic = run["g2"]["timeline"]
+    assert len(traffic["t_s"]) == 250 and traffic["t_s"][-1] == 1.0
+    assert traffic["stored_blocks_per_s"] == [2000.0] * 250
+    assert traffic["occupancy_max"][:3] == [0.4, 0.8, 1.0]
+
+
+def test_example_host_traffic_adds_up_to_the_totals() -> None:
+    """g2-restore-mooncake: the stored and restored rates times each bin's span give back
+    the report's block totals."""
+    report = example_report("g2-restore-mooncake")
+    (run,) = page_data([("g2", report)])["runs"]
+    traffic = run["g2"]["timeline"]
+    spans = [b - a for a, b in zip([0.0, *traffic["t_s"]], traffic["t_s"], strict=False)]
+    totals = report["summary"]["g2_transfers"]
+    for rate, key in (("stored_blocks_per_s", "d2h_blocks"), ("restored_blocks_per_s",
+                                                             "h2d_blocks")):
+        assert sum(r * s for r, s in zip(traffic[rate], spans, strict=True)) == pytest.approx(
+            totals[key])
+
+
+def test_a_report_without_the_timeline_says_so() -> None:
+    """A G2 report written before g2_timeline: the totals and restores still show, the
+    traffic and occupancy charts say what is missing."""
+    report = example_report("g2-restore-mooncake")
+    del report["summary"]["g2_timeline"]
+    (run,) = page_data([("old", report)])["runs"]
+    assert run["g2"]["timeline"] is None
+    assert any("no summary.g2_timeline" in note for note in run["notes"])
+    html = render_html([("old", report)])
+    assert html.count("Not in this report: summary.g2_timeline") == 3
+    assert 'data-chart="g2-restores"' in html
+
+
 def test_summary_only_report_renders_what_exists() -> None:
     """No rows: CDFs through the summary percentiles, no timeline, and the page says so."""
     report = example_report("kv-router-mooncake")
@@ -211,6 +284,15 @@ def test_grid_covers_the_last_instant() -> None:
     ({"summary": {}, "per_request": [row(1, 0.0, 1.0, routing_history=[{"pool": 1}])]},
      "per_request[0].routing_history[0].pool: expected a string, found a number"),
     ({"summary": {"g2_transfers": [1]}}, "summary.g2_transfers: expected an object"),
+    (g2_report(3), "summary.g2_timeline: expected an object, found a number"),
+    (g2_report(timeline(2, 0.0)), "summary.g2_timeline.bin_ms: expected a positive number"),
+    (g2_report(timeline(2, d2h_bytes=[1])),
+     "summary.g2_timeline.d2h_bytes: 1 bins where d2h_blocks has 2"),
+    (g2_report(timeline(2, h2d_blocks=None)),
+     "summary.g2_timeline.h2d_blocks: expected an array, found null"),
+    (g2_report(timeline(2, pools=[{"capacity_blocks": 1, "used_blocks": ["1", 2],
+                                   "evicted_blocks": [0, 0]}])),
+     "summary.g2_timeline.pools[0].used_blocks[0]: expected a number, found a string"),
 ])
 def test_bad_shapes_name_their_path(report: dict[str, Any], message: str) -> None:
     """A report not shaped as kvreplay writes it is refused with the JSON path, and the run."""

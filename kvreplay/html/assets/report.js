@@ -67,6 +67,24 @@
              scales: { x: { time: false } } };
   }
 
+  // Series on each run's own bins (G2 timelines: runs of different lengths bin differently).
+  function ownTimeChart(pick, yLabel, yRange) {
+    var parts = [], series = [{ label: "time (s)", value: function (u, v) { return fmt(v); } }];
+    RUNS.forEach(function (run, r) {
+      var tl = run.g2 && run.g2.timeline;
+      if (!tl) return;
+      pick(tl).forEach(function (f, i) {
+        if (!f[0]) return;
+        parts.push({ x: tl.t_s, y: f[0] });
+        series.push(line(run.label + ": " + f[1], r, i));
+      });
+    });
+    var scales = { x: { time: false } };
+    if (yRange) scales.y = { range: yRange };
+    return { data: merge(parts), series: series, axes: axes("simulated time (s)", yLabel),
+             scales: scales };
+  }
+
   // Bars over categories (workers, overlap values): one bar per run and category.
   function barChart(names, valuesOf, label, yLabel, xLabel) {
     var index = {}, order = [];
@@ -131,6 +149,23 @@
       return ratioChart(function (run) {
         return run.g2 ? [[run.g2.restored_tokens_per_s, "restored tokens/s"]] : [];
       }, "restored tokens/s");
+    },
+    "g2-traffic-blocks": function () {
+      return ownTimeChart(function (tl) {
+        return [[tl.stored_blocks_per_s, "stored (D2H)"], [tl.restored_blocks_per_s, "restored (H2D)"],
+                [tl.evicted_blocks_per_s, "evicted"]];
+      }, "blocks/s");
+    },
+    "g2-traffic-bytes": function () {
+      return ownTimeChart(function (tl) {
+        return [[tl.stored_gb_per_s, "stored (D2H)"], [tl.restored_gb_per_s, "restored (H2D)"]];
+      }, "GB/s");
+    },
+    "g2-occupancy": function () {
+      return ownTimeChart(function (tl) {
+        return [[tl.occupancy, tl.pools > 1 ? "all " + tl.pools + " pools" : "pool"],
+                [tl.occupancy_max, "fullest pool"], [tl.occupancy_min, "emptiest pool"]];
+      }, "used share of capacity", [0, 1.02]);
     },
     "g2-workers": function () {
       return barChart(function (run) { return (run.workers || []).filter(function (w) { return w.host_ratio != null; }).map(function (w) { return w.name; }); },

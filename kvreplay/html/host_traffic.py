@@ -1,0 +1,106 @@
+"""The host-tier (G2) traffic charts' data, from the report's `summary.g2_timeline`.
+
+Each run keeps its own bins (runs of different lengths have different bin widths), so counts
+become rates: blocks and GB per simulated second. Occupancy is a share of capacity: all pools
+together, and the fullest and emptiest pool when there are several, so the page stays the same
+size whatever the number of pools. At most 256 points per run: neighbouring bins are merged
+(counts summed over the merged span, occupancy read at its end).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from itertools import pairwise
+from typing import Any
+
+import attrs
+
+from kvreplay.html.columns import ReportShapeError, listing, mapping, number
+from kvreplay.html.series import rounded
+
+MAX_POINTS = 256  # per run: a report has up to 1,024 bins (engine/host_timeline.py)
+PATH = "summary.g2_timeline"
+TRAFFIC = ("d2h_blocks", "d2h_bytes", "h2d_blocks", "h2d_bytes")
+
+
+def host_traffic(value: Any) -> dict[str, Any] | None:
+    """Rates and occupancy per bin end (None when the report has no timeline)."""
+    if value is None:
+        return None
+    timeline = mapping(value, PATH)
+    width = _positive(timeline.get("bin_ms"), PATH, "bin_ms")
+    traffic = {key: _numbers(timeline.get(key), f"{PATH}.{key}") for key in TRAFFIC}
+    bins = len(traffic["d2h_blocks"])
+    pools = [_pool(p, f"{PATH}.pools[{i}]", bins)
+             for i, p in enumerate(listing(timeline.get("pools"), PATH, "pools"))]
+    for key, series in traffic.items():
+        _same_length(series, bins, f"{PATH}.{key}")
+    group = max(1, -(-bins // MAX_POINTS))
+    ends = [min(k + group, bins) for k in range(0, bins, group)]
+    seconds = [(end - start) * width / 1000.0 for start, end in pairwise([0, *ends])]
+
+    def rate(series: Sequence[float], scale: float = 1.0) -> list[float]:
+        sums = [sum(series[k:k + group]) for k in range(0, bins, group)]
+        return [rounded(total / scale / s) for total, s in zip(sums, seconds, strict=True)]
+
+    evicted = [sum(col) for col in zip(*(p.evicted for p in pools), strict=True)]
+    out: dict[str, Any] = {
+        "t_s": [rounded(end * width / 1000.0) for end in ends],
+        "stored_blocks_per_s": rate(traffic["d2h_blocks"]),
+        "restored_blocks_per_s": rate(traffic["h2d_blocks"]),
+        "evicted_blocks_per_s": rate(evicted) if pools else None,
+        "stored_gb_per_s": rate(traffic["d2h_bytes"], 1e9),
+        "restored_gb_per_s": rate(traffic["h2d_bytes"], 1e9),
+        "pools": len(pools),
+        "occupancy": None, "occupancy_max": None, "occupancy_min": None,
+    }
+    if pools and bins:
+        at_ends = [[p.used[end - 1] for end in ends] for p in pools]
+        capacity = sum(p.capacity for p in pools)
+        out["occupancy"] = [rounded(sum(col) / capacity) for col in zip(*at_ends, strict=True)]
+        if len(pools) > 1:
+            shares = [[u / p.capacity for u in used]
+                      for p, used in zip(pools, at_ends, strict=True)]
+            out["occupancy_max"] = [rounded(max(col)) for col in zip(*shares, strict=True)]
+            out["occupancy_min"] = [rounded(min(col)) for col in zip(*shares, strict=True)]
+    return out
+
+
+@attrs.frozen
+class _Pool:
+    capacity: float
+    used: list[float]
+    evicted: list[float]
+
+
+def _pool(value: Any, path: str, bins: int) -> _Pool:
+    pool = mapping(value, path)
+    used = _numbers(pool.get("used_blocks"), f"{path}.used_blocks")
+    evicted = _numbers(pool.get("evicted_blocks"), f"{path}.evicted_blocks")
+    _same_length(used, bins, f"{path}.used_blocks")
+    _same_length(evicted, bins, f"{path}.evicted_blocks")
+    return _Pool(_positive(pool.get("capacity_blocks"), path, "capacity_blocks"), used, evicted)
+
+
+def _positive(value: Any, path: str, key: str) -> float:
+    n = number(value, path, key, optional=False)
+    assert n is not None
+    if n <= 0:
+        raise ReportShapeError(f"{path}.{key}: expected a positive number, found {value}")
+    return n
+
+
+def _numbers(value: Any, path: str) -> list[float]:
+    if value is None:
+        raise ReportShapeError(f"{path}: expected an array, found null")
+    out = []
+    for i, item in enumerate(listing(value, path)):
+        n = number(item, f"{path}[{i}]", optional=False)
+        assert n is not None
+        out.append(n)
+    return out
+
+
+def _same_length(series: Sequence[float], bins: int, path: str) -> None:
+    if len(series) != bins:
+        raise ReportShapeError(f"{path}: {len(series)} bins where d2h_blocks has {bins}")
