@@ -90,7 +90,7 @@ class HostRuntime:
                         self.pools.append(host_pool)
                         self.names.append(_rank_name(rank, len(worker.ranks) > 1))
                     self._join(rank, host_pool, cfg, pool)
-        self.timeline = HostTimeline(lambda: sim.now, len(self.pools))
+        self.timeline = HostTimeline(sim, len(self.pools))
         for host_pool in self.pools:
             host_pool.timeline = self.timeline
 

@@ -14,8 +14,7 @@ occupancy of a merged bin is its later half's.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kvreplay.engine.simtime import NS_PER_MS
 
@@ -26,14 +25,18 @@ MAX_BINS = 1024
 FIRST_WIDTH_NS = NS_PER_MS
 
 
+class Clock(Protocol):
+    now: int  # simulated ns (the Simulation itself)
+
+
 class HostTimeline:
     """Per-bin copy counts of a deployment's host pools and each pool's occupancy."""
 
     __slots__ = ("clock", "d2h_blocks", "d2h_bytes", "evicted", "h2d_blocks", "h2d_bytes",
                  "level", "max_bins", "origin", "used", "width")
 
-    def __init__(self, clock: Callable[[], int], pools: int, max_bins: int = MAX_BINS) -> None:
-        self.clock = clock  # simulated ns
+    def __init__(self, clock: Clock, pools: int, max_bins: int = MAX_BINS) -> None:
+        self.clock = clock
         self.max_bins = max_bins
         self.level = [0] * pools  # each pool's used blocks now
         self.origin = 0
@@ -53,7 +56,9 @@ class HostTimeline:
     # -- recording (host_pool.py) ------------------------------------------------------------
 
     def stored(self, pool: HostPool, blocks: int, evicted: int) -> None:
-        k = self._bin(self.clock())
+        k = (self.clock.now - self.origin) // self.width
+        if k >= len(self.d2h_blocks):
+            k = self._bin(self.clock.now)
         self.d2h_blocks[k] += blocks
         self.d2h_bytes[k] += blocks * pool.block_bytes
         i = pool.index
@@ -64,7 +69,7 @@ class HostTimeline:
         self.used[i][k] = used
 
     def loaded(self, pool: HostPool, blocks: int) -> None:
-        k = self._bin(self.clock())
+        k = self._bin(self.clock.now)
         self.h2d_blocks[k] += blocks
         self.h2d_bytes[k] += blocks * pool.block_bytes
 

@@ -26,9 +26,6 @@ class Clock:
     def __init__(self) -> None:
         self.now = 0
 
-    def __call__(self) -> int:
-        return self.now
-
 
 Event = tuple[int, int, str, int, int, int]  # (ns, pool, kind, blocks, evicted, used after)
 
