@@ -20,13 +20,13 @@ import argparse
 import cProfile
 import os
 import pstats
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from bench_memory import CONFIG, TRACE  # the same regime and trace (bench/ is on sys.path)
+from bench_memory import CONFIG  # the same regime (bench/ is on sys.path)
+from benchlib import SHARED_TRACE, require_trace
 
 
 def run_once(config: Path, folder: str, rows: bool = True) -> dict[str, float]:
@@ -75,15 +75,11 @@ def run_once(config: Path, folder: str, rows: bool = True) -> dict[str, float]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--trace", type=Path, default=TRACE)
+    parser.add_argument("--trace", type=Path, default=SHARED_TRACE)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--profile", action="store_true")
     args = parser.parse_args()
-    if not args.trace.exists():
-        print(f"bench_report: the conversation trace is missing at {args.trace}; pass --trace "
-              "PATH (the workplace's shared/traces/mooncake/conversation_trace.jsonl)",
-              file=sys.stderr)
-        return 2
+    require_trace(args.trace, "bench_report")
     with tempfile.TemporaryDirectory() as tmp:
         config = Path(tmp) / "run.yaml"
         config.write_text(CONFIG.format(trace=args.trace.resolve()), encoding="utf-8")
