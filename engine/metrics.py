@@ -13,6 +13,7 @@ they can differ from the reference's running float sums in the last bits.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Iterable
 from itertools import islice
 
@@ -114,8 +115,7 @@ def exact_distribution(values: Iterable[float]) -> Distribution:
     if not ordered:
         return Distribution()
     moments = ExactMoments()
-    for value in ordered:
-        moments.add(value)
+    moments.add_runs(Counter(ordered).items())  # equal samples as one run: the same exact sums
     n = len(ordered)
     picks = {name: ordered[percentile_rank(n, p)] for name, p in PERCENTILES}
     return Distribution(count=n, mean=moments.mean(), min=ordered[0], max=ordered[-1],

@@ -6,6 +6,8 @@ import math
 from fractions import Fraction
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from kvreplay.engine.metrics import (
     ExactMoments,
     StreamingDistribution,
@@ -67,6 +69,23 @@ def test_exact_moments_are_exact_and_split_invariant() -> None:
     for m in (whole, split):
         assert m.mean() == float(mean)
         assert m.std() == math.sqrt(float(variance))
+
+
+@given(st.lists(st.sampled_from([0.0, -0.0, 5.0, 20.0, 0.1, 1e-7, 3539594.0])
+                | st.floats(min_value=0.0, max_value=1e9, allow_nan=False), max_size=60))
+def test_exact_distribution_adds_equal_samples_as_one_run(values: list[float]) -> None:
+    """Equal samples (ttfts repeat a lot) enter the moments as one run: the same distribution,
+    to the bit, as adding them one by one."""
+    got = exact_distribution(values)
+    one_by_one = ExactMoments()
+    for v in values:
+        one_by_one.add(v)
+    assert got.count == len(values)
+    if values:
+        assert (got.mean, got.std) == (one_by_one.mean(), one_by_one.std())
+        assert (got.min, got.max, got.median) == (min(values), max(values),
+                                                  sorted(values)[percentile_rank(len(values),
+                                                                                 50.0)])
 
 
 def test_sketch_values_match_the_reference_report() -> None:
