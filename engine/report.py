@@ -69,11 +69,6 @@ def uuid_for(ordinal: int) -> str:
     return f"{digits[:8]}-{digits[8:12]}-{digits[12:16]}-{digits[16:20]}-{digits[20:]}"
 
 
-def _completed(record: RequestRecord) -> bool:
-    return (record.first_admit_ms is not None and record.terminal_status == "completed"
-            and record.terminal_time_ms is not None)
-
-
 def _check_gaps(record: RequestRecord, produced: int, negative: bool) -> None:
     """A record holds output_length - 1 token gaps (a core bug otherwise)."""
     expected = max(record.output_length - 1, 0)
@@ -107,55 +102,82 @@ class SummaryAccumulator:
 
     def add(self, r: RequestRecord) -> None:
         """Count a record (only completed ones enter the statistics)."""
-        if not _completed(r):
-            return
-        assert r.terminal_time_ms is not None
+        self.add_all((r,))
+
+    def add_all(self, records: Iterable[RequestRecord]) -> None:
+        """Count records, in one loop over locals (the sink hands them a batch at a time)."""
         sla = self.sla
-        self.completed += 1
-        self.input_tokens += r.input_length
-        self.output_tokens += r.output_length
-        # The reference's ratio counts a P/D request's better reuse of its two pools.
-        decode = r.decode_reused_input_tokens
-        self.reused += r.reused_input_tokens if decode is None or decode < r.reused_input_tokens \
-            else decode
-        self.first_reused += (r.admission_history[0].reused_input_tokens
-                              if r.admission_history else 0)
-        self.host_reused += r.first_admission_host_reused_input_tokens or 0
-        self.last_terminal = max(self.last_terminal, r.terminal_time_ms)
-        gaps = self.gaps
-        shared = self.shared
-        produced = 0
-        negative = False
-        for entry in r.itl_gaps:
-            if isinstance(entry, tuple):
-                gap, count = entry
-                if gap < 0.0:  # max(gap, 0.0)
-                    gap = 0.0
-                gaps[gap] = gaps.get(gap, 0) + count
-            else:
-                count = entry.count
-                shared[entry] = shared.get(entry, 0) + 1
-            produced += count
-            if count < 0:
-                negative = True
-        _check_gaps(r, produced, negative)
-        if r.first_token_ms is None or r.last_token_ms is None:
-            if sla is not None and sla.is_good_without_tokens(
-                    max(r.terminal_time_ms - r.arrival_time_ms, 0.0)):
-                self.good_requests += 1
-            return
-        ttft = max(r.first_token_ms - r.arrival_time_ms, 0.0)
-        e2e = max(r.last_token_ms - r.arrival_time_ms, 0.0)
-        self.ttfts.append(ttft)
-        self.e2es.append(e2e)
-        if sla is not None and sla.is_good(ttft, e2e, r.output_length):
-            self.good_requests += 1
-            self.good_tokens += r.output_length
-        if r.second_token_ms is not None:
-            self.ttsts.append(max(r.second_token_ms - r.first_token_ms, 0.0))
-        tpot = _mean_tpot(r)
-        if tpot is not None:
-            self.tpots.append(tpot)
+        completed, input_tokens, output_tokens = self.completed, self.input_tokens, \
+            self.output_tokens
+        reused, first_reused, host_reused = self.reused, self.first_reused, self.host_reused
+        good_requests, good_tokens = self.good_requests, self.good_tokens
+        last_terminal = self.last_terminal
+        gaps, shared = self.gaps, self.shared
+        ttfts, ttsts, tpots, e2es = (self.ttfts.append, self.ttsts.append, self.tpots.append,
+                                     self.e2es.append)
+        try:
+            for r in records:
+                terminal = r.terminal_time_ms
+                if (r.first_admit_ms is None or r.terminal_status != "completed"
+                        or terminal is None):
+                    continue
+                completed += 1
+                input_tokens += r.input_length
+                output_tokens += r.output_length
+                # The reference's ratio counts a P/D request's better reuse of its two pools.
+                decode = r.decode_reused_input_tokens
+                reused += r.reused_input_tokens if decode is None or \
+                    decode < r.reused_input_tokens else decode
+                first_reused += (r.admission_history[0].reused_input_tokens
+                                 if r.admission_history else 0)
+                host_reused += r.first_admission_host_reused_input_tokens or 0
+                if terminal > last_terminal:  # max(last_terminal, terminal)
+                    last_terminal = terminal
+                produced = 0
+                negative = False
+                for entry in r.itl_gaps:
+                    if isinstance(entry, tuple):
+                        gap, count = entry
+                        if gap < 0.0:  # max(gap, 0.0)
+                            gap = 0.0
+                        gaps[gap] = gaps.get(gap, 0) + count
+                    else:
+                        count = entry.count
+                        shared[entry] = shared.get(entry, 0) + 1
+                    produced += count
+                    if count < 0:
+                        negative = True
+                if negative or produced != (r.output_length - 1 if r.output_length > 1 else 0):
+                    _check_gaps(r, produced, negative)
+                first, last = r.first_token_ms, r.last_token_ms
+                if first is None or last is None:
+                    if sla is not None and sla.is_good_without_tokens(
+                            max(terminal - r.arrival_time_ms, 0.0)):
+                        good_requests += 1
+                    continue
+                # max(x, 0.0) spelled out: the same value and type, without the call
+                ttft = first - r.arrival_time_ms
+                ttft = 0.0 if ttft < 0.0 else ttft
+                e2e = last - r.arrival_time_ms
+                e2e = 0.0 if e2e < 0.0 else e2e
+                ttfts(ttft)
+                e2es(e2e)
+                if sla is not None and sla.is_good(ttft, e2e, r.output_length):
+                    good_requests += 1
+                    good_tokens += r.output_length
+                second = r.second_token_ms
+                if second is not None:
+                    ttst = second - first
+                    ttsts(0.0 if ttst < 0.0 else ttst)
+                if r.output_length >= 2:  # _mean_tpot
+                    span = last - first
+                    tpots((0.0 if span < 0.0 else span) / (r.output_length - 1))
+        finally:
+            self.completed, self.input_tokens, self.output_tokens = completed, input_tokens, \
+                output_tokens
+            self.reused, self.first_reused, self.host_reused = reused, first_reused, host_reused
+            self.good_requests, self.good_tokens = good_requests, good_tokens
+            self.last_terminal = last_terminal
 
     def finish(self, num_requests: int, facts: RunFacts) -> dict[str, Any]:
         """The summary of `num_requests` records (terminal or not) given so far."""
