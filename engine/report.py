@@ -352,8 +352,7 @@ def build_report(records: Iterable[RequestRecord], facts: RunFacts, *,
         if len(seen) != len(ordered):
             raise ReportError("two records share an ordinal (uuids would collide)")
         acc = SummaryAccumulator(facts.sla)
-        for r in ordered:
-            acc.add(r)
+        acc.add_all(ordered)
         summary = acc.finish(len(ordered), facts)
         rows = ([per_request_row(r) for r in ordered if listed(r)] if per_request else [])
     return {"summary": summary, "per_request": rows, "meta": report_meta(summary, facts, version)}

@@ -1,10 +1,11 @@
 """Reports whose memory follows the requests in flight, not the trace.
 
 `ReportStream` is the engine's record sink: each measured record, as it ends, enters the
-summary accumulator and (when rows are wanted) is serialized at once into an anonymous spill
-file, so the record itself can go. `finish` gives the canonical report dict with a
+summary accumulator and (when rows are wanted) is printed at once (`row_text`) into an anonymous
+spill file, so the record itself can go. `finish` gives the canonical report dict with a
 `SpilledRows` in place of the per-request list; `write_report` writes the canonical text
-chunk by chunk (the same bytes as `dumps_report` of the full dict).
+chunk by chunk (the same bytes as `dumps_report` of the full dict), the rows in large pieces
+read back in uuid order.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from collections.abc import Iterator, Mapping
 from itertools import pairwise
 from typing import IO, Any
 
-from kvreplay.engine.canonical_json import canonical_json
 from kvreplay.engine.records import RequestRecord
 from kvreplay.engine.report import (
     CoreResult,
@@ -26,22 +26,17 @@ from kvreplay.engine.report import (
     facts_from_core,
     listed,
     non_finite,
-    per_request_row,
     report_meta,
     uuid_for,
 )
+from kvreplay.engine.row_text import mapping_text, row_text
 
-_ROW_INDENT = " " * 4  # a row sits in the top-level object's list
-
-
-def row_text(row: Mapping[str, Any]) -> str:
-    """A row as the canonical report prints it inside `per_request` (indented, no separator)."""
-    try:
-        return _ROW_INDENT + canonical_json(row, _ROW_INDENT)
-    except ValueError as exc:
-        raise ReportError(f"request {row.get('uuid')}: {exc}") from exc
-
-
+_BUFFER = 1 << 18  # bytes of rows gathered before each write to the spill file
+_WINDOW = 1 << 20  # bytes read from the spill file at once when reading rows back
+_BEHIND = _WINDOW // 4  # of which before the row asked for: rows end a little out of order
+_BATCH = 256  # records gathered before they are accounted
+_PIECE = 1 << 20  # bytes of rows per piece of the written report
+_ROW_SEPARATOR = b",\n"  # between two rows of the report's list (canonical_json's)
 
 
 class SpilledRows:
@@ -56,18 +51,37 @@ class SpilledRows:
         self._offsets = array("q")
         self._lengths = array("q")
         self._sorted = True
-        self._end = 0
+        self._end = 0  # bytes of rows given, written or pending
+        self._pending: list[str] = []  # rows not written yet, _pending_size bytes
+        self._pending_size = 0
+        self._read = False
 
     def add(self, ordinal: int, row: Mapping[str, Any]) -> None:
-        data = row_text(row).encode("utf-8", "surrogatepass")
+        """A row given as a mapping."""
+        self.add_text(ordinal, mapping_text(row))
+
+    def add_text(self, ordinal: int, text: str) -> None:
+        """A row's canonical text (`row_text`)."""
         if self._ordinals and ordinal <= self._ordinals[-1]:
             self._sorted = False
-        self._file.seek(self._end)
-        self._file.write(data)
+        size = len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
         self._ordinals.append(ordinal)
         self._offsets.append(self._end)
-        self._lengths.append(len(data))
-        self._end += len(data)
+        self._lengths.append(size)
+        self._end += size
+        self._pending.append(text)
+        self._pending_size += size
+        if self._pending_size >= _BUFFER:
+            self._write()
+
+    def _write(self) -> None:
+        """Append the pending rows to the file, in one write."""
+        if self._read:  # rows were read back since: append at the end again
+            self._file.seek(self._end - self._pending_size)
+            self._read = False
+        self._file.write("".join(self._pending).encode("utf-8", "surrogatepass"))
+        self._pending = []
+        self._pending_size = 0
 
     def __len__(self) -> int:
         return len(self._ordinals)
@@ -82,12 +96,47 @@ class SpilledRows:
                 raise ReportError(f"two records share the uuid {uuid_for(ordinals[a])}")
         return iter(order)
 
+    @property
+    def size(self) -> int:
+        """Bytes of row text held."""
+        return self._end
+
+    def _rows(self) -> Iterator[bytes]:
+        """Each row's bytes in uuid order, read a window of the file at a time (rows are
+        spilled as they end, roughly in uuid order)."""
+        self._write()
+        self._file.flush()
+        self._read = True
+        window, start = b"", 0
+        offsets, lengths = self._offsets, self._lengths
+        for i in self._order():
+            at = offsets[i] - start
+            length = lengths[i]
+            if at < 0 or at + length > len(window):
+                start = max(offsets[i] - _BEHIND, 0)
+                self._file.seek(start)
+                window = self._file.read(max(_WINDOW, offsets[i] - start + length))
+                at = offsets[i] - start
+            yield window[at:at + length]
+
     def texts(self) -> Iterator[str]:
         """Each row's canonical text, in uuid order."""
-        self._file.flush()
-        for i in self._order():
-            self._file.seek(self._offsets[i])
-            yield self._file.read(self._lengths[i]).decode("utf-8", "surrogatepass")
+        for data in self._rows():
+            yield data.decode("utf-8", "surrogatepass")
+
+    def pieces(self) -> Iterator[str]:
+        """The rows' canonical texts in uuid order, separated as the report's list separates
+        them, in pieces of about a megabyte that end between two rows."""
+        piece: list[bytes] = []
+        size = 0
+        for data in self._rows():
+            piece.append(data)
+            size += len(data)
+            if size >= _PIECE:
+                yield _ROW_SEPARATOR.join(piece).decode("utf-8", "surrogatepass")
+                piece, size = [], 0
+        if piece:
+            yield _ROW_SEPARATOR.join(piece).decode("utf-8", "surrogatepass")
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         """Each row as a dict (for callers that want the data, not the text)."""
@@ -107,19 +156,32 @@ class ReportStream:
         self.sla = sla
         self.rows = SpilledRows(folder) if rows else None
         self.count = 0
+        self._batch: list[RequestRecord] = []
 
     def __call__(self, record: RequestRecord) -> None:
-        self.count += 1
-        self.summary.add(record)
-        if self.rows is not None and listed(record):
-            self.rows.add(record.ordinal, per_request_row(record))
+        self._batch.append(record)
+        if len(self._batch) >= _BATCH:
+            self._take()
+
+    def _take(self) -> None:
+        """Account the records gathered so far: a batch at a time keeps the report's code and
+        data hot in the processor's caches between stretches of the replay's."""
+        batch, self._batch = self._batch, []
+        self.count += len(batch)
+        self.summary.add_all(batch)
+        rows = self.rows
+        if rows is not None:
+            add_text = rows.add_text
+            for record in batch:
+                if listed(record):
+                    add_text(record.ordinal, row_text(record))
 
     def finish(self, result: CoreResult, *, wall_time_ms: float | None = None,
                version: str | None = None) -> dict[str, Any]:
         """The report: streamed records plus the ones the run left open (never terminal)."""
         facts = facts_from_core(result.facts, sla=self.sla, wall_time_ms=wall_time_ms)
-        for record in result.records:
-            self(record)
+        self._batch.extend(result.records)
+        self._take()
         summary = self.summary.finish(self.count, facts)
         rows: SpilledRows | list[Any] = self.rows if self.rows is not None else []
         return {"summary": summary, "per_request": rows,
@@ -148,9 +210,11 @@ def report_chunks(report: Mapping[str, Any]) -> Iterator[str]:
             if not len(value):
                 yield "[]"
                 continue
-            yield "["
-            for i, text in enumerate(value.texts()):
-                yield ("," if i else "") + "\n" + text
+            yield "[\n"
+            for i, piece in enumerate(value.pieces()):
+                if i:
+                    yield ",\n"
+                yield piece
             yield "\n  ]"
             continue
         bad = non_finite(value, f"$.{key}")

@@ -113,19 +113,17 @@ def _per_request(args: argparse.Namespace, compiled: Any) -> str:
     return "full" if keep else "summary-only"
 
 
-_WRITE_TICK = 2048  # rows between progress updates while writing
-
-
 def _write_report(report: dict[str, Any], out: Output, show: ProgressDisplay) -> None:
     from kvreplay.engine.report_stream import report_chunks
 
     label = f"writing {out.path}"
     show.phase(label)
-    total = max(len(report["per_request"]), 1)
-    for n, chunk in enumerate(report_chunks(report)):
+    rows = max(getattr(report["per_request"], "size", 0), 1)  # spilled rows: bytes of text
+    written = 0
+    for chunk in report_chunks(report):  # the rows come in pieces of about a megabyte
         out.write(chunk)
-        if n % _WRITE_TICK == 0:
-            show.phase(label, min(n / total, 1.0))
+        written += len(chunk)
+        show.phase(label, min(written / rows, 1.0))
     out.commit()
 
 

@@ -11,10 +11,12 @@ import json
 import os
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from kvreplay.engine import report_stream
 from kvreplay.engine.canonical_json import canonical_json
 from kvreplay.engine.report import dumps_report
 from kvreplay.engine.report_stream import SpilledRows, report_chunks
@@ -57,6 +59,28 @@ def test_rows_spilled_out_of_order_are_written_in_uuid_order() -> None:
                 "per_request": [{"uuid": str(i), "value": [i, 0.5]} for i in range(4)]}
     assert text == dumps_report(expected)
     assert json.loads(text) == expected
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.permutations(range(40)),
+       st.lists(st.text(st.characters(exclude_categories=[]), max_size=30), min_size=40,
+                max_size=40))
+def test_rows_read_back_through_small_windows(order: list[int], labels: list[str]) -> None:
+    """Rows of any length and content (multi-byte characters, lone surrogates) in any order,
+    read back through windows and written in pieces far smaller than they are: the canonical
+    list, in uuid order; rows added after a read land after the others."""
+    with mock.patch.multiple(report_stream, _BUFFER=50, _WINDOW=64, _BEHIND=16, _PIECE=100):
+        rows = SpilledRows()
+        for ordinal in order[:30]:
+            rows.add(ordinal, {"uuid": str(ordinal), "label": labels[ordinal]})
+        first = [json.loads(text)["uuid"] for text in rows.texts()]
+        for ordinal in order[30:]:
+            rows.add(ordinal, {"uuid": str(ordinal), "label": labels[ordinal]})
+        text = "".join(report_chunks({"per_request": rows}))
+        rows.close()
+    assert first == [str(o) for o in sorted(order[:30])]
+    expected = [{"uuid": str(i), "label": labels[i]} for i in range(40)]
+    assert text == dumps_report({"per_request": expected})
 
 
 def test_an_empty_spill_writes_an_empty_list() -> None:

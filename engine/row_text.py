@@ -1,0 +1,274 @@
+"""Per-request rows printed straight from the record, without building the row's dict.
+
+`row_text(record)` is the text `canonical_json` prints for `per_request_row(record)` at its place
+in the report (an item of the top-level `per_request` list), byte for byte, about four times
+faster: rows are most of a report, and each is printed as its request ends, during the replay.
+
+Each row shape (host tier or not, agentic or not, with or without a warmup phase; an admission
+with or without the G1/host split) has a template: the fixed text of the shape (keys, brackets,
+indentation), made once by printing a skeleton of the shape through `canonical_json` itself, so
+the layout cannot drift from the reference encoder. The values are filled in by a function
+generated for the shape from the field table below: each value is printed inline as
+`canonical_json` prints it (an exact float by `float.__repr__` once it is known finite, an exact
+int by `int.__repr__`, a str by `json.encoder.encode_basestring`, None as null), anything else
+by `canonical_json` itself. A value the fast path cannot print (a NaN, a nested container where a
+number belongs) sends the row through `per_request_row` and `canonical_json`, which print it or
+raise the error they always raised.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from kvreplay.engine.canonical_json import canonical_json
+from kvreplay.engine.records import Admission, RequestRecord, RoutingDecision
+from kvreplay.engine.report import ReportError, per_request_row, uuid_for
+
+ROW_INDENT = " " * 4  # a row is an item of the top-level object's list
+_MARK = "\x00"  # a skeleton's value: printed "\u0000", which no key or fixed text holds
+_SLOT = canonical_json(_MARK)
+
+# How each kind of value is printed (`{v}` is the value's local): the common type first, then
+# None, then `_scalar` for anything else (another type, a non-finite float: it raises then). An
+# exact int or finite float is left to the f-string, which prints it as repr() does.
+_KINDS = {
+    "float": '{v} if type({v}) is float and {v} - {v} == 0.0 else "null" if {v} is None '
+             'else _scalar({v})',
+    "int": '{v} if type({v}) is int else "null" if {v} is None else _scalar({v})',
+    "str": '_string({v}) if type({v}) is str else "null" if {v} is None else _scalar({v})',
+    "bool": '"true" if {v} is True else "false" if {v} is False else _scalar({v})',
+    "text": "{v}",  # already printed
+}
+
+# (key, expression, kind, the shape flag it needs): `per_request_row`'s fields, computed as it
+# computes them, over the record `r`; `first`, `second`, `last`, `arrival` are its token and
+# arrival times, `inner` the indentation of a value inside the row. `0.0 if x < 0.0 else x` is
+# `max(x, 0.0)` (the same value and type) without the call. The kinds "admissions" and
+# "routes" are the history lists (tables _ADMISSION over `a` and _ROUTE over `d`).
+Field = tuple[str, str, str, str | None]
+_ROW: tuple[Field, ...] = (
+    ("uuid", "'\"00000000-0000-0000-0000-%012x\"' % (r.ordinal + 1) if type(r.ordinal) is int "
+             "and 0 <= r.ordinal < 0xFFFFFFFFFFFF else _string(uuid_for(r.ordinal))", "text",
+     None),
+    ("request_id", "r.request_id or None", "str", None),
+    ("play_id", "r.play_id", "str", "agentic"),
+    ("agentic", "_nested(dict(r.agentic), inner)", "text", "agentic"),
+    ("agentic_phase", "r.agentic_phase", "str", "phase"),
+    ("session_id", "r.session_id", "str", None),
+    ("turn_index", "r.turn_index", "int", None),
+    ("arrival_time_ms", "arrival", "float", None),
+    ("dispatched_at_ms", "r.dispatched_at_ms", "float", None),
+    ("first_admit_ms", "r.first_admit_ms", "float", None),
+    ("first_token_ms", "first", "float", None),
+    ("last_token_ms", "last", "float", None),
+    ("terminal_time_ms", "r.terminal_time_ms", "float", None),
+    ("ttft_ms", "None if first is None else (0.0 if (x := first - arrival) < 0.0 else x)",
+     "float", None),
+    ("ttst_ms", "None if first is None or second is None "
+                "else (0.0 if (x := second - first) < 0.0 else x)", "float", None),
+    ("e2e_latency_ms", "None if last is None else (0.0 if (x := last - arrival) < 0.0 else x)",
+     "float", None),
+    ("itl_ms", "None if r.output_length < 2 or first is None or last is None "
+               "else (0.0 if (x := last - first) < 0.0 else x) / (r.output_length - 1)",
+     "float", None),
+    ("input_length", "r.input_length", "int", None),
+    ("output_length", "r.output_length", "int", None),
+    ("requested_output_length", "r.requested_output_length", "int", None),
+    ("reused_input_tokens", "r.reused_input_tokens", "int", None),
+    ("decode_reused_input_tokens", "r.decode_reused_input_tokens", "int", None),
+    ("admission_count", "len(r.admission_history)", "int", None),
+    ("readmission_count", "r.readmission_count", "int", None),
+    ("admission_history", "r.admission_history", "admissions", None),
+    ("routing_history", "r.routing_history", "routes", None),
+    ("terminal_status", "r.terminal_status", "str", None),
+    ("prefill_admit_ms", "r.prefill_admit_ms", "float", None),
+    ("source_held_ms", "r.source_held_ms", "float", None),
+    ("destination_reserved_ms", "r.destination_reserved_ms", "float", None),
+    ("destination_activated_ms", "r.destination_activated_ms", "float", None),
+    ("decode_admit_ms", "r.decode_admit_ms", "float", None),
+    ("source_released_ms", "r.source_released_ms", "float", None),
+    ("first_admission_g1_reused_input_tokens", "r.first_admission_g1_reused_input_tokens",
+     "int", "host"),
+    ("first_admission_host_reused_input_tokens", "r.first_admission_host_reused_input_tokens",
+     "int", "host"),
+)
+_ROW_TIMES = ("first = r.first_token_ms", "second = r.second_token_ms",
+              "last = r.last_token_ms", "arrival = r.arrival_time_ms")
+
+# Admission.to_dict() (with the G1/host split only when g1 is known: report._admission) and
+# RoutingDecision.to_dict().
+_ADMISSION: tuple[Field, ...] = (
+    ("admission_ordinal", "a.admission_ordinal", "int", None),
+    ("at_ms", "a.at_ms", "float", None),
+    ("g1_reused_input_tokens", "a.g1_reused_input_tokens", "int", "split"),
+    ("host_reused_input_tokens", "a.host_reused_input_tokens", "int", "split"),
+    ("is_readmission", "a.is_readmission", "bool", None),
+    ("pool", "a.pool", "str", None),
+    ("pool_admission_ordinal", "a.pool_admission_ordinal", "int", None),
+    ("reused_input_tokens", "a.reused_input_tokens", "int", None),
+)
+_ROUTE: tuple[Field, ...] = (
+    ("best_available_overlap_blocks", "d.best_available_overlap_blocks", "int", None),
+    ("dp_rank", "d.dp_rank", "int", None),
+    ("logical_worker_id", "d.logical_worker_id", "int", None),
+    ("outcome", "d.outcome", "str", None),
+    ("pool", "d.pool", "str", None),
+    ("queue_entered_at_ms", "d.queue_entered_at_ms", "float", None),
+    ("queue_wait_ms", "d.queue_wait_ms", "float", None),
+    ("reported_overlap_tokens", "d.reported_overlap_tokens", "int", None),
+    ("scheduler_id", "d.scheduler_id", "int", None),
+    ("selected_overlap_blocks", "d.selected_overlap_blocks", "int", None),
+)
+# A history kind: its entry table, and the printer of a whole list (its entries one by one).
+_HISTORIES = {"admissions": (_ADMISSION, "_admissions"), "routes": (_ROUTE, "_routes")}
+
+
+class _Unprintable(Exception):
+    """A value the fast path leaves to the reference printer."""
+
+
+def _scalar(value: Any) -> str:
+    """A value of an unexpected type, as `canonical_json` prints it; not a container (its
+    indentation depends on where it sits)."""
+    if isinstance(value, Mapping | list | tuple):
+        raise _Unprintable
+    return canonical_json(value)
+
+
+class _Code:
+    """A printer's body: each value's local, then its text's; the texts' names in printed
+    order."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.texts: list[str] = []
+
+    def value(self, expression: str, kind: str) -> None:
+        n = len(self.texts)
+        self.lines += [f"v{n} = {expression}", f"t{n} = " + _KINDS[kind].format(v=f"v{n}")]
+        self.texts.append(f"t{n}")
+
+
+def _skeleton(table: tuple[Field, ...], flags: frozenset[str], code: _Code,
+              inline: bool) -> dict[str, Any]:
+    """The mapping of `table`'s fields for `flags`, each value a mark; `code` gets the values
+    in the order `canonical_json` prints them (sorted keys, depth first). `inline`: the
+    histories hold one entry each, printed in place (else each list is one printed value)."""
+    skeleton: dict[str, Any] = {}
+    for key, expression, kind, flag in sorted(table):
+        if flag is not None and flag not in flags:
+            continue
+        if kind in _HISTORIES:
+            entries, printer = _HISTORIES[kind]
+            if inline:
+                skeleton[key] = [_skeleton(entries, flags, code, inline=False)]
+                continue
+            expression, kind = f"{printer}({expression})", "text"
+        code.value(expression, kind)
+        skeleton[key] = _MARK
+    return skeleton
+
+
+def _fstring(skeleton: Mapping[str, Any], indent: str, prefix: str, texts: list[str]) -> str:
+    """An f-string expression: `skeleton` as `canonical_json` prints it at `indent`, after
+    `prefix`, each mark replaced by the next of `texts` (local names)."""
+    pieces = (prefix + canonical_json(skeleton, indent)).split(_SLOT)
+    if len(pieces) != len(texts) + 1:
+        raise AssertionError("a key holds the skeleton's mark")
+    fields = [f"{{{name}}}" for name in texts] + [""]
+    body = "".join(piece.replace("{", "{{").replace("}", "}}") + field
+                   for piece, field in zip(pieces, fields, strict=True))
+    return "f" + repr(body)
+
+
+_NAMESPACE: dict[str, Any] = {}  # what printers call: filled once the helpers are defined
+
+
+def _printer(table: tuple[Field, ...], flags: frozenset[str], parameter: str, indent: str,
+             prelude: tuple[str, ...] = (), inline: bool = False) -> Callable[[Any], str]:
+    """The printer of one shape: `prelude`, each value's local and text, the f-string of the
+    shape's text (a row starts with its indentation, an entry of a history list after the
+    list's)."""
+    code = _Code()
+    skeleton = _skeleton(table, flags, code, inline)
+    prefix = indent if parameter == "r" else ""
+    lines = [f"def printer({parameter}):", *(f"    {line}" for line in (*prelude, *code.lines)),
+             "    return " + _fstring(skeleton, indent, prefix, code.texts)]
+    exec(compile("\n".join(lines), "<kvreplay row printer>", "exec"), _NAMESPACE)
+    printer: Callable[[Any], str] = _NAMESPACE.pop("printer")
+    return printer
+
+
+def _list_layout(indent: str) -> tuple[str, str, str]:
+    """How `canonical_json` prints a non-empty list at `indent`: opening, separator, closing."""
+    opening, separator, closing = canonical_json([_MARK, _MARK], indent).split(_SLOT)
+    return opening, separator, closing
+
+
+_INNER = ROW_INDENT + "  "  # a value inside a row
+_ENTRY = _INNER + "  "  # an admission or a routing decision, in its row's list
+_OPEN, _SEPARATOR, _CLOSE = _list_layout(_INNER)
+
+
+def _admissions(history: list[Admission]) -> str:
+    if not history:
+        return "[]"
+    texts = [(_ADMISSION_SPLIT if a.g1_reused_input_tokens is not None else _ADMISSION_PLAIN)(a)
+             for a in history]
+    return _OPEN + _SEPARATOR.join(texts) + _CLOSE
+
+
+def _routes(history: list[RoutingDecision]) -> str:
+    if not history:
+        return "[]"
+    return _OPEN + _SEPARATOR.join([_ROUTE_TEXT(d) for d in history]) + _CLOSE
+
+
+_NAMESPACE.update({
+    "inner": _INNER, "_scalar": _scalar, "_string": json.encoder.encode_basestring,
+    "_nested": canonical_json, "uuid_for": uuid_for,
+    "_admissions": _admissions, "_routes": _routes})
+_ADMISSION_PLAIN = _printer(_ADMISSION, frozenset(), "a", _ENTRY)
+_ADMISSION_SPLIT = _printer(_ADMISSION, frozenset({"split"}), "a", _ENTRY)
+_ROUTE_TEXT = _printer(_ROUTE, frozenset(), "d", _ENTRY)
+
+Shape = tuple[bool, bool, bool]  # agentic, with a warmup phase, with a host tier
+_ROWS: dict[Shape, Callable[[Any], str]] = {}
+
+
+def _row_printer(shape: Shape) -> Callable[[Any], str]:
+    """A shape's row printer: the common row (one admission, split as the row is, and one
+    routing decision) printed by one template; any other by the lists' own printers."""
+    agentic, phase, host = shape
+    flags = frozenset(flag for flag, on in (("agentic", agentic), ("phase", phase),
+                                            ("host", host), ("split", host)) if on)
+    name = f"_general_{len(_NAMESPACE)}"
+    _NAMESPACE[name] = _printer(_ROW, flags, "r", ROW_INDENT, _ROW_TIMES)
+    common = (f"if len(r.admission_history) != 1 or len(r.routing_history) != 1 or "
+              f"(r.admission_history[0].g1_reused_input_tokens is None) is {host}:",
+              f"    return {name}(r)",
+              "a = r.admission_history[0]", "d = r.routing_history[0]", *_ROW_TIMES)
+    printer = _ROWS[shape] = _printer(_ROW, flags, "r", ROW_INDENT, common, inline=True)
+    return printer
+
+
+def row_text(record: RequestRecord) -> str:
+    """`record`'s row as the canonical report prints it inside `per_request` (indented, no
+    separator); ReportError (naming the request) for a value a report cannot hold."""
+    shape = (record.agentic is not None, record.agentic_phase is not None,
+             record.first_admission_g1_reused_input_tokens is not None)
+    printer = _ROWS.get(shape) or _row_printer(shape)
+    try:
+        return printer(record)
+    except Exception:  # the reference path prints it or raises its own error
+        return mapping_text(per_request_row(record))
+
+
+def mapping_text(row: Mapping[str, Any]) -> str:
+    """A row given as a mapping, printed as `row_text` prints a record's."""
+    try:
+        return ROW_INDENT + canonical_json(row, ROW_INDENT)
+    except ValueError as exc:
+        raise ReportError(f"request {row.get('uuid')}: {exc}") from exc
