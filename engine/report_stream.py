@@ -10,12 +10,13 @@ read back in uuid order.
 
 from __future__ import annotations
 
+import codecs
 import json
 import tempfile
 from array import array
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from itertools import pairwise
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 from kvreplay.engine.records import RequestRecord
 from kvreplay.engine.report import (
@@ -31,28 +32,40 @@ from kvreplay.engine.report import (
 )
 from kvreplay.engine.row_text import mapping_text, row_text
 
+_HELD = 1024  # rows held back to be spilled in uuid order, though they end out of order
 _BUFFER = 1 << 18  # bytes of rows gathered before each write to the spill file
 _WINDOW = 1 << 20  # bytes read from the spill file at once when reading rows back
-_BEHIND = _WINDOW // 4  # of which before the row asked for: rows end a little out of order
+_BEHIND = _WINDOW // 4  # of which before the row asked for, for rows spilled out of order
 _BATCH = 256  # records gathered before they are accounted
 _PIECE = 1 << 20  # bytes of rows per piece of the written report
-_ROW_SEPARATOR = b",\n"  # between two rows of the report's list (canonical_json's)
+_SEPARATOR = ",\n"  # between two rows of the report's list (canonical_json's)
+
+
+def _ordinal(row: tuple[int, str]) -> int:
+    return row[0]
 
 
 class SpilledRows:
     """Per-request rows held in a temporary file (deleted on close, or by the OS if killed),
-    read back in uuid (ordinal) order."""
+    read back in uuid (ordinal) order.
+
+    Rows end roughly in uuid order: the last _HELD given wait in memory, so the file takes them
+    in uuid order, each followed by the list's separator, and the report copies it as it is.
+    A row later than that (a request that ran far longer than the _HELD after it) leaves the
+    file out of order: it is read back row by row then, through windows of the file."""
 
     def __init__(self, folder: str | None = None) -> None:
         # Closed by close(); an anonymous file, so a killed run leaves nothing behind.
         self._file: IO[bytes] = tempfile.TemporaryFile(  # noqa: SIM115
             prefix=".kvreplay-rows-", dir=folder)
-        self._ordinals: list[int] = []  # agentic ordinals can exceed 64 bits
+        self._held: list[tuple[int, str]] = []
+        self._ordinals: list[int] = []  # of the rows spilled; agentic ones can exceed 64 bits
         self._offsets = array("q")
-        self._lengths = array("q")
-        self._sorted = True
-        self._end = 0  # bytes of rows given, written or pending
-        self._pending: list[str] = []  # rows not written yet, _pending_size bytes
+        self._lengths = array("q")  # bytes of each row's text (its separator follows)
+        self._sorted = True  # the file holds the rows in uuid order
+        self._utf8 = True  # no row holds a lone surrogate (the file is UTF-8)
+        self._end = 0  # bytes spilled, written or pending
+        self._pending: list[str] = []  # texts and separators not written yet
         self._pending_size = 0
         self._read = False
 
@@ -62,17 +75,40 @@ class SpilledRows:
 
     def add_text(self, ordinal: int, text: str) -> None:
         """A row's canonical text (`row_text`)."""
-        if self._ordinals and ordinal <= self._ordinals[-1]:
-            self._sorted = False
-        size = len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
-        self._ordinals.append(ordinal)
-        self._offsets.append(self._end)
-        self._lengths.append(size)
-        self._end += size
-        self._pending.append(text)
-        self._pending_size += size
+        self._held.append((ordinal, text))
+        if len(self._held) >= _HELD + _BATCH:
+            self._spill(len(self._held) - _HELD)
+
+    def _spill(self, count: int) -> None:
+        """Spill the `count` held rows of the smallest uuids (a nearly sorted list: cheap)."""
+        held = self._held
+        held.sort(key=_ordinal)
+        ordinals, offsets, lengths, pending = (self._ordinals, self._offsets, self._lengths,
+                                               self._pending)
+        last = ordinals[-1] if ordinals else None
+        end = self._end
+        for ordinal, text in held[:count]:
+            if last is not None and ordinal <= last:
+                self._sorted = False
+            last = ordinal
+            size = len(text) if text.isascii() else self._encoded_size(text)
+            ordinals.append(ordinal)
+            offsets.append(end)
+            lengths.append(size)
+            pending += (text, _SEPARATOR)
+            end += size + len(_SEPARATOR)
+        self._pending_size += end - self._end
+        self._end = end
+        del held[:count]
         if self._pending_size >= _BUFFER:
             self._write()
+
+    def _encoded_size(self, text: str) -> int:
+        try:
+            return len(text.encode("utf-8"))
+        except UnicodeEncodeError:  # a lone surrogate: kept, and refused if written as UTF-8
+            self._utf8 = False
+            return len(text.encode("utf-8", "surrogatepass"))
 
     def _write(self) -> None:
         """Append the pending rows to the file, in one write."""
@@ -83,8 +119,15 @@ class SpilledRows:
         self._pending = []
         self._pending_size = 0
 
+    def _settle(self) -> None:
+        """Every row in the file, before reading it back."""
+        self._spill(len(self._held))
+        self._write()
+        self._file.flush()
+        self._read = True
+
     def __len__(self) -> int:
-        return len(self._ordinals)
+        return len(self._ordinals) + len(self._held)
 
     def _order(self) -> Iterator[int]:
         if self._sorted:
@@ -98,15 +141,12 @@ class SpilledRows:
 
     @property
     def size(self) -> int:
-        """Bytes of row text held."""
-        return self._end
+        """Bytes of row text (and separators) held."""
+        return self._end + sum(len(text) + len(_SEPARATOR) for _, text in self._held)
 
     def _rows(self) -> Iterator[bytes]:
-        """Each row's bytes in uuid order, read a window of the file at a time (rows are
-        spilled as they end, roughly in uuid order)."""
-        self._write()
-        self._file.flush()
-        self._read = True
+        """Each row's bytes in uuid order, read a window of the file at a time."""
+        self._settle()
         window, start = b"", 0
         offsets, lengths = self._offsets, self._lengths
         for i in self._order():
@@ -126,17 +166,51 @@ class SpilledRows:
 
     def pieces(self) -> Iterator[str]:
         """The rows' canonical texts in uuid order, separated as the report's list separates
-        them, in pieces of about a megabyte that end between two rows."""
-        piece: list[bytes] = []
+        them, in pieces of about a megabyte."""
+        decoder = codecs.getincrementaldecoder("utf-8")("surrogatepass")
+        for block in self._blocks():
+            yield decoder.decode(block)
+        yield decoder.decode(b"", final=True)
+
+    def blocks(self) -> Iterator[bytes]:
+        """`pieces` encoded in UTF-8 (UnicodeEncodeError for a lone surrogate, as writing the
+        text to a UTF-8 file raises), without decoding and encoding it again."""
+        if not self._utf8:
+            for piece in self.pieces():
+                yield piece.encode("utf-8")
+            return
+        yield from self._blocks()
+
+    def _blocks(self) -> Iterator[bytes]:
+        """The spill file's bytes of `pieces`, a megabyte at a time: the file as it is (the
+        last separator aside), or its rows one by one when it is out of uuid order."""
+        self._settle()
+        if not self._sorted:
+            yield from self._reordered_blocks()
+            return
+        self._file.seek(0)
+        left = self._end - len(_SEPARATOR)
+        while left > 0:
+            block = self._file.read(min(_PIECE, left))
+            if not block:
+                raise ReportError("the rows' spill file is shorter than what was written")
+            left -= len(block)
+            yield block
+
+    def _reordered_blocks(self) -> Iterator[bytes]:
+        separator = _SEPARATOR.encode()
+        parts: list[bytes] = []
         size = 0
-        for data in self._rows():
-            piece.append(data)
+        for n, data in enumerate(self._rows()):
+            if n:
+                parts.append(separator)
+            parts.append(data)
             size += len(data)
             if size >= _PIECE:
-                yield _ROW_SEPARATOR.join(piece).decode("utf-8", "surrogatepass")
-                piece, size = [], 0
-        if piece:
-            yield _ROW_SEPARATOR.join(piece).decode("utf-8", "surrogatepass")
+                yield b"".join(parts)
+                parts, size = [], 0
+        if parts:
+            yield b"".join(parts)
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         """Each row as a dict (for callers that want the data, not the text)."""
@@ -198,9 +272,9 @@ def _nested(value: Any) -> str:
     return text.replace("\n", "\n  ")
 
 
-def report_chunks(report: Mapping[str, Any]) -> Iterator[str]:
-    """The canonical report text in pieces: byte for byte `dumps_report(report)`, with a
-    `SpilledRows` list streamed from its file."""
+def report_parts(report: Mapping[str, Any]) -> Iterator[str | SpilledRows]:
+    """The canonical report text in pieces, a `SpilledRows` standing for its rows' text (its
+    `pieces`, or its `blocks` for a binary file)."""
     keys = sorted(report)
     yield "{"
     for n, key in enumerate(keys):
@@ -211,10 +285,7 @@ def report_chunks(report: Mapping[str, Any]) -> Iterator[str]:
                 yield "[]"
                 continue
             yield "[\n"
-            for i, piece in enumerate(value.pieces()):
-                if i:
-                    yield ",\n"
-                yield piece
+            yield value
             yield "\n  ]"
             continue
         bad = non_finite(value, f"$.{key}")
@@ -225,7 +296,40 @@ def report_chunks(report: Mapping[str, Any]) -> Iterator[str]:
     yield "\n}\n"
 
 
-def write_report(report: Mapping[str, Any], out: IO[str]) -> None:
-    """Write the canonical report text to an open text file."""
-    for chunk in report_chunks(report):
-        out.write(chunk)
+def report_chunks(report: Mapping[str, Any]) -> Iterator[str]:
+    """The canonical report text in pieces: byte for byte `dumps_report(report)`, with a
+    `SpilledRows` list streamed from its file."""
+    for part in report_parts(report):
+        if isinstance(part, SpilledRows):
+            yield from part.pieces()
+        else:
+            yield part
+
+
+class TextOut(Protocol):
+    def write(self, text: str, /) -> object: ...
+
+
+def write_report(report: Mapping[str, Any], out: TextOut,
+                 binary: Callable[[bytes], object] | None = None,
+                 progress: Callable[[float], object] | None = None) -> None:
+    """Write the canonical report text to `out`; given `binary`, the spilled rows go there as
+    the UTF-8 bytes of their text, as they are in the spill file (no decoding and encoding of
+    the bulk of the report), and `progress` hears the share of them written."""
+    for part in report_parts(report):
+        if isinstance(part, str):
+            out.write(part)
+            continue
+        total, written = max(part.size, 1), 0
+        if binary is not None:
+            for block in part.blocks():
+                binary(block)
+                written += len(block)
+                if progress is not None:
+                    progress(min(written / total, 1.0))
+            continue
+        for piece in part.pieces():
+            out.write(piece)
+            written += len(piece)
+            if progress is not None:
+                progress(min(written / total, 1.0))

@@ -177,7 +177,7 @@ def _fstring(skeleton: Mapping[str, Any], indent: str, prefix: str, texts: list[
     pieces = (prefix + canonical_json(skeleton, indent)).split(_SLOT)
     if len(pieces) != len(texts) + 1:
         raise AssertionError("a key holds the skeleton's mark")
-    fields = [f"{{{name}}}" for name in texts] + [""]
+    fields = [f"{{{name}!s}}" for name in texts] + [""]  # !s: floats print faster
     body = "".join(piece.replace("{", "{{").replace("}", "}}") + field
                    for piece, field in zip(pieces, fields, strict=True))
     return "f" + repr(body)

@@ -114,16 +114,11 @@ def _per_request(args: argparse.Namespace, compiled: Any) -> str:
 
 
 def _write_report(report: dict[str, Any], out: Output, show: ProgressDisplay) -> None:
-    from kvreplay.engine.report_stream import report_chunks
+    from kvreplay.engine.report_stream import write_report
 
     label = f"writing {out.path}"
     show.phase(label)
-    rows = max(getattr(report["per_request"], "size", 0), 1)  # spilled rows: bytes of text
-    written = 0
-    for chunk in report_chunks(report):  # the rows come in pieces of about a megabyte
-        out.write(chunk)
-        written += len(chunk)
-        show.phase(label, min(written / rows, 1.0))
+    write_report(report, out, out.write_bytes, lambda share: show.phase(label, share))
     out.commit()
 
 

@@ -121,6 +121,16 @@ class Output:
         except OSError as exc:
             raise self._error(exc) from None
 
+    def write_bytes(self, data: bytes) -> None:
+        """Text already encoded in UTF-8, written as it is (stdout takes it as text)."""
+        if self.fd == 1:
+            self.write(data.decode("utf-8"))
+            return
+        try:
+            self.binary().write(data)
+        except OSError as exc:
+            raise self._error(exc) from None
+
     def binary(self) -> IO[bytes]:
         """The byte stream under the text file (for binary formats), text written so far
         flushed first."""

@@ -7,6 +7,7 @@ built from every record at the end (the API's path), for every example.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 from pathlib import Path
@@ -19,7 +20,7 @@ from hypothesis import strategies as st
 from kvreplay.engine import report_stream
 from kvreplay.engine.canonical_json import canonical_json
 from kvreplay.engine.report import dumps_report
-from kvreplay.engine.report_stream import SpilledRows, report_chunks
+from kvreplay.engine.report_stream import SpilledRows, report_chunks, write_report
 
 import kvreplay
 from kvreplay.replay import replay
@@ -61,15 +62,19 @@ def test_rows_spilled_out_of_order_are_written_in_uuid_order() -> None:
     assert json.loads(text) == expected
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(st.permutations(range(40)),
        st.lists(st.text(st.characters(exclude_categories=[]), max_size=30), min_size=40,
-                max_size=40))
-def test_rows_read_back_through_small_windows(order: list[int], labels: list[str]) -> None:
+                max_size=40),
+       st.sampled_from([1, 4, 64]))
+def test_rows_read_back_through_small_windows(order: list[int], labels: list[str],
+                                              held: int) -> None:
     """Rows of any length and content (multi-byte characters, lone surrogates) in any order,
-    read back through windows and written in pieces far smaller than they are: the canonical
-    list, in uuid order; rows added after a read land after the others."""
-    with mock.patch.multiple(report_stream, _BUFFER=50, _WINDOW=64, _BEHIND=16, _PIECE=100):
+    held back, spilled, read back through windows and written in pieces far smaller than they
+    are (the file in uuid order, or not when a row comes later than the rows held back): the
+    canonical list, in uuid order; rows added after a read land after the others."""
+    with mock.patch.multiple(report_stream, _HELD=held, _BATCH=2, _BUFFER=50, _WINDOW=64,
+                             _BEHIND=16, _PIECE=100):
         rows = SpilledRows()
         for ordinal in order[:30]:
             rows.add(ordinal, {"uuid": str(ordinal), "label": labels[ordinal]})
@@ -81,6 +86,48 @@ def test_rows_read_back_through_small_windows(order: list[int], labels: list[str
     assert first == [str(o) for o in sorted(order[:30])]
     expected = [{"uuid": str(i), "label": labels[i]} for i in range(40)]
     assert text == dumps_report({"per_request": expected})
+
+
+def _spilled(labels: list[str]) -> SpilledRows:
+    rows = SpilledRows()
+    for ordinal in reversed(range(len(labels))):
+        rows.add(ordinal, {"uuid": str(ordinal), "label": labels[ordinal]})
+    return rows
+
+
+def test_rows_written_as_bytes_are_the_text_encoded() -> None:
+    """`write_report` with a binary writer: the spill file's bytes go out as they are, the
+    same bytes as the text encoded in UTF-8."""
+    labels = ["plain", "é\u2028\U0001f600", "quote\" back\\", "\x00"]
+    report = {"summary": {"n": 4}, "per_request": _spilled(labels)}
+    text, data = io.StringIO(), io.BytesIO()
+    write_report(report, text)
+
+    class Both:
+        def write(self, chunk: str) -> None:
+            data.write(chunk.encode("utf-8"))
+
+    shares: list[float] = []
+    write_report(report, Both(), data.write, shares.append)
+    report["per_request"].close()
+    expected = dumps_report({"summary": {"n": 4},
+                             "per_request": [{"uuid": str(i), "label": label}
+                                             for i, label in enumerate(labels)]})
+    assert text.getvalue() == expected
+    assert data.getvalue() == expected.encode("utf-8")
+    assert shares and shares[-1] == pytest.approx(1.0, abs=0.01)
+
+
+def test_a_lone_surrogate_is_refused_as_bytes_as_it_is_as_text() -> None:
+    """A row holding a lone surrogate (a JSON trace may spell one) cannot be written as UTF-8:
+    the binary writer raises what the text file raises."""
+    report = {"per_request": _spilled(["ok", "\ud800"])}
+    with pytest.raises(UnicodeEncodeError):
+        write_report(report, io.TextIOWrapper(io.BytesIO(), encoding="utf-8"))
+    with pytest.raises(UnicodeEncodeError):
+        write_report(report, io.StringIO(), io.BytesIO().write)
+    assert "\ud800" in "".join(report_chunks(report))  # the text itself holds it
+    report["per_request"].close()
 
 
 def test_an_empty_spill_writes_an_empty_list() -> None:
