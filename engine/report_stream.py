@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import codecs
 import json
+import operator
 import tempfile
 from array import array
 from collections.abc import Callable, Iterator, Mapping
-from itertools import pairwise
+from itertools import accumulate, chain, islice, pairwise, repeat
 from typing import IO, Any, Protocol
 
 from kvreplay.engine.records import RequestRecord
@@ -41,8 +42,8 @@ _PIECE = 1 << 20  # bytes of rows per piece of the written report
 _SEPARATOR = ",\n"  # between two rows of the report's list (canonical_json's)
 
 
-def _ordinal(row: tuple[int, str]) -> int:
-    return row[0]
+_ordinal = operator.itemgetter(0)  # of a held (ordinal, text) row
+_text = operator.itemgetter(1)
 
 
 class SpilledRows:
@@ -75,31 +76,38 @@ class SpilledRows:
 
     def add_text(self, ordinal: int, text: str) -> None:
         """A row's canonical text (`row_text`)."""
-        self._held.append((ordinal, text))
+        self.add_texts([(ordinal, text)])
+
+    def add_texts(self, rows: list[tuple[int, str]]) -> None:
+        """Rows' (ordinal, canonical text)."""
+        self._held += rows
         if len(self._held) >= _HELD + _BATCH:
             self._spill(len(self._held) - _HELD)
 
     def _spill(self, count: int) -> None:
-        """Spill the `count` held rows of the smallest uuids (a nearly sorted list: cheap)."""
+        """Spill the `count` held rows of the smallest uuids (a nearly sorted list: cheap), in
+        C-level passes over them rather than a Python loop."""
         held = self._held
         held.sort(key=_ordinal)
-        ordinals, offsets, lengths, pending = (self._ordinals, self._offsets, self._lengths,
-                                               self._pending)
-        last = ordinals[-1] if ordinals else None
+        rows = held[:count]
+        del held[:count]
+        if not rows:
+            return
+        ordinals = list(map(_ordinal, rows))
+        texts = list(map(_text, rows))
+        if (self._ordinals and ordinals[0] <= self._ordinals[-1]) or any(
+                map(operator.ge, ordinals, islice(ordinals, 1, None))):
+            self._sorted = False  # a row later than those held back, or a uuid twice
+        sizes = (list(map(len, texts)) if all(map(str.isascii, texts))
+                 else list(map(self._encoded_size, texts)))
+        self._ordinals += ordinals
+        self._lengths.extend(sizes)
         end = self._end
-        for ordinal, text in held[:count]:
-            if last is not None and ordinal <= last:
-                self._sorted = False
-            last = ordinal
-            size = len(text) if text.isascii() else self._encoded_size(text)
-            ordinals.append(ordinal)
-            offsets.append(end)
-            lengths.append(size)
-            pending += (text, _SEPARATOR)
-            end += size + len(_SEPARATOR)
+        self._offsets.extend(accumulate(map(len(_SEPARATOR).__add__, sizes[:-1]), initial=end))
+        end += sum(sizes) + len(_SEPARATOR) * len(sizes)
+        self._pending += chain.from_iterable(zip(texts, repeat(_SEPARATOR)))
         self._pending_size += end - self._end
         self._end = end
-        del held[:count]
         if self._pending_size >= _BUFFER:
             self._write()
 
@@ -243,12 +251,8 @@ class ReportStream:
         batch, self._batch = self._batch, []
         self.count += len(batch)
         self.summary.add_all(batch)
-        rows = self.rows
-        if rows is not None:
-            add_text = rows.add_text
-            for record in batch:
-                if listed(record):
-                    add_text(record.ordinal, row_text(record))
+        if self.rows is not None:
+            self.rows.add_texts([(r.ordinal, row_text(r)) for r in batch if listed(r)])
 
     def finish(self, result: CoreResult, *, wall_time_ms: float | None = None,
                version: str | None = None) -> dict[str, Any]:
