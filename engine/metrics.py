@@ -109,14 +109,18 @@ class ExactMoments:
         return math.sqrt(spread / ((self.count * self.count) << (2 * self._scale)))
 
 
+_RUNS_AT_ONCE = 1 << 16  # samples counted at once: memory stays small when they all differ
+
+
 def exact_distribution(values: Iterable[float]) -> Distribution:
     """Statistics over every sample."""
     ordered = sorted(values)
     if not ordered:
         return Distribution()
     moments = ExactMoments()
-    moments.add_runs(Counter(ordered).items())  # equal samples as one run: the same exact sums
     n = len(ordered)
+    for start in range(0, n, _RUNS_AT_ONCE):  # equal samples as one run: the same exact sums
+        moments.add_runs(Counter(ordered[start:start + _RUNS_AT_ONCE]).items())
     picks = {name: ordered[percentile_rank(n, p)] for name, p in PERCENTILES}
     return Distribution(count=n, mean=moments.mean(), min=ordered[0], max=ordered[-1],
                         std=moments.std(), **picks)

@@ -33,7 +33,7 @@ from kvreplay.engine.report import (
 )
 from kvreplay.engine.row_text import mapping_text, row_text
 
-_HELD = 1024  # rows held back to be spilled in uuid order, though they end out of order
+_HELD = 512  # rows held back to be spilled in uuid order, though they end out of order
 _BUFFER = 1 << 18  # bytes of rows gathered before each write to the spill file
 _WINDOW = 1 << 20  # bytes read from the spill file at once when reading rows back
 _BEHIND = _WINDOW // 4  # of which before the row asked for, for rows spilled out of order

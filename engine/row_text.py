@@ -1,13 +1,14 @@
 """Per-request rows printed straight from the record, without building the row's dict.
 
 `row_text(record)` is the text `canonical_json` prints for `per_request_row(record)` at its place
-in the report (an item of the top-level `per_request` list), byte for byte, about four times
+in the report (an item of the top-level `per_request` list), byte for byte, about three times
 faster: rows are most of a report, and each is printed as its request ends, during the replay.
 
 Each row shape (host tier or not, agentic or not, with or without a warmup phase; an admission
-with or without the G1/host split) has a template: the fixed text of the shape (keys, brackets,
-indentation), made once by printing a skeleton of the shape through `canonical_json` itself, so
-the layout cannot drift from the reference encoder. The values are filled in by a function
+with or without the G1/host split; the common row's single admission and routing decision
+inlined) has a template: the fixed text of the shape (keys, brackets, indentation), made once by
+printing a skeleton of the shape through `canonical_json` itself, so the layout cannot drift
+from the reference encoder. The values are filled in by a function
 generated for the shape from the field table below: each value is printed inline as
 `canonical_json` prints it (an exact float by `float.__repr__` once it is known finite, an exact
 int by `int.__repr__`, a str by `json.encoder.encode_basestring`, None as null), anything else

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
+from unittest import mock
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from kvreplay.engine import metrics
 from kvreplay.engine.metrics import (
     ExactMoments,
     StreamingDistribution,
@@ -74,9 +76,10 @@ def test_exact_moments_are_exact_and_split_invariant() -> None:
 @given(st.lists(st.sampled_from([0.0, -0.0, 5.0, 20.0, 0.1, 1e-7, 3539594.0])
                 | st.floats(min_value=0.0, max_value=1e9, allow_nan=False), max_size=60))
 def test_exact_distribution_adds_equal_samples_as_one_run(values: list[float]) -> None:
-    """Equal samples (ttfts repeat a lot) enter the moments as one run: the same distribution,
-    to the bit, as adding them one by one."""
-    got = exact_distribution(values)
+    """Equal samples (ttfts repeat a lot) enter the moments as one run, a few samples at a time
+    (runs split across them): the same distribution, to the bit, as adding them one by one."""
+    with mock.patch.object(metrics, "_RUNS_AT_ONCE", 7):
+        got = exact_distribution(values)
     one_by_one = ExactMoments()
     for v in values:
         one_by_one.add(v)
