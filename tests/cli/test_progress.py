@@ -101,7 +101,7 @@ def test_mode() -> None:
 def test_ci_log_of_a_long_run(tmp_path: Path) -> None:
     """A replay longer than a second with stderr in a file: progress lines, then the report
     phases; --quiet prints none."""
-    config = synthetic_config(tmp_path, 12_000)
+    config = synthetic_config(tmp_path, 24_000)  # about 2 s: the report no longer adds 0.3 s
     out = tmp_path / "r.json"
     cmd = [sys.executable, "-m", "kvreplay", "run", str(config), "-o", str(out), "--stepwise"]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=True)
