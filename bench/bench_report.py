@@ -10,14 +10,18 @@ in this process, as `kvreplay run -o` does, three ways, interleaved --repeat tim
 - `bare`: a sink that drops every record (the replay alone: the ratio's denominator);
 - `full`: the report sink with every per-request row (summary accumulated, rows printed and
   spilled as they end, as `run -o` does), then the report finished and written atomically;
-- `summary`: the same with `--per-request summary-only`.
+- `summary`: the same with `--per-request summary-only`;
+- `python`: `full` with the rows printed by the Python printers alone (as without a C compiler
+  at install, or with KVREPLAY_PURE_PYTHON=1); `full` uses the compiled printer when built.
 
 The report's cost is what it adds to the bare replay (the sink's own work and what it does to
 the replay's caches), plus finishing the summary and writing the file (fsync included):
 (replay with the sink - bare replay + finish + write) / bare replay, each phase the best of the
 runs (the machine is shared), in wall time and in CPU time. Goal (issue 14): at most 10% with
 every row. Also shown against the whole `kvreplay run` before the report (compile, trace
-loading, replay). Printed, never asserted. `--profile` prints the report's functions by own
+loading, replay). Printed, never asserted. Regime: aggregated workers, fixed timing,
+round-robin routing, trace-timestamp load, no host tier (the rows of that trace: one admission
+and one routing decision each). `--profile` prints the report's functions by own
 time (cProfile) in one more `full` run; for a sampling profile of the whole run:
 `py-spy record -f raw -o out.txt -- python bench/bench_report.py --repeat 1`.
 """
@@ -67,8 +71,8 @@ def prepare(config: Path) -> tuple[Any, Callable[[], Any], Clock]:
 
 def run_once(native: Any, workload: Callable[[], Any], folder: str,
              kind: str) -> dict[str, Clock]:
-    """One replay: `bare`, `full` or `summary` (see the module docstring)."""
-    from kvreplay.engine import run_native
+    """One replay: `bare`, `full`, `summary` or `python` (see the module docstring)."""
+    from kvreplay.engine import row_text, run_native
     from kvreplay.engine.report import sla_from_spec
     from kvreplay.engine.report_stream import ReportStream, write_report
 
@@ -79,11 +83,17 @@ def run_once(native: Any, workload: Callable[[], Any], folder: str,
         started = _now()
         run_native(native, workload=loaded, sink=lambda record: None)
         return {"replay": _since(started)}
-    sink = ReportStream(sla_from_spec(native["spec"].get("sla")), rows=kind == "full",
+    sink = ReportStream(sla_from_spec(native["spec"].get("sla")), rows=kind != "summary",
                         folder=folder)
-    started = _now()
-    result = run_native(native, workload=loaded, sink=sink)
-    replay = _since(started)
+    compiled = row_text.compiled_row
+    if kind == "python":
+        row_text.compiled_row = None
+    try:
+        started = _now()
+        result = run_native(native, workload=loaded, sink=sink)
+        replay = _since(started)
+    finally:
+        row_text.compiled_row = compiled
     started = _now()
     report = sink.finish(result, wall_time_ms=replay[0] * 1000.0)
     finish = _since(started)
@@ -117,7 +127,10 @@ def main() -> int:
         config = Path(tmp) / "run.yaml"
         config.write_text(CONFIG.format(trace=args.trace.resolve()), encoding="utf-8")
         native, workload, before = prepare(config)
-        runs: dict[str, list[dict[str, Clock]]] = {"bare": [], "full": [], "summary": []}
+        from kvreplay.engine import row_text
+
+        kinds = ["bare", "full", "summary"] + (["python"] if row_text.compiled_row else [])
+        runs: dict[str, list[dict[str, Clock]]] = {kind: [] for kind in kinds}
         for _ in range(max(args.repeat, 1)):
             for kind, found in runs.items():
                 found.append(run_once(native, workload, tmp, kind))
@@ -125,7 +138,7 @@ def main() -> int:
         bare = runs["bare"]
         print(f"report {size / 1e6:.1f} MB; best of {len(bare)} runs each, wall s (CPU s)")
         print("              replay      finish       write   report / bare replay")
-        for kind in ("bare", "full", "summary"):
+        for kind in kinds:
             found = runs[kind]
             line = f"{kind:<8} " + "".join(
                 f"{best(found, phase, 0):>6.3f} ({best(found, phase, 1):.3f})"
@@ -134,6 +147,9 @@ def main() -> int:
                 line += (f"   {cost(found, bare, 0) / best(bare, 'replay', 0):6.1%} "
                          f"({cost(found, bare, 1) / best(bare, 'replay', 1):.1%})")
             print(line)
+        print("rows printed by the " + ("compiled printer (engine/_rowtext.c); `python`: by the "
+                                        "Python printers" if row_text.compiled_row else
+                                        "Python printers (the compiled one is not built)"))
         whole = before[0] + best(bare, "replay", 0)
         print(f"with every row: {cost(runs['full'], bare, 0) / best(bare, 'replay', 0):.1%} of "
               f"the replay's wall time (goal: at most 10%); "

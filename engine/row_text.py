@@ -15,11 +15,19 @@ int by `int.__repr__`, a str by `json.encoder.encode_basestring`, None as null),
 by `canonical_json` itself. A value the fast path cannot print (a NaN, a nested container where a
 number belongs) sends the row through `per_request_row` and `canonical_json`, which print it or
 raise the error they always raised.
+
+Faster still, when the package was built with a C compiler: engine/_rowtext.c prints the rows of
+ordinary records (exact types, ASCII strings needing no escape, finite numbers, ints below 1e16)
+from plans made here out of the same tables and skeletons (`compiled_plan`), and hands any other
+record back (None) to the Python printers above. It decides nothing about the text; tests compare
+the two printers byte for byte over every shape and value.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -145,11 +153,13 @@ class _Code:
     def __init__(self) -> None:
         self.lines: list[str] = []
         self.texts: list[str] = []
+        self.fields: list[Field] = []  # (key, expression, kind, None) of each value, in order
 
-    def value(self, expression: str, kind: str) -> None:
+    def value(self, key: str, expression: str, kind: str) -> None:
         n = len(self.texts)
         self.lines += [f"v{n} = {expression}", f"t{n} = " + _KINDS[kind].format(v=f"v{n}")]
         self.texts.append(f"t{n}")
+        self.fields.append((key, expression, kind, None))
 
 
 def _skeleton(table: tuple[Field, ...], flags: frozenset[str], code: _Code,
@@ -167,17 +177,24 @@ def _skeleton(table: tuple[Field, ...], flags: frozenset[str], code: _Code,
                 skeleton[key] = [_skeleton(entries, flags, code, inline=False)]
                 continue
             expression, kind = f"{printer}({expression})", "text"
-        code.value(expression, kind)
+        code.value(key, expression, kind)
         skeleton[key] = _MARK
     return skeleton
+
+
+def _pieces(skeleton: Mapping[str, Any], indent: str, prefix: str, count: int) -> list[str]:
+    """`skeleton` as `canonical_json` prints it at `indent`, after `prefix`, cut at its `count`
+    marks."""
+    pieces = (prefix + canonical_json(skeleton, indent)).split(_SLOT)
+    if len(pieces) != count + 1:
+        raise AssertionError("a key holds the skeleton's mark")
+    return pieces
 
 
 def _fstring(skeleton: Mapping[str, Any], indent: str, prefix: str, texts: list[str]) -> str:
     """An f-string expression: `skeleton` as `canonical_json` prints it at `indent`, after
     `prefix`, each mark replaced by the next of `texts` (local names)."""
-    pieces = (prefix + canonical_json(skeleton, indent)).split(_SLOT)
-    if len(pieces) != len(texts) + 1:
-        raise AssertionError("a key holds the skeleton's mark")
+    pieces = _pieces(skeleton, indent, prefix, len(texts))
     fields = [f"{{{name}!s}}" for name in texts] + [""]  # !s: floats print faster
     body = "".join(piece.replace("{", "{{").replace("}", "}}") + field
                    for piece, field in zip(pieces, fields, strict=True))
@@ -255,9 +272,96 @@ def _row_printer(shape: Shape) -> Callable[[Any], str]:
     return printer
 
 
+# The compiled printer (engine/_rowtext.c, built by setup.py when a C compiler is at hand; set
+# KVREPLAY_PURE_PYTHON=1 to do without it) prints the rows of ordinary records from plans made
+# here, from the same tables and skeletons, and answers None for anything else.
+_ATTRIBUTE = re.compile(r"[rad]\.(\w+)")
+_TYPED_OPS = {"float": 0, "int": 1, "str": 2, "bool": 3}
+# The values that are not one attribute printed as its kind: key -> (op, name, name2), the ops
+# of _rowtext.c (uuid, `or None`, a list's length, a span, a span per token, a nested mapping,
+# the two histories).
+_DERIVED_OPS: dict[str, tuple[int, str, str | None]] = {
+    "uuid": (4, "ordinal", None),
+    "request_id": (5, "request_id", None),
+    "admission_count": (6, "admission_history", None),
+    "ttft_ms": (7, "first_token_ms", "arrival_time_ms"),
+    "ttst_ms": (7, "second_token_ms", "first_token_ms"),
+    "e2e_latency_ms": (7, "last_token_ms", "arrival_time_ms"),
+    "itl_ms": (8, "last_token_ms", "first_token_ms"),
+    "agentic": (9, "agentic", None),
+    "admission_history": (10, "admission_history", None),
+    "routing_history": (11, "routing_history", None),
+}
+_TIMES = dict(line.split(" = ") for line in _ROW_TIMES)  # `first` -> `r.first_token_ms`...
+Step = tuple[bytes, int, str, str | None]
+Plan = tuple[tuple[Step, ...], bytes]
+
+
+def _op(key: str, expression: str, kind: str) -> tuple[int, str, str | None]:
+    """How the compiled printer reads and prints a field."""
+    if key in _DERIVED_OPS:
+        return _DERIVED_OPS[key]
+    attribute = _ATTRIBUTE.fullmatch(_TIMES.get(expression, expression))
+    if attribute is None or kind not in _TYPED_OPS:
+        raise AssertionError(f"the compiled row printer cannot print {key} = {expression}")
+    return _TYPED_OPS[kind], attribute[1], None
+
+
+def compiled_plan(table: tuple[Field, ...], flags: frozenset[str], indent: str,
+                  prefix: str) -> Plan:
+    """A shape's plan for _rowtext.c: its fixed text (as the Python printers print it: the same
+    skeleton) cut before each value, with how that value is read and printed, and the tail."""
+    code = _Code()
+    skeleton = _skeleton(table, flags, code, inline=False)
+    pieces = [piece.encode("ascii")
+              for piece in _pieces(skeleton, indent, prefix, len(code.fields))]
+    steps = tuple((piece, *_op(key, expression, kind))
+                  for piece, (key, expression, kind, _) in zip(pieces, code.fields, strict=False))
+    return steps, pieces[-1]
+
+
+def _shape_flags(index: int) -> frozenset[str]:
+    """The flags of row shape `index` (agentic * 4 + with a warmup phase * 2 + with a host
+    tier), as _row_printer sets them."""
+    on = {"agentic": index & 4, "phase": index & 2, "host": index & 1, "split": index & 1}
+    return frozenset(flag for flag, set_ in on.items() if set_)
+
+
+def _configure_compiled() -> Callable[[Any], str | None] | None:
+    """The compiled printer, configured, or None (not built, or KVREPLAY_PURE_PYTHON set)."""
+    if os.environ.get("KVREPLAY_PURE_PYTHON"):
+        return None
+    try:
+        from kvreplay.engine import _rowtext
+    except ImportError:
+        return None
+    _rowtext.configure(
+        tuple(compiled_plan(_ROW, _shape_flags(i), ROW_INDENT, ROW_INDENT) for i in range(8)),
+        compiled_plan(_ADMISSION, frozenset(), _ENTRY, ""),
+        compiled_plan(_ADMISSION, frozenset({"split"}), _ENTRY, ""),
+        compiled_plan(_ROUTE, frozenset(), _ENTRY, ""),
+        (_OPEN.encode("ascii"), _SEPARATOR.encode("ascii"), _CLOSE.encode("ascii")),
+        lambda agentic: canonical_json(dict(agentic), _INNER),
+        ("agentic", "agentic_phase", "first_admission_g1_reused_input_tokens",
+         "g1_reused_input_tokens", "output_length"))
+    return _rowtext.row
+
+
+compiled_row = _configure_compiled()
+
+
 def row_text(record: RequestRecord) -> str:
     """`record`'s row as the canonical report prints it inside `per_request` (indented, no
     separator); ReportError (naming the request) for a value a report cannot hold."""
+    if compiled_row is not None:
+        text = compiled_row(record)
+        if text is not None:
+            return text
+    return python_row_text(record)
+
+
+def python_row_text(record: RequestRecord) -> str:
+    """`row_text` printed by the Python printers alone (any record, any value)."""
     shape = (record.agentic is not None, record.agentic_phase is not None,
              record.first_admission_g1_reused_input_tokens is not None)
     printer = _ROWS.get(shape) or _row_printer(shape)

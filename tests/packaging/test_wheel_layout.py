@@ -51,6 +51,17 @@ def test_package_data_ships(wheel_files: list[str]) -> None:
     assert "kvreplay/rules/cases/G2-BACKEND/fail-sglang.yaml" in wheel_files  # for explain
 
 
+def test_the_compiled_row_printer_ships_with_its_stub(wheel_files: list[str]) -> None:
+    """The optional extension is in the wheel, under kvreplay.engine, when a C compiler built
+    it (as it built the one these tests import), and its type stub always."""
+    import importlib.util
+
+    assert "kvreplay/engine/_rowtext.pyi" in wheel_files
+    built = [n for n in wheel_files if n.startswith("kvreplay/engine/_rowtext.")
+             and n.endswith((".so", ".pyd"))]
+    assert len(built) == (importlib.util.find_spec("kvreplay.engine._rowtext") is not None)
+
+
 def test_html_report_assets_ship(wheel_files: list[str]) -> None:
     """The HTML report's inlined library (with its license), script and style are in the wheel."""
     for name in ("uPlot.iife.min.js", "uPlot.min.css", "uPlot.LICENSE", "report.js",
