@@ -8,8 +8,13 @@
    same bytes. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
 #include <math.h>
 #include <string.h>
+
+#ifndef Py_T_OBJECT_EX
+#define Py_T_OBJECT_EX T_OBJECT_EX
+#endif
 
 /* How a value is read from the object the plan prints, and printed. */
 enum {
@@ -28,11 +33,50 @@ enum {
     OP_COUNT_OF_OPS
 };
 
+/* Where a class keeps an attribute: the offset of its __slots__ member, valid while the class
+   is `type` at version `version` (the inline caches of CPython's own attribute loads). */
+typedef struct {
+    PyTypeObject *type;
+    unsigned int version;
+    Py_ssize_t offset;
+} Slot;
+
+/* obj.name (a new reference, or NULL with an exception set). A slot of the object's class is
+   read in place (a __slots__ member, the class unchanged since, its attribute access the
+   generic one): what PyObject_GetAttr would find, without looking it up each time. */
+static PyObject *
+get(PyObject *obj, PyObject *name, Slot *slot)
+{
+    PyTypeObject *type = Py_TYPE(obj);
+    if (slot->type != type || slot->version != type->tp_version_tag
+            || !(type->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG)) {
+        slot->type = NULL;
+        PyObject *descriptor = type->tp_getattro == PyObject_GenericGetAttr
+                                   ? _PyType_Lookup(type, name) : NULL;  /* borrowed */
+        if (descriptor == NULL || !Py_IS_TYPE(descriptor, &PyMemberDescr_Type)
+                || !(type->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG))
+            return PyObject_GetAttr(obj, name);
+        PyMemberDef *member = ((PyMemberDescrObject *)descriptor)->d_member;
+        if (member->type != Py_T_OBJECT_EX)
+            return PyObject_GetAttr(obj, name);
+        slot->type = type;
+        slot->version = type->tp_version_tag;
+        slot->offset = member->offset;
+    }
+    PyObject *value = *(PyObject **)((char *)obj + slot->offset);
+    if (value == NULL) {  /* a slot never set */
+        PyErr_SetObject(PyExc_AttributeError, name);
+        return NULL;
+    }
+    return Py_NewRef(value);
+}
+
 typedef struct {
     const char *piece;  /* the fixed text before the value */
     Py_ssize_t piece_size;
     int op;
     PyObject *name, *name2;  /* borrowed from the plan tuple, which the module keeps */
+    Slot slot, slot2;  /* where name and name2 were last found */
 } Step;
 
 typedef struct {
@@ -52,6 +96,7 @@ static struct {
     Py_ssize_t open_size, separator_size, close_size;
     PyObject *nested;  /* prints an agentic mapping */
     PyObject *agentic, *agentic_phase, *host, *g1, *output_length;  /* attribute names */
+    Slot agentic_slot, phase_slot, host_slot, g1_slot, output_length_slot;
 } state;
 
 /* A growing ASCII buffer: rows fit the stack one; long histories move to the heap. */
@@ -218,7 +263,7 @@ span(PyObject *end, PyObject *start, double *out)
     return 0;
 }
 
-static int run(Writer *w, PyObject *obj, const Plan *plan);
+static int run(Writer *w, PyObject *obj, Plan *plan);
 
 /* A history list as canonical_json prints it inside a row: "[]", or its entries between the
    list's opening, separators and closing. `split`: admissions, each printed with the G1/host
@@ -238,9 +283,9 @@ put_history(Writer *w, PyObject *v, int admissions)
             return -1;
         PyObject *entry = PyList_GET_ITEM(v, i);
         Py_INCREF(entry);  /* the list may not outlive a callback */
-        const Plan *plan = &state.route;
+        Plan *plan = &state.route;
         if (admissions) {
-            PyObject *g1 = PyObject_GetAttr(entry, state.g1);
+            PyObject *g1 = get(entry, state.g1, &state.g1_slot);
             if (g1 == NULL) {
                 Py_DECREF(entry);
                 return -1;
@@ -273,9 +318,9 @@ put_nested(Writer *w, PyObject *v)
 /* (end - start, 0.0 when negative) / (output_length - 1): the mean inter-token latency; None
    when fewer than 2 tokens or either time is None (the Python printer's order of tests). */
 static int
-put_per_token(Writer *w, PyObject *obj, const Step *step)
+put_per_token(Writer *w, PyObject *obj, Step *step)
 {
-    PyObject *count = PyObject_GetAttr(obj, state.output_length);
+    PyObject *count = get(obj, state.output_length, &state.output_length_slot);
     if (count == NULL)
         return -1;
     int overflow = 0;
@@ -286,8 +331,8 @@ put_per_token(Writer *w, PyObject *obj, const Step *step)
         return -1;
     if (n < 2)
         return put(w, "null", 4);
-    PyObject *end = PyObject_GetAttr(obj, step->name);
-    PyObject *start = end == NULL ? NULL : PyObject_GetAttr(obj, step->name2);
+    PyObject *end = get(obj, step->name, &step->slot);
+    PyObject *start = end == NULL ? NULL : get(obj, step->name2, &step->slot2);
     int done = -1;
     double x;
     if (start != NULL) {
@@ -302,11 +347,11 @@ put_per_token(Writer *w, PyObject *obj, const Step *step)
 }
 
 static int
-step_value(Writer *w, PyObject *obj, const Step *step)
+step_value(Writer *w, PyObject *obj, Step *step)
 {
     if (step->op == OP_PER_TOKEN)
         return put_per_token(w, obj, step);
-    PyObject *v = PyObject_GetAttr(obj, step->name);
+    PyObject *v = get(obj, step->name, &step->slot);
     if (v == NULL)
         return -1;
     int done = -1;
@@ -338,7 +383,7 @@ step_value(Writer *w, PyObject *obj, const Step *step)
             done = put(w, "null", 4);
             break;
         }
-        PyObject *start = PyObject_GetAttr(obj, step->name2);
+        PyObject *start = get(obj, step->name2, &step->slot2);
         double x;
         if (start != NULL && span(v, start, &x) == 0)
             done = put_double(w, x);
@@ -358,10 +403,10 @@ step_value(Writer *w, PyObject *obj, const Step *step)
 }
 
 static int
-run(Writer *w, PyObject *obj, const Plan *plan)
+run(Writer *w, PyObject *obj, Plan *plan)
 {
     for (Py_ssize_t i = 0; i < plan->size; i++) {
-        const Step *step = &plan->steps[i];
+        Step *step = &plan->steps[i];
         if (put(w, step->piece, step->piece_size) < 0 || step_value(w, obj, step) < 0)
             return -1;
     }
@@ -370,9 +415,9 @@ run(Writer *w, PyObject *obj, const Plan *plan)
 
 /* 1 when the attribute is set (not None), 0 when None, -1 when it cannot be read. */
 static int
-is_set(PyObject *obj, PyObject *name)
+is_set(PyObject *obj, PyObject *name, Slot *slot)
 {
-    PyObject *v = PyObject_GetAttr(obj, name);
+    PyObject *v = get(obj, name, slot);
     if (v == NULL)
         return -1;
     int set = v != Py_None;
@@ -387,9 +432,9 @@ row(PyObject *module, PyObject *record)
         PyErr_SetString(PyExc_RuntimeError, "_rowtext.row() before configure()");
         return NULL;
     }
-    int agentic = is_set(record, state.agentic);
-    int phase = agentic < 0 ? -1 : is_set(record, state.agentic_phase);
-    int host = phase < 0 ? -1 : is_set(record, state.host);
+    int agentic = is_set(record, state.agentic, &state.agentic_slot);
+    int phase = agentic < 0 ? -1 : is_set(record, state.agentic_phase, &state.phase_slot);
+    int host = phase < 0 ? -1 : is_set(record, state.host, &state.host_slot);
     Writer w;
     w.data = w.stack;
     w.size = 0;
@@ -491,6 +536,11 @@ reset(void)
     free_plan(&state.admission_split);
     free_plan(&state.route);
     Py_CLEAR(state.keep);
+    memset(&state.agentic_slot, 0, sizeof(Slot));
+    memset(&state.phase_slot, 0, sizeof(Slot));
+    memset(&state.host_slot, 0, sizeof(Slot));
+    memset(&state.g1_slot, 0, sizeof(Slot));
+    memset(&state.output_length_slot, 0, sizeof(Slot));
     state.ready = 0;
 }
 
