@@ -1,11 +1,11 @@
 """Report cost against replay time: building and writing the canonical report vs the replay.
 
-    python bench/bench_report.py [--trace PATH] [--repeat 3] [--profile]
+    python bench/bench_report.py [--trace PATH] [--repeat 5] [--profile] [--only KIND]
 
 Replays the 12k-request Mooncake conversation trace (the workplace's
 shared/traces/mooncake/conversation_trace.jsonl; say --trace otherwise) in the regime of
 bench_memory.py (8 aggregated workers, fixed timing 20 / 5 ms, round robin, trace timestamps),
-in this process, as `kvreplay run -o` does, three ways, interleaved --repeat times:
+in this process, as `kvreplay run -o` does, four ways, interleaved --repeat times:
 
 - `bare`: a sink that drops every record (the replay alone: the ratio's denominator);
 - `full`: the report sink with every per-request row (summary accumulated, rows printed and
@@ -20,11 +20,16 @@ the replay's caches), plus finishing the summary and writing the file (fsync inc
 runs (the machine is shared), in wall time and in CPU time; and, for every row, the median over
 the rounds of the same share within each round (the bare replay run just before). Goal (issue
 14): at most 10% with every row. Also shown against the whole `kvreplay run` before the report
-(compile, trace loading, replay). Printed, never asserted. Regime: aggregated workers, fixed timing,
-round-robin routing, trace-timestamp load, no host tier (the rows of that trace: one admission
-and one routing decision each). `--profile` prints the report's functions by own
-time (cProfile) in one more `full` run; for a sampling profile of the whole run:
-`py-spy record -f raw -o out.txt -- python bench/bench_report.py --repeat 1`.
+(compile, trace loading, replay). Printed, never asserted. Regime: aggregated workers, fixed
+timing, round-robin routing, trace-timestamp load, no host tier (most rows of that trace hold one
+admission and one routing decision).
+
+`--profile` prints the report's functions by own time (cProfile) in one more `full` run; for a
+sampling profile of the whole run: `py-spy record -f raw -o out.txt -- python
+bench/bench_report.py --repeat 1`. `--only KIND` prepares and runs that one kind once and prints
+nothing (`none`: only prepares), for instruction counts free of the machine's noise: the
+report's cost is (full - bare) / (bare - none) of
+`valgrind --tool=callgrind python bench/bench_report.py --only KIND`'s collected instructions.
 """
 
 from __future__ import annotations
@@ -130,8 +135,9 @@ def paired(runs: list[dict[str, Clock]], bare: list[dict[str, Clock]]) -> float:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--trace", type=Path, default=SHARED_TRACE)
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--only", choices=["none", "bare", "full", "summary", "python"])
     args = parser.parse_args()
     require_trace(args.trace, "bench_report")
     with tempfile.TemporaryDirectory() as tmp:
@@ -139,6 +145,13 @@ def main() -> int:
         config.write_text(CONFIG.format(trace=args.trace.resolve()), encoding="utf-8")
         native, workload, before = prepare(config)
         from kvreplay.engine import row_text
+
+        if args.only is not None:
+            if args.only == "none":
+                workload()  # as run_once loads it
+            else:
+                run_once(native, workload, tmp, args.only)
+            return 0
 
         kinds = ["bare", "full", "summary"] + (["python"] if row_text.compiled_row else [])
         runs: dict[str, list[dict[str, Clock]]] = {kind: [] for kind in kinds}
