@@ -16,14 +16,15 @@
 #define Py_T_OBJECT_EX T_OBJECT_EX
 #endif
 
-/* How a value is read from the object the plan prints, and printed. */
+/* How a value is read from the object the plan prints, and printed (in the order of
+   engine/row_text.py's _OPS, which a test compares). */
 enum {
     OP_FLOAT,      /* name: a float or None */
     OP_INT,        /* name: an int or None */
     OP_STR,        /* name: a str or None */
     OP_BOOL,       /* name: True, False or None */
     OP_UUID,       /* name: the ordinal; the uuid ordinal + 1 */
-    OP_STR_OR_NULL,/* name: a str, None when empty (`r.request_id or None`) */
+    OP_OR_NONE,/* name: a str, None when empty (`r.request_id or None`) */
     OP_COUNT,      /* name: the length of a list */
     OP_SPAN,       /* name - name2, 0.0 when negative; None when name is None */
     OP_PER_TOKEN,  /* (name - name2, 0.0 when negative) / (output_length - 1), see span_per_token */
@@ -371,7 +372,7 @@ step_value(Writer *w, PyObject *obj, Step *step)
     case OP_UUID:
         done = put_uuid(w, v);
         break;
-    case OP_STR_OR_NULL:
+    case OP_OR_NONE:
         done = PyUnicode_CheckExact(v) && PyUnicode_GET_LENGTH(v) == 0 ? put(w, "null", 4)
                                                                       : put_str(w, v);
         break;

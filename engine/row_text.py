@@ -153,13 +153,13 @@ class _Code:
     def __init__(self) -> None:
         self.lines: list[str] = []
         self.texts: list[str] = []
-        self.fields: list[Field] = []  # (key, expression, kind, None) of each value, in order
+        self.fields: list[tuple[str, str, str]] = []  # (key, expression, kind), in order
 
     def value(self, key: str, expression: str, kind: str) -> None:
         n = len(self.texts)
         self.lines += [f"v{n} = {expression}", f"t{n} = " + _KINDS[kind].format(v=f"v{n}")]
         self.texts.append(f"t{n}")
-        self.fields.append((key, expression, kind, None))
+        self.fields.append((key, expression, kind))
 
 
 def _skeleton(table: tuple[Field, ...], flags: frozenset[str], code: _Code,
@@ -276,21 +276,20 @@ def _row_printer(shape: Shape) -> Callable[[Any], str]:
 # KVREPLAY_PURE_PYTHON=1 to do without it) prints the rows of ordinary records from plans made
 # here, from the same tables and skeletons, and answers None for anything else.
 _ATTRIBUTE = re.compile(r"[rad]\.(\w+)")
-_TYPED_OPS = {"float": 0, "int": 1, "str": 2, "bool": 3}
-# The values that are not one attribute printed as its kind: key -> (op, name, name2), the ops
-# of _rowtext.c (uuid, `or None`, a list's length, a span, a span per token, a nested mapping,
-# the two histories).
-_DERIVED_OPS: dict[str, tuple[int, str, str | None]] = {
-    "uuid": (4, "ordinal", None),
-    "request_id": (5, "request_id", None),
-    "admission_count": (6, "admission_history", None),
-    "ttft_ms": (7, "first_token_ms", "arrival_time_ms"),
-    "ttst_ms": (7, "second_token_ms", "first_token_ms"),
-    "e2e_latency_ms": (7, "last_token_ms", "arrival_time_ms"),
-    "itl_ms": (8, "last_token_ms", "first_token_ms"),
-    "agentic": (9, "agentic", None),
-    "admission_history": (10, "admission_history", None),
-    "routing_history": (11, "routing_history", None),
+_OPS = ("float", "int", "str", "bool", "uuid", "or_none", "count", "span", "per_token", "nested",
+        "admissions", "routes")  # engine/_rowtext.c's enum of ops, in its order
+# The values that are not one attribute printed as its kind: key -> (op, name, name2).
+_DERIVED_OPS: dict[str, tuple[str, str, str | None]] = {
+    "uuid": ("uuid", "ordinal", None),
+    "request_id": ("or_none", "request_id", None),
+    "admission_count": ("count", "admission_history", None),
+    "ttft_ms": ("span", "first_token_ms", "arrival_time_ms"),
+    "ttst_ms": ("span", "second_token_ms", "first_token_ms"),
+    "e2e_latency_ms": ("span", "last_token_ms", "arrival_time_ms"),
+    "itl_ms": ("per_token", "last_token_ms", "first_token_ms"),
+    "agentic": ("nested", "agentic", None),
+    "admission_history": ("admissions", "admission_history", None),
+    "routing_history": ("routes", "routing_history", None),
 }
 _TIMES = dict(line.split(" = ") for line in _ROW_TIMES)  # `first` -> `r.first_token_ms`...
 Step = tuple[bytes, int, str, str | None]
@@ -300,11 +299,12 @@ Plan = tuple[tuple[Step, ...], bytes]
 def _op(key: str, expression: str, kind: str) -> tuple[int, str, str | None]:
     """How the compiled printer reads and prints a field."""
     if key in _DERIVED_OPS:
-        return _DERIVED_OPS[key]
+        op, name, name2 = _DERIVED_OPS[key]
+        return _OPS.index(op), name, name2
     attribute = _ATTRIBUTE.fullmatch(_TIMES.get(expression, expression))
-    if attribute is None or kind not in _TYPED_OPS:
+    if attribute is None or kind not in _OPS[:4]:
         raise AssertionError(f"the compiled row printer cannot print {key} = {expression}")
-    return _TYPED_OPS[kind], attribute[1], None
+    return _OPS.index(kind), attribute[1], None
 
 
 def compiled_plan(table: tuple[Field, ...], flags: frozenset[str], indent: str,
@@ -316,7 +316,7 @@ def compiled_plan(table: tuple[Field, ...], flags: frozenset[str], indent: str,
     pieces = [piece.encode("ascii")
               for piece in _pieces(skeleton, indent, prefix, len(code.fields))]
     steps = tuple((piece, *_op(key, expression, kind))
-                  for piece, (key, expression, kind, _) in zip(pieces, code.fields, strict=False))
+                  for piece, (key, expression, kind) in zip(pieces[:-1], code.fields, strict=True))
     return steps, pieces[-1]
 
 

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 from unittest import mock
 
@@ -298,3 +300,11 @@ def test_every_field_has_a_compiled_op() -> None:
         assert ("first_admission_g1_reused_input_tokens" in keys) == bool(index & 1)
     with pytest.raises(AssertionError, match="cannot print x"):
         printer.compiled_plan((("x", "r.a + 1", "int", None),), frozenset(), "", "")
+
+
+def test_the_ops_are_numbered_as_the_c_file_numbers_them() -> None:
+    """row_text.py names the compiled printer's ops by their place in engine/_rowtext.c's
+    enum: the two lists agree."""
+    source = (Path(printer.__file__).parent / "_rowtext.c").read_text(encoding="utf-8")
+    enum = source[source.index("enum {"):source.index("OP_COUNT_OF_OPS")]
+    assert [name.lower() for name in re.findall(r"\bOP_(\w+),", enum)] == list(printer._OPS)
