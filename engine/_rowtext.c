@@ -24,10 +24,10 @@ enum {
     OP_STR,        /* name: a str or None */
     OP_BOOL,       /* name: True, False or None */
     OP_UUID,       /* name: the ordinal; the uuid ordinal + 1 */
-    OP_OR_NONE,/* name: a str, None when empty (`r.request_id or None`) */
+    OP_OR_NONE,    /* name: a str, None when empty (`r.request_id or None`) */
     OP_COUNT,      /* name: the length of a list */
     OP_SPAN,       /* name - name2, 0.0 when negative; None when name is None */
-    OP_PER_TOKEN,  /* (name - name2, 0.0 when negative) / (output_length - 1), see span_per_token */
+    OP_PER_TOKEN,  /* (name - name2, 0.0 when negative) / (output_length - 1): put_per_token */
     OP_NESTED,     /* name: printed by the Python helper `nested` (an agentic mapping) */
     OP_ADMISSIONS, /* name: a list of admissions */
     OP_ROUTES,     /* name: a list of routing decisions */
@@ -267,8 +267,8 @@ span(PyObject *end, PyObject *start, double *out)
 static int run(Writer *w, PyObject *obj, Plan *plan);
 
 /* A history list as canonical_json prints it inside a row: "[]", or its entries between the
-   list's opening, separators and closing. `split`: admissions, each printed with the G1/host
-   split plan when its g1 count is known. */
+   list's opening, separators and closing. `admissions`: each entry is an admission, printed with
+   the G1/host split plan when its g1 count is known (else a routing decision). */
 static int
 put_history(Writer *w, PyObject *v, int admissions)
 {
@@ -328,10 +328,12 @@ put_per_token(Writer *w, PyObject *obj, Step *step)
     long long n = PyLong_CheckExact(count) ? PyLong_AsLongLongAndOverflow(count, &overflow) : 0;
     int exact = PyLong_CheckExact(count) && !overflow && !(n == -1 && PyErr_Occurred());
     Py_DECREF(count);
-    if (!exact || n - 1 > (1LL << 53))  /* an int Python would convert otherwise: left to it */
+    if (!exact)
         return -1;
     if (n < 2)
         return put(w, "null", 4);
+    if (n - 1 > (1LL << 53))  /* not exact as a double: Python's division is left to it */
+        return -1;
     PyObject *end = get(obj, step->name, &step->slot);
     PyObject *start = end == NULL ? NULL : get(obj, step->name2, &step->slot2);
     int done = -1;

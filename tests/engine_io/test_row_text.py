@@ -308,3 +308,19 @@ def test_the_ops_are_numbered_as_the_c_file_numbers_them() -> None:
     source = (Path(printer.__file__).parent / "_rowtext.c").read_text(encoding="utf-8")
     enum = source[source.index("enum {"):source.index("OP_COUNT_OF_OPS")]
     assert [name.lower() for name in re.findall(r"\bOP_(\w+),", enum)] == list(printer._OPS)
+
+
+@compiled
+@pytest.mark.parametrize("tokens", [-(2**63), -5, 0, 1, 2, 2**53, 2**53 + 1, 2**53 + 2,
+                                    2**63 - 1, 2**64])
+def test_the_per_token_latency_at_extreme_token_counts(tokens: int) -> None:
+    """itl_ms divides by output_length - 1: the compiled printer prints Python's quotient while
+    the count is exact as a double, and hands larger ones back (never a different text)."""
+    assert printer.compiled_row is not None
+    r = RequestRecord(ordinal=3, request_id="r", arrival_time_ms=0.0, input_length=1,
+                      requested_output_length=1)
+    r.terminal_status, r.terminal_time_ms, r.output_length = "completed", 9.0, tokens
+    r.first_token_ms, r.last_token_ms = 1.0, 7.0
+    text = printer.compiled_row(r)
+    assert (text is not None) == (tokens <= 2**53 + 1)
+    assert row_text(r) == printer.python_row_text(r) == mapping_text(per_request_row(r))
