@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from kvreplay.cli import exits
-from kvreplay.cli.output import emit, write_stderr
+from kvreplay.cli.output import emit_all, write_stderr
 
 
 def run(args: argparse.Namespace) -> int:
@@ -29,6 +29,7 @@ def run(args: argparse.Namespace) -> int:
         return exits.USAGE
     text = RENDERERS[args.format](comparison, results, (args.base, args.new))
     inputs = [("the BASE report", args.base), ("the NEW report", args.new)]
+    writes: list[tuple[str | None, str, str]] = []
     if args.html is not None:
         from kvreplay.cli.cmd_report import run_labels
         from kvreplay.html import ReportShapeError, render_html
@@ -40,10 +41,9 @@ def run(args: argparse.Namespace) -> int:
             write_stderr(f"kvreplay: {(args.base, args.new)[exc.run or 0]}: not a kvreplay "
                          f"report: {exc}\n")
             return exits.USAGE
-        if not emit(args.html, page, inputs):
-            return exits.USAGE
-        inputs.append(("the --html page", args.html))
-    if not emit(args.output, text, inputs):
+        writes.append((args.html, page, "the --html page"))
+    writes.append((args.output, text, "the -o output"))
+    if not emit_all(writes, inputs):  # both or neither
         return exits.USAGE
     tripped = [r for r in results if r.tripped]
     if tripped and (args.format == "json" or args.output not in (None, "-")):

@@ -12,7 +12,7 @@ from typing import Any
 
 from kvreplay.cli import exits
 from kvreplay.cli.diagnostics_out import print_diagnostics
-from kvreplay.cli.output import Output, write_stderr, write_stdout
+from kvreplay.cli.output import Output, commit_all, write_stderr, write_stdout
 from kvreplay.cli.progress import ProgressDisplay, mode_for
 
 
@@ -68,8 +68,6 @@ def run(args: argparse.Namespace) -> int:
             outcome.report["meta"]["per_request"] = listed
             outcome.report["meta"]["provenance"] = provenance(
                 args.config, traces, getattr(args, "argv", None))
-            if transcript is not None:
-                transcript.commit()
             if report is not None:
                 written = dict(outcome.report)
                 if listed != "full":
@@ -79,6 +77,7 @@ def run(args: argparse.Namespace) -> int:
                 _export(rows if rows is not None else [], out, kind, show)
             if html is not None:
                 _write_html(outcome.report, args.config, html, show)
+            commit_all(outputs)  # all of them or none: `-o A --html B` where B fails keeps A
         show.close()
         print_diagnostics([(compiled.file, compiled.text, outcome.diagnostics)], args)
         if outcome.refusals:
@@ -119,7 +118,6 @@ def _write_report(report: dict[str, Any], out: Output, show: ProgressDisplay) ->
     label = f"writing {out.path}"
     show.phase(label)
     write_report(report, out, out.write_bytes, lambda share: show.phase(label, share))
-    out.commit()
 
 
 def _export(rows: Iterable[dict[str, Any]], out: Output, kind: str,
@@ -133,7 +131,6 @@ def _export(rows: Iterable[dict[str, Any]], out: Output, kind: str,
         exports.write_csv(rows, out)
     else:
         exports.write_jsonl(rows, out)
-    out.commit()
 
 
 def _write_html(report: dict[str, Any], config: str, out: Output,
@@ -143,7 +140,6 @@ def _write_html(report: dict[str, Any], config: str, out: Output,
     show.phase(f"writing {out.path}")
     label = os.path.splitext(os.path.basename(config))[0] or config
     out.write(render_html([(label, report)]))
-    out.commit()
 
 
 def _open(stack: contextlib.ExitStack, path: str | None, inputs: list[tuple[str, str]],

@@ -158,19 +158,22 @@ def write_tables(plan: SweepPlan, rows: list[Row], out_dir: str, *,
                  complete: bool) -> dict[str, Any]:
     """results.csv, results.jsonl, results.parquet (with pyarrow), best.json and sweep.json."""
     from kvreplay.cli import signals
+    from kvreplay.cli.output import write_files
     from kvreplay.sweep.manifest import MANIFEST, manifest
 
     best = choose_best(plan, rows, complete=complete)
     with signals.deferred():  # a second Ctrl-C waits until the table is consistent
-        write_atomic(os.path.join(out_dir, "results.jsonl"), jsonl_text(rows))
-        write_atomic(os.path.join(out_dir, "results.csv"), csv_text(rows))
+        tables: list[tuple[str, str | bytes]] = [
+            ("results.jsonl", jsonl_text(rows)), ("results.csv", csv_text(rows))]
         data = parquet_bytes(rows)
         if data is not None:
-            write_atomic(os.path.join(out_dir, "results.parquet"), data)
-        write_atomic(os.path.join(out_dir, "best.json"),
-                     json.dumps(best, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
-        write_atomic(os.path.join(out_dir, MANIFEST),
-                     json.dumps(manifest(plan, rows), indent=2, ensure_ascii=False) + "\n")
+            tables.append(("results.parquet", data))
+        tables.append(("best.json",
+                       json.dumps(best, indent=2, ensure_ascii=False, allow_nan=False) + "\n"))
+        tables.append((MANIFEST,
+                       json.dumps(manifest(plan, rows), indent=2, ensure_ascii=False) + "\n"))
+        # Published together: a full disk leaves the previous tables, all of them.
+        write_files([(os.path.join(out_dir, name), text) for name, text in tables])
     return best
 
 

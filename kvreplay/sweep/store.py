@@ -4,7 +4,6 @@ file written atomically (a temp file renamed into place)."""
 from __future__ import annotations
 
 import json
-import os
 from functools import cache
 from typing import Any
 
@@ -56,33 +55,6 @@ def finished_summary(path: str, spec_digest: str, trace_digest: str | None,
 
 def write_atomic(path: str, text: str | bytes) -> None:
     """Replace `path` with `text` (or bytes) through a temp file beside it."""
-    from kvreplay.cli.output import Output
+    from kvreplay.cli.output import write_files
 
-    if isinstance(text, bytes):
-        _write_bytes(path, text)
-        return
-    with Output(path) as out:
-        out.write(text)
-        out.commit()
-
-
-def _write_bytes(path: str, data: bytes) -> None:
-    import tempfile
-
-    from kvreplay.cli import signals
-
-    folder = os.path.dirname(path) or "."
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".kvreplay-", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        mask = os.umask(0o077)
-        os.umask(mask)
-        os.chmod(tmp, 0o666 & ~mask)
-        with signals.deferred():
-            os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    write_files([(path, text)])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 from pathlib import Path
 
@@ -25,3 +26,14 @@ def synthetic_config(folder: Path, requests: int) -> Path:
         "traffic:\n  source: {type: synthetic, input_tokens: 64, output_tokens: 64}\n"
         f"  load: {{type: concurrency, concurrency: 32}}\n  stop: {{requests: {requests}}}\n")
     return config
+
+
+def snapshot(folder: Path) -> dict[str, tuple[int, int, bytes | str]]:
+    """Every entry below `folder`: mode, inode and content (a symlink's target)."""
+    found: dict[str, tuple[int, int, bytes | str]] = {}
+    for path in sorted(folder.rglob("*")):
+        info = path.lstat()
+        body: bytes | str = os.readlink(path) if path.is_symlink() else (
+            path.read_bytes() if path.is_file() else b"")
+        found[str(path.relative_to(folder))] = (info.st_mode, info.st_ino, body)
+    return found

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_support import snapshot
 
 REPO = Path(__file__).resolve().parents[2]
 GOOD = REPO / "examples" / "agentx-g2-local.yaml"
@@ -59,17 +60,6 @@ def umask(mask: int) -> Iterator[None]:
         yield
     finally:
         os.umask(previous)
-
-
-def _snapshot(folder: Path) -> dict[str, tuple[int, int, bytes | str]]:
-    """Every entry below `folder`: mode, inode and content (a symlink's target)."""
-    found: dict[str, tuple[int, int, bytes | str]] = {}
-    for path in sorted(folder.rglob("*")):
-        info = path.lstat()
-        body: bytes | str = os.readlink(path) if path.is_symlink() else (
-            path.read_bytes() if path.is_file() else b"")
-        found[str(path.relative_to(folder))] = (info.st_mode, info.st_ino, body)
-    return found
 
 
 def _device(path: str) -> tuple[int, int]:
@@ -124,7 +114,7 @@ def test_dev_full_is_a_write_error_and_stays_a_device(cli: Callable[..., Any],
     guard("/dev/full")
     before = _device("/dev/full")
     ran = cli("compile", str(GOOD), "-o", "/dev/full")
-    assert (ran.code, ran.err) == (2, "kvreplay: cannot write /dev/full: No space left on device\n")
+    assert (ran.code, ran.err) == (2, "kvreplay: no space left on device writing /dev/full\n")
     assert _device("/dev/full") == before
 
 
@@ -289,11 +279,11 @@ def test_compile_refuses_to_overwrite_its_config(cli: Callable[..., Any], tmp_pa
                                                  config: Path, how: str) -> None:
     """compile CFG -o CFG (under any name): exit 2 naming both, the YAML untouched."""
     out = _alias(tmp_path, config, how)
-    before = _snapshot(tmp_path)
+    before = snapshot(tmp_path)
     ran = cli("compile", str(config), "-o", out)
     assert (ran.code, ran.out) == (2, "")
     assert ran.err == f"kvreplay: refusing to write {out}: it is the config {config}\n"
-    assert _snapshot(tmp_path) == before
+    assert snapshot(tmp_path) == before
 
 
 @pytest.mark.parametrize("how", ["same", "symlink", "hardlink"])
@@ -301,11 +291,11 @@ def test_run_refuses_to_overwrite_its_config(cli: Callable[..., Any], tmp_path: 
                                              mooncake: Path, how: str) -> None:
     """run CFG -o CFG: exit 2 before replaying, nothing changed."""
     out = _alias(tmp_path, mooncake, how)
-    before = _snapshot(tmp_path)
+    before = snapshot(tmp_path)
     ran = cli("run", str(mooncake), "-o", out)
     assert (ran.code, ran.out) == (2, "")
     assert ran.err == f"kvreplay: refusing to write {out}: it is the config {mooncake}\n"
-    assert _snapshot(tmp_path) == before
+    assert snapshot(tmp_path) == before
 
 
 @pytest.mark.parametrize("option", ["-o", "--lifecycle"])
@@ -316,22 +306,22 @@ def test_run_refuses_to_overwrite_the_trace_given(cli: Callable[..., Any], tmp_p
     """run --trace T -o T (or --lifecycle T): exit 2 before replaying, the trace untouched."""
     trace = tmp_path / "traces" / "g2-restore-mooncake.jsonl"
     out = _alias(tmp_path, trace, how)
-    before = _snapshot(tmp_path)
+    before = snapshot(tmp_path)
     ran = cli("run", str(mooncake), "--trace", str(trace), option, out)
     assert (ran.code, ran.out) == (2, "")
     assert ran.err == f"kvreplay: refusing to write {out}: it is the trace {trace}\n"
-    assert _snapshot(tmp_path) == before
+    assert snapshot(tmp_path) == before
 
 
 def test_run_refuses_to_overwrite_the_specs_own_trace(cli: Callable[..., Any], tmp_path: Path,
                                                       mooncake: Path) -> None:
     """run CFG -o TRACE where CFG names TRACE: exit 2 before replaying, the trace untouched."""
     trace = tmp_path / "traces" / "g2-restore-mooncake.jsonl"
-    before = _snapshot(tmp_path)
+    before = snapshot(tmp_path)
     ran = cli("run", str(mooncake), "-o", str(trace))
     assert (ran.code, ran.out) == (2, "")
     assert ran.err == f"kvreplay: refusing to write {trace}: it is the trace {trace}\n"
-    assert _snapshot(tmp_path) == before
+    assert snapshot(tmp_path) == before
 
 
 def test_run_refuses_one_file_for_the_report_and_the_lifecycle(cli: Callable[..., Any],
@@ -350,12 +340,12 @@ def test_check_against_the_config_itself_is_refused(cli: Callable[..., Any], tmp
                                                     config: Path, how: str) -> None:
     """compile CFG --check CFG: exit 2, and no hint recommending `-o CFG`."""
     target = _alias(tmp_path, config, how)
-    before = _snapshot(tmp_path)
+    before = snapshot(tmp_path)
     ran = cli("compile", str(config), "--check", target)
     assert (ran.code, ran.out) == (2, "")
     assert ran.err == (f"kvreplay: --check {target} is the config {config} itself: check it "
                        "against the JSON it compiles to\n")
-    assert _snapshot(tmp_path) == before
+    assert snapshot(tmp_path) == before
 
 
 def test_check_sibling_skips_a_sibling_that_is_the_config(cli: Callable[..., Any],
@@ -371,11 +361,11 @@ def test_trace_convert_refuses_to_overwrite_its_source(cli: Callable[..., Any],
     """trace convert T -o T: exit 2, the plays untouched."""
     plays = tmp_path / "plays.jsonl"
     shutil.copy(REPO / "examples" / "traces" / "weka-g2-restore.jsonl", plays)
-    before = _snapshot(tmp_path)
+    before = snapshot(tmp_path)
     ran = cli("trace", "convert", str(plays), "-o", str(plays))
     assert ran.code == 2
     assert f"kvreplay: refusing to write {plays}: it is the trace {plays}\n" in ran.err
-    assert _snapshot(tmp_path) == before
+    assert snapshot(tmp_path) == before
 
 
 # -- stdout that cannot be written ------------------------------------------------------------
