@@ -55,6 +55,7 @@ def _check_pairs(args: argparse.Namespace) -> int:
 
 def _compile_one(args: argparse.Namespace, config: str, check: str | None) -> int:
     from kvreplay.api import matrix_rules
+    from kvreplay.cli.cmd_run import spec_traces
     from kvreplay.compiler.documents import compile_path
 
     if check and same_file(check, config):
@@ -76,15 +77,21 @@ def _compile_one(args: argparse.Namespace, config: str, check: str | None) -> in
         if code != exits.OK or result.spec is None:
             return code or exits.FINDINGS
         text = result.emitted()
+        # The traces the spec names are not compile's inputs, but an output must not be one.
+        folder = os.path.dirname(os.path.abspath(config))
+        inputs = [("the config", config),
+                  *(("the trace", real) for _, real in spec_traces(result.native(), folder))]
         if check:
-            return _check(check, text, config, args)
+            return _check(check, text, config, args, inputs)
         assert out is not None
+        out.refuse(inputs)
         out.write(text)
         out.commit()
     return exits.OK
 
 
-def _check(path: str, expected: str, config: str, args: argparse.Namespace) -> int:
+def _check(path: str, expected: str, config: str, args: argparse.Namespace,
+           inputs: list[tuple[str, str]]) -> int:
     """Compare the output on disk with a fresh compile: print a unified diff when stale, or with
     --fix rewrite it (exit 1 either way, so a pre-commit hook shows the change)."""
     if os.path.isdir(path):
@@ -104,7 +111,7 @@ def _check(path: str, expected: str, config: str, args: argparse.Namespace) -> i
         if current is None:  # a configured output may live in a folder not made yet
             with contextlib.suppress(OSError):  # if it cannot be made, Output says why
                 os.makedirs(os.path.dirname(path) or os.curdir, exist_ok=True)
-        with Output(path, [("the config", config)]) as out:
+        with Output(path, inputs) as out:
             out.write(expected)
             out.commit()
         state = "missing" if current is None else "stale"

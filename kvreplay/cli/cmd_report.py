@@ -55,15 +55,21 @@ def run_labels(paths: list[str], given: list[str]) -> list[str]:
     return out
 
 
+def sweep_tables(folder: str) -> list[str]:
+    """The files a sweep writes into its results folder, beside `reports/`."""
+    from kvreplay.sweep.manifest import MANIFEST
+
+    names = ("results.jsonl", "results.csv", "results.parquet", "best.json", MANIFEST)
+    return [os.path.join(folder, name) for name in names]
+
+
 def sweep_page(folder: str, output: str) -> int:
     """The page of a sweep's results folder written to `output` (atomically); exit 2 and one
     line when the folder is not one, and nothing written."""
     from kvreplay.html.sweep_page import render_sweep_html
     from kvreplay.sweep.folder import ResultsError, read_results
-    from kvreplay.sweep.manifest import MANIFEST
 
-    inputs = [("the sweep results", os.path.join(folder, name))
-              for name in ("results.jsonl", "best.json", MANIFEST)]
+    inputs = [("the sweep results", path) for path in sweep_tables(folder)]
     with Output(output, inputs) as out:
         try:
             results = read_results(folder)

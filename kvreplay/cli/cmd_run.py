@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
         base_dir = os.path.dirname(os.path.abspath(args.config))
         traces = [(path, path) for path in args.trace]
         if not args.trace and compiled.spec is not None:
-            traces = _spec_traces(compiled.native(), base_dir)
+            traces = spec_traces(compiled.native(), base_dir)
             for out in outputs:
                 out.refuse([("the trace", real) for _, real in traces])
         listed = _per_request(args, compiled)
@@ -154,7 +154,7 @@ def _open(stack: contextlib.ExitStack, path: str | None, inputs: list[tuple[str,
     return out
 
 
-def _spec_traces(native: dict[str, Any], base_dir: str) -> list[tuple[str, str]]:
+def spec_traces(native: dict[str, Any], base_dir: str) -> list[tuple[str, str]]:
     """The trace files the spec names: (as written, resolved as the workload reader does)."""
     given = native.get("traffic", {}).get("trace_paths") or []
     return [(p, os.path.join(base_dir, p)) for p in given if isinstance(p, str)]

@@ -4,6 +4,7 @@ the results table and the best point under the SLA."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -48,7 +49,36 @@ def run(args: argparse.Namespace) -> int:
     print_diagnostics([(plan.file, plan.text, plan.diagnostics)], args)
     if not plan.ok:
         return exits.for_diagnostics(plan.diagnostics) or exits.FINDINGS
+    _refuse_outputs(args, loaded.data.get("base"), plan)
     return _run(plan, args)
+
+
+def _refuse_outputs(args: argparse.Namespace, base: object, plan: object) -> None:
+    """OutputError (exit 2) before any point runs if a file the sweep writes (the tables, a
+    report already in the folder, the --html page) is one of its inputs, or lies inside a
+    trace folder."""
+    from kvreplay.cli.cmd_report import sweep_tables
+    from kvreplay.cli.output import Inputs, Output
+    from kvreplay.sweep.model import SweepPlan
+    from kvreplay.sweep.store import REPORTS
+
+    assert isinstance(plan, SweepPlan)
+    inputs = Inputs([("the sweep file", args.sweep)])
+    if isinstance(base, str):
+        inputs.add("the base config", os.path.join(os.path.dirname(args.sweep), base))
+    for trace in plan.traces:
+        inputs.add("the trace", trace.path)
+    tables = sweep_tables(args.output)
+    for path in tables:
+        Output(path, inputs)
+    with contextlib.suppress(OSError), os.scandir(os.path.join(args.output, REPORTS)) as found:
+        for entry in found:
+            if entry.is_file():
+                Output(entry.path, inputs)
+    if args.html is not None:
+        for path in tables:
+            inputs.add("the sweep results file", path)
+        Output(args.html, inputs)
 
 
 def _run(plan: object, args: argparse.Namespace) -> int:

@@ -6,8 +6,8 @@ Where an output path leads is decided before the command does any work (docs/cli
 - a device, a FIFO or a socket: opened and written in place, never replaced;
 - a regular file, or a symlink to one (followed): a temp file beside the target, renamed over it
   by `commit()` with the target's mode (and owner, when allowed); a new file follows the umask;
-- a directory, or any input of the command (same path once resolved, or same device and inode):
-  refused with an `OutputError`.
+- a directory, any input of the command (same path once resolved, or same device and inode), or
+  a path inside a folder the command reads: refused with an `OutputError`.
 
 The outputs of one command are published together by `commit_all`: every temp file is written
 and flushed before the first rename, and a rename that fails puts the earlier ones back. Temp
@@ -61,14 +61,20 @@ def same_file(a: str, b: str) -> bool:
     return (first.st_dev, first.st_ino) == (second.st_dev, second.st_ino)
 
 
+def inside(path: str, folder: str) -> bool:
+    """`path` is `folder` or below it (both resolved already)."""
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
 @attrs.frozen
 class _Input:
-    """An input of the command, resolved once: what an output must not be."""
+    """An input of the command, resolved once: what an output must not be (or be inside)."""
 
     role: str
     given: str
     real: str
     ident: tuple[int, int] | None
+    folder: bool
 
 
 class Inputs:
@@ -85,7 +91,8 @@ class Inputs:
         except (OSError, ValueError):
             info = None
         self.items.append(_Input(role, given, os.path.realpath(given),
-                                 None if info is None else (info.st_dev, info.st_ino)))
+                                 None if info is None else (info.st_dev, info.st_ino),
+                                 info is not None and stat.S_ISDIR(info.st_mode)))
 
     def refusal(self, shown: str, real: str, existing: os.stat_result | None) -> str | None:
         """Why the output `shown` (resolved to `real`) must not be written, or None."""
@@ -93,6 +100,9 @@ class Inputs:
         for item in self.items:
             if item.real == real or (ident is not None and item.ident == ident):
                 return f"refusing to write {shown}: it is {item.role} {item.given}"
+            if item.folder and inside(real, item.real):
+                return (f"refusing to write {shown}: it is inside {item.role} {item.given}, "
+                        "a folder the command reads")
         return None
 
 
@@ -136,7 +146,8 @@ class Output:
             self.real, self.replace, self.existing = os.path.realpath(self.path), True, found
 
     def refuse(self, inputs: Sequence[tuple[str, str]] | Inputs) -> None:
-        """OutputError if a file this output replaces is one of `inputs` ((role, path) pairs)."""
+        """OutputError if a file this output replaces is one of `inputs` ((role, path) pairs),
+        or lies inside one that is a folder."""
         if not self.replace:  # a device or a descriptor is written in place, never replaced
             return
         checked = inputs if isinstance(inputs, Inputs) else Inputs(inputs)

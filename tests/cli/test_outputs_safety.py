@@ -1,7 +1,8 @@
-"""Outputs of one command published together or not at all, a full disk, and the temp files a
-SIGKILL leaves (issue 30).
+"""Outputs that must not be written (issue 30): outputs that are inputs (or lie inside a folder
+the command reads), several outputs of one command published together or not at all, a full
+disk, and the temp files a SIGKILL leaves.
 
-Each failure is exit 2 with nothing replaced; the full-disk tests mount a small tmpfs,
+Each refusal is exit 2 before anything is replaced; the full-disk tests mount a small tmpfs,
 which needs root (they skip without it)."""
 
 from __future__ import annotations
@@ -50,6 +51,10 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return root
 
 
+def _pairs(root: Path, *lines: str) -> None:
+    (root / "kvreplay.toml").write_text("[compile]\n" + "".join(f"{line}\n" for line in lines))
+
+
 @pytest.fixture
 def sweep(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """tmp_path/sw.yaml: the G2 host-blocks example sweep over tmp_path/base.yaml, which reads
@@ -63,6 +68,138 @@ def sweep(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (tmp_path / "sw.yaml").write_text(text.replace("../g2-restore-mooncake.yaml", "base.yaml"))
     monkeypatch.chdir(tmp_path)
     return tmp_path / "sw.yaml"
+
+
+# -- item 6: no output of any command is one of its inputs ------------------------------------
+
+
+@pytest.mark.parametrize(("option", "target"), [
+    ("--html", "a.yaml"), ("--html", "traces/weka.jsonl"), ("--export", "traces/weka.jsonl"),
+    ("--lifecycle", "a.yaml"),
+])
+def test_run_refuses_any_output_that_is_an_input(cli: Callable[..., Any], project: Path,
+                                                 option: str, target: str) -> None:
+    """run --html / --export / --lifecycle naming the config or the spec's trace: exit 2
+    before replaying, nothing changed."""
+    before = snapshot(project)
+    ran = cli("run", "a.yaml", option, target)
+    assert (ran.code, ran.out) == (2, "")
+    assert ran.err.startswith(f"kvreplay: refusing to write {target}: it is the ")
+    assert snapshot(project) == before
+
+
+@pytest.mark.parametrize("command", ["-o"])
+def test_compile_refuses_to_overwrite_the_specs_trace(cli: Callable[..., Any], project: Path,
+                                                      command: str) -> None:
+    """compile a.yaml -o TRACE, or a pair whose output is the trace a.yaml names: exit 2, the
+    trace untouched."""
+    before = snapshot(project)
+    if command == "pair":
+        _pairs(project, '"a.yaml" = "traces/weka.jsonl"')
+        before = snapshot(project)
+        ran = cli("compile", "--check-pairs", "--fix")
+    else:
+        ran = cli("compile", "a.yaml", "-o", "traces/weka.jsonl")
+    assert ran.code == 2
+    assert ran.err == ("kvreplay: refusing to write traces/weka.jsonl: it is the trace "
+                       f"{project / 'traces' / 'weka.jsonl'}\n")
+    assert snapshot(project) == before
+
+
+@pytest.mark.parametrize(("page", "words"), [
+    ("base.yaml", "it is the base config base.yaml"),
+    ("traces/t.jsonl", "it is the trace {folder}/traces/t.jsonl"),
+    ("sw.yaml", "it is the sweep file sw.yaml"),
+    ("out/best.json", "it is the sweep results file out/best.json"),
+])
+def test_sweep_html_refuses_the_sweeps_inputs_and_tables(cli: Callable[..., Any], sweep: Path,
+                                                         page: str, words: str) -> None:
+    """sweep --html naming the base config, the trace, the sweep file or a table of the
+    results folder: exit 2 before any point runs, nothing written."""
+    before = snapshot(sweep.parent)
+    ran = cli("sweep", f"--html={page}", "sw.yaml", "-o", "out", "--no-progress")
+    assert ran.code == 2
+    assert ran.err.endswith(f"kvreplay: refusing to write {page}: "
+                            f"{words.format(folder=sweep.parent)}\n")
+    assert snapshot(sweep.parent) == before
+
+
+@pytest.mark.parametrize(("output", "source"), [
+    ("out/results.csv", "base.yaml"), ("out/sweep.json", "traces/t.jsonl"),
+    ("out/reports/0123456789abcdef.json", "traces/t.jsonl"),
+])
+def test_sweep_refuses_a_results_folder_file_that_is_an_input(
+        cli: Callable[..., Any], sweep: Path, output: str, source: str) -> None:
+    """A table or a report of the results folder that is an input (a hard link of the base
+    config or of the trace): exit 2 before any point runs, every file as it was."""
+    (sweep.parent / output).parent.mkdir(parents=True)
+    os.link(sweep.parent / source, sweep.parent / output)
+    before = snapshot(sweep.parent)
+    ran = cli("sweep", "sw.yaml", "-o", "out", "--no-progress")
+    assert ran.code == 2
+    assert re.search(rf"kvreplay: refusing to write {re.escape(output)}: it is the (base "
+                     rf"config|trace) \S*{re.escape(source)}\n$", ran.err), ran.err
+    assert snapshot(sweep.parent) == before
+
+
+def test_report_of_a_sweep_folder_refuses_to_overwrite_its_tables(cli: Callable[..., Any],
+                                                                  sweep: Path) -> None:
+    """report DIR -o DIR/results.csv: exit 2, the folder unchanged."""
+    assert cli("sweep", "sw.yaml", "-o", "out", "--no-progress").code == 0
+    before = snapshot(sweep.parent)
+    ran = cli("report", "out", "-o", "out/results.csv")
+    assert ran.code == 2
+    assert ran.err == ("kvreplay: refusing to write out/results.csv: it is the sweep results "
+                       "out/results.csv\n")
+    assert snapshot(sweep.parent) == before
+
+
+def test_compare_refuses_one_file_for_the_page_and_the_output(cli: Callable[..., Any],
+                                                              sweep: Path) -> None:
+    """compare -o X --html X: exit 2 and X never written (the page used to be written, then
+    the second output refused)."""
+    assert cli("run", "base.yaml", "-o", "r.json", "-q").code == 0
+    ran = cli("compare", "r.json", "r.json", "-o", "x.txt", "--html", "x.txt")
+    assert ran.code == 2
+    assert ran.err == "kvreplay: refusing to write x.txt: it is the --html page x.txt\n"
+    assert not (sweep.parent / "x.txt").exists() and not _temps(sweep.parent)
+
+
+# -- item 7: outputs inside a play folder given as the trace ----------------------------------
+
+
+@pytest.fixture
+def plays(project: Path) -> Path:
+    """project/plays: a Weka play folder, read by project/w.yaml."""
+    folder = project / "plays"
+    folder.mkdir()
+    shutil.copy(project / "traces" / "weka.jsonl", folder / "one.jsonl")
+    (project / "w.yaml").write_text((project / "a.yaml").read_text().replace(
+        "traces/weka.jsonl", "plays"))
+    return folder
+
+
+@pytest.mark.parametrize("args", [
+    ("run", "w.yaml", "-o", "plays/report.json"),
+    ("run", "w.yaml", "--lifecycle", "plays/lifecycle.jsonl"),
+    ("run", "w.yaml", "--export", "plays/rows.jsonl"),
+    ("run", "w.yaml", "--html", "plays/page.html"),
+    ("run", "a.yaml", "--trace", "plays", "-o", "plays/deeper/report.json"),
+    ("trace", "convert", "plays", "-o", "plays/v2.jsonl"),
+    ("compile", "w.yaml", "-o", "plays/spec.json"),
+])
+def test_an_output_inside_a_play_folder_is_refused(cli: Callable[..., Any], project: Path,
+                                                   plays: Path, args: tuple[str, ...]) -> None:
+    """An output inside the Weka folder a command reads would become one more play: exit 2
+    naming the folder, and the folder still replays."""
+    before = snapshot(plays)
+    ran = cli(*args)
+    assert ran.code == 2
+    target = args[-1]
+    assert re.fullmatch(rf"kvreplay: refusing to write {re.escape(target)}: it is inside the "
+                        rf"trace \S*plays, a folder the command reads\n", ran.err), ran.err
+    assert snapshot(plays) == before
+    assert cli("run", "w.yaml", "-q").code == 0
 
 
 # -- item 8: several outputs published together, or none --------------------------------------
