@@ -112,7 +112,7 @@ _CODES = [
              "Run the file with `kvreplay sweep FILE -o DIR`.", no_example=_SWEEP),
     CodeInfo("SWEEP-UNSUPPORTED", "A sweep point the bundled engine does not run (a capability refusal): skipped, never run.", "sweep",
              "Drop the point, or change its values to a deployment the bundled engine runs.", severity="warning", no_example=_SWEEP),
-    CodeInfo("SETTINGS-INVALID", "The project configuration (`kvreplay.toml`, `[tool.kvreplay]` in `pyproject.toml`) cannot be used: TOML syntax, an unknown setting, a wrong type or an unknown rule ID.", "lint",
+    CodeInfo("SETTINGS-INVALID", "The project configuration (`kvreplay.toml`, `[tool.kvreplay]` in `pyproject.toml`) cannot be used: TOML syntax, an unknown setting, a wrong type, an unknown rule ID, or a `compile` pair that leaves the project (an absolute path, `..` above it, a symlink out of it) or shares an output with another pair.", "lint",
              "Fix the setting at the reported position (`kvreplay lint --show-settings` prints what is in effect).",
              no_example="it is about the project's TOML settings file, not a config"),
     CodeInfo("LINT-UNUSED-SUPPRESSION", "An inline `kvreplay: ignore[...]` suppresses nothing.", "lint",

@@ -11,7 +11,7 @@ import shlex
 
 from kvreplay.cli import exits
 from kvreplay.cli.diagnostics_out import print_diagnostics
-from kvreplay.cli.output import Output, same_file, write_stderr, write_stdout
+from kvreplay.cli.output import Output, commit_all, same_file, write_stderr, write_stdout
 from kvreplay.compiler.overrides import OverrideError
 from kvreplay.files import open_regular
 
@@ -30,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _check_pairs(args: argparse.Namespace) -> int:
-    from kvreplay.cli.pairs import configured, pairs_of
+    from kvreplay.cli.pairs import configured, pairs_of, refuse_unsafe
     from kvreplay.cli.project_cli import report_settings_error, resolver_or_error
     from kvreplay.cli.settings_file import SettingsError
 
@@ -42,6 +42,7 @@ def _check_pairs(args: argparse.Namespace) -> int:
             pairs, alone = pairs_of(args.config, resolver)
         else:
             pairs, alone = configured(resolver), []
+        refuse_unsafe(pairs)  # before any pair is written
     except SettingsError as exc:
         report_settings_error(exc, args)
         return exits.USAGE
@@ -49,11 +50,37 @@ def _check_pairs(args: argparse.Namespace) -> int:
         for path in alone:
             write_stderr(f"kvreplay: skipped {path}: in no compile pair\n")
         write_stderr(f"kvreplay: {len(pairs)} pair(s) to check\n")
-    codes = [_compile_one(args, pair.config, pair.output) for pair in pairs]
+    with contextlib.ExitStack() as stack:
+        fixes = _Fixes(stack)
+        codes = [_compile_one(args, pair.config, pair.output, fixes, within=pair.root)
+                 for pair in pairs]
+        fixes.commit()
     return max(codes, default=exits.OK)
 
 
-def _compile_one(args: argparse.Namespace, config: str, check: str | None) -> int:
+class _Fixes:
+    """The outputs `--fix` rewrites, published together once every one is written (a write
+    that fails leaves all of them as they were)."""
+
+    def __init__(self, stack: contextlib.ExitStack) -> None:
+        self.stack = stack
+        self.outputs: list[Output] = []
+        self.notes: list[str] = []
+
+    def add(self, out: Output, text: str, note: str) -> None:
+        self.stack.enter_context(out)
+        out.write(text)
+        self.outputs.append(out)
+        self.notes.append(note)
+
+    def commit(self) -> None:
+        commit_all(self.outputs)
+        for note in self.notes:
+            write_stderr(note)
+
+
+def _compile_one(args: argparse.Namespace, config: str, check: str | None,
+                 fixes: _Fixes | None = None, within: str | None = None) -> int:
     from kvreplay.api import matrix_rules
     from kvreplay.cli.cmd_run import spec_traces
     from kvreplay.compiler.documents import compile_path
@@ -82,7 +109,11 @@ def _compile_one(args: argparse.Namespace, config: str, check: str | None) -> in
         inputs = [("the config", config),
                   *(("the trace", real) for _, real in spec_traces(result.native(), folder))]
         if check:
-            return _check(check, text, config, args, inputs)
+            mine = fixes or _Fixes(stack)
+            code = _check(check, text, config, args, inputs, mine, within)
+            if fixes is None:
+                mine.commit()
+            return code
         assert out is not None
         out.refuse(inputs)
         out.write(text)
@@ -91,7 +122,7 @@ def _compile_one(args: argparse.Namespace, config: str, check: str | None) -> in
 
 
 def _check(path: str, expected: str, config: str, args: argparse.Namespace,
-           inputs: list[tuple[str, str]]) -> int:
+           inputs: list[tuple[str, str]], fixes: _Fixes, within: str | None) -> int:
     """Compare the output on disk with a fresh compile: print a unified diff when stale, or with
     --fix rewrite it (exit 1 either way, so a pre-commit hook shows the change)."""
     if os.path.isdir(path):
@@ -108,14 +139,12 @@ def _check(path: str, expected: str, config: str, args: argparse.Namespace,
     if current == expected:
         return exits.OK
     if args.fix:
+        out = Output(path, inputs, within=within)  # refused before any folder is made
         if current is None:  # a configured output may live in a folder not made yet
             with contextlib.suppress(OSError):  # if it cannot be made, Output says why
                 os.makedirs(os.path.dirname(path) or os.curdir, exist_ok=True)
-        with Output(path, inputs) as out:
-            out.write(expected)
-            out.commit()
         state = "missing" if current is None else "stale"
-        write_stderr(f"kvreplay: {path} was {state}: rewritten from {config}\n")
+        fixes.add(out, expected, f"kvreplay: {path} was {state}: rewritten from {config}\n")
         return exits.FINDINGS
     if current is not None:
         diff = difflib.unified_diff(current.splitlines(keepends=True),

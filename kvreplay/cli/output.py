@@ -6,8 +6,9 @@ Where an output path leads is decided before the command does any work (docs/cli
 - a device, a FIFO or a socket: opened and written in place, never replaced;
 - a regular file, or a symlink to one (followed): a temp file beside the target, renamed over it
   by `commit()` with the target's mode (and owner, when allowed); a new file follows the umask;
-- a directory, any input of the command (same path once resolved, or same device and inode), or
-  a path inside a folder the command reads: refused with an `OutputError`.
+- a directory, any input of the command (same path once resolved, or same device and inode), a
+  path inside a folder the command reads, or, given `within`, a path that resolves outside that
+  folder: refused with an `OutputError`.
 
 The outputs of one command are published together by `commit_all`: every temp file is written
 and flushed before the first rename, and a rename that fails puts the earlier ones back. Temp
@@ -115,12 +116,14 @@ class Output:
     """One output of a command. Construct it (refusals) and enter it (the temp file: an
     unwritable folder fails here) before the work, write, then `commit()` (or `commit_all`
     with the command's other outputs); leaving the `with` block uncommitted keeps the previous
-    file as it was."""
+    file as it was. `within`: a folder the output must resolve inside (a project root)."""
 
-    def __init__(self, path: str, inputs: Sequence[tuple[str, str]] | Inputs = ()) -> None:
+    def __init__(self, path: str, inputs: Sequence[tuple[str, str]] | Inputs = (), *,
+                 within: str | None = None) -> None:
         self.path = path
         self.fd = _descriptor(path)
         self.real = path  # what is replaced: the symlink's target
+        self.within = within
         self.existing: os.stat_result | None = None
         self.replace = False
         self.dir_fd: int | None = None  # the folder of a replaced file, held from __enter__
@@ -133,6 +136,8 @@ class Output:
             self.refuse(inputs)
 
     def _resolve(self) -> None:
+        if self.within is not None:
+            self._stay_within(self.within)
         try:
             found = os.stat(self.path)
         except FileNotFoundError:  # a new file (or a dangling symlink's target)
@@ -144,6 +149,23 @@ class Output:
             raise OutputError(f"cannot write {self.path}: it is a directory")
         if stat.S_ISREG(found.st_mode):
             self.real, self.replace, self.existing = os.path.realpath(self.path), True, found
+
+    def _stay_within(self, folder: str) -> None:
+        real, root = os.path.realpath(self.path), os.path.realpath(folder)
+        if not inside(real, root):
+            raise OutputError(f"refusing to write {self.path}: it leads to {real}, outside "
+                              f"{folder} (through a symlink)")
+
+    def _held_within(self, folder: str) -> None:
+        """The folder just opened is the output's folder inside `folder`, as checked when the
+        output was made (not one that a symlink swapped in since)."""
+        assert self.dir_fd is not None
+        self._stay_within(folder)
+        held = os.fstat(self.dir_fd)
+        there = os.stat(os.path.dirname(os.path.realpath(self.path)))
+        if (held.st_dev, held.st_ino) != (there.st_dev, there.st_ino):
+            raise OutputError(f"cannot write {self.path}: its folder changed while it was "
+                              "opened")
 
     def refuse(self, inputs: Sequence[tuple[str, str]] | Inputs) -> None:
         """OutputError if a file this output replaces is one of `inputs` ((role, path) pairs),
@@ -163,6 +185,8 @@ class Output:
                     # The temp file is made, and renamed, in this folder, whatever happens
                     # to the path later.
                     self.dir_fd = _open_folder(folder)
+                    if self.within is not None:
+                        self._held_within(self.within)
                     _clean_stale(self.dir_fd, folder)
                     fd, name = _create(self.dir_fd, folder)
                 except OSError as exc:

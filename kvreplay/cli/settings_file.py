@@ -63,6 +63,9 @@ class ProjectFile:
     path: str
     values: Mapping[str, Any]
     lines: Mapping[str, int]
+    text: str | None = None
+    positions: dict[tuple[str, ...], Position] = attrs.field(factory=dict)  # table included
+    table: tuple[str, ...] = ()  # ("tool", "kvreplay") in a pyproject.toml
 
     @property
     def root(self) -> str:
@@ -71,6 +74,11 @@ class ProjectFile:
 
     def where(self, key: str) -> str:
         return f"{display(self.path)}:{self.lines.get(key, 1)}"
+
+    def span(self, *path: str) -> Span:
+        """Where a key (or an entry of a table, by its path under the table) is set."""
+        line, column = locate(self.positions, self.table + path) or (None, None)
+        return Span(file=display(self.path), line=line, column=column)
 
 
 def display(path: str) -> str:
@@ -107,7 +115,7 @@ def load(path: str) -> ProjectFile | None:
     if checker.found:
         raise SettingsError(name, text, checker.found)
     lines = {key: (locate(positions, table + (key,)) or (1, 1))[0] for key in values}
-    return ProjectFile(os.path.abspath(path), values, lines)
+    return ProjectFile(os.path.abspath(path), values, lines, text, positions, table)
 
 
 def _syntax(name: str, exc: tomllib.TOMLDecodeError) -> Diagnostic:
@@ -166,13 +174,36 @@ class _Checker:
                 for pattern, rules in value.items():
                     self._strings(path + (pattern,), rules, rules=True)
         elif spec.kind == "pairs" and self._table(path, value):
-            for config, output in value.items():
-                if not isinstance(output, str):
-                    self.error(path + (config,), f"the output of `{config}` must be a string "
-                               f"(a path), found {_type(output)}")
-                elif os.path.normpath(output) == os.path.normpath(config):
-                    self.error(path + (config,), f"`{config}` cannot be its own output")
+            self._pairs(path, value)
         return len(self.found) == before
+
+    def _pairs(self, path: tuple[str, ...], value: dict[str, Any]) -> None:
+        """Each pair stays inside the project root; no two share an output, and no output is
+        a config (its own or another pair's)."""
+        configs = {os.path.normpath(config): config for config in value}
+        outputs: dict[str, str] = {}
+        for config, output in value.items():
+            where = path + (config,)
+            if not isinstance(output, str):
+                self.error(where, f"the output of `{config}` must be a string (a path), found "
+                           f"{_type(output)}")
+                continue
+            problem = _outside(config, "config") or _outside(output, "output")
+            if problem is not None:
+                self.error(where, f"`{config}`: {problem}", "paths of a pair are relative to "
+                           "the folder of this file, and stay below it")
+                continue
+            target = os.path.normpath(output)
+            if target == os.path.normpath(config):
+                self.error(where, f"`{config}` cannot be its own output")
+            elif target in configs:
+                self.error(where, f"the output of `{config}` is the config `{configs[target]}` "
+                           "of another pair")
+            elif target in outputs:
+                self.error(where, f"`{config}` and `{outputs[target]}` have the same output "
+                           f"`{output}`: each --fix would rewrite it twice")
+            else:
+                outputs[target] = config
 
     def _table(self, path: tuple[str, ...], value: Any) -> bool:
         if isinstance(value, dict):
@@ -194,6 +225,16 @@ class _Checker:
             for pattern in unknown_patterns(value, catalog()) if value else ():
                 self.error(path, f"unknown rule ID `{pattern}`",
                            hint_for(pattern, catalog(), "rule IDs"))
+
+
+def _outside(path: str, side: str) -> str | None:
+    """Why a pair's path leaves the project root (absolute, or `..` above it), or None."""
+    if os.path.isabs(path):
+        return f"the {side} `{path}` is absolute"
+    normal = os.path.normpath(path)
+    if normal in (os.curdir, os.pardir) or normal.startswith(os.pardir + os.sep):
+        return f"the {side} `{path}` is not a file below the project root"
+    return None
 
 
 def find(folder: str, cache: dict[str, ProjectFile | None]) -> ProjectFile | None:

@@ -1,6 +1,6 @@
-"""Outputs that must not be written (issue 30): outputs that are inputs (or lie inside a folder
-the command reads), several outputs of one command published together or not at all, a full
-disk, and the temp files a SIGKILL leaves.
+"""Outputs that must not be written (issue 30): compile pairs that leave the project or share an
+output, outputs that are inputs (or lie inside a folder the command reads), several outputs of
+one command published together or not at all, a full disk, and the temp files a SIGKILL leaves.
 
 Each refusal is exit 2 before anything is replaced; the full-disk tests mount a small tmpfs,
 which needs root (they skip without it)."""
@@ -70,6 +70,119 @@ def sweep(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path / "sw.yaml"
 
 
+# -- item 4: compile pairs stay inside the project root ---------------------------------------
+
+
+@pytest.mark.parametrize(("entry", "words"), [
+    ('"a.yaml" = "{outside}/victim.json"', "the output `{outside}/victim.json` is absolute"),
+    ('"a.yaml" = "../outside/victim.json"', "is not a file below the project root"),
+    ('"a.yaml" = "build/../../outside/victim.json"', "is not a file below the project root"),
+    ('"{root}/a.yaml" = "a.json"', "the config `{root}/a.yaml` is absolute"),
+])
+def test_pair_paths_outside_the_root_are_refused_at_the_setting(
+        cli: Callable[..., Any], project: Path, entry: str, words: str) -> None:
+    """An absolute path or `..` above the root in a pair: SETTINGS-INVALID at the pair's line
+    and column, exit 2, and nothing written anywhere."""
+    outside = project.parent / "outside"
+    _pairs(project, entry.format(outside=outside, root=project))
+    before = snapshot(project.parent)
+    ran = cli("compile", "--check-pairs", "--fix")
+    assert ran.code == 2, ran
+    assert ran.err.startswith("kvreplay.toml:2:1: error SETTINGS-INVALID ")
+    assert words.format(outside=outside, root=project) in ran.err
+    assert snapshot(project.parent) == before
+
+
+@pytest.mark.parametrize("how", ["folder", "file", "missing-folder"])
+def test_a_pair_through_a_symlink_that_leaves_the_project_is_refused(
+        cli: Callable[..., Any], project: Path, how: str) -> None:
+    """A pair whose output leads outside the root through a symlink (a linked folder, a linked
+    file, a folder still to be made below a linked one) is refused at its setting; nothing
+    outside is written or made."""
+    outside = project.parent / "outside"
+    if how == "file":
+        (project / "a.json").symlink_to(outside / "victim.json")
+        _pairs(project, '"a.yaml" = "a.json"')
+    else:
+        (project / "build").symlink_to(outside)
+        target = "build/victim.json" if how == "folder" else "build/new/a.json"
+        _pairs(project, f'"a.yaml" = "{target}"')
+    before = snapshot(project.parent)
+    for args in (("--check-pairs", "--fix"), ("--fix", "a.yaml")):
+        ran = cli("compile", *args)
+        assert ran.code == 2, ran
+        assert ran.err.startswith("kvreplay.toml:2:1: error SETTINGS-INVALID the output ")
+        assert f"leads to {outside}" in ran.err
+        assert "outside the project root (the folder of kvreplay.toml)" in ran.err
+        assert snapshot(project.parent) == before
+
+
+def test_a_sibling_pair_through_a_symlink_that_leaves_its_folder_is_refused(
+        cli: Callable[..., Any], project: Path) -> None:
+    """x.yaml beside x.json, where x.json links outside: exit 2 naming the link, the file it
+    leads to untouched."""
+    (project / "a.json").symlink_to(project.parent / "outside" / "victim.json")
+    before = snapshot(project.parent)
+    ran = cli("compile", "--check-pairs", "--fix", "a.yaml")
+    assert ran.code == 2
+    assert ran.err.startswith("kvreplay: refusing to write a.json: the output `a.json` leads to "
+                              f"{project.parent / 'outside' / 'victim.json'}, outside the folder "
+                              f"of the pair, {project} (through a symlink)\n")
+    assert snapshot(project.parent) == before
+
+
+def test_a_pair_through_a_symlink_inside_the_project_is_followed(
+        cli: Callable[..., Any], project: Path) -> None:
+    """A link that stays inside the root is followed as `-o` follows it: its target is
+    rewritten, the link kept."""
+    (project / "build").mkdir()
+    (project / "build" / "a.json").write_text(OLD)
+    (project / "a.json").symlink_to("build/a.json")
+    _pairs(project, '"a.yaml" = "a.json"')
+    ran = cli("compile", "--check-pairs", "--fix")
+    assert ran.code == 1, ran
+    assert (project / "a.json").is_symlink()
+    assert json.loads((project / "build" / "a.json").read_text())["spec"]
+
+
+# -- item 12: two pairs sharing one output ----------------------------------------------------
+
+
+@pytest.mark.parametrize(("second", "words"), [
+    ('"b.yaml" = "./out.json"', "`b.yaml` and `a.yaml` have the same output `./out.json`"),
+    ('"b.yaml" = "alias.json"', "`b.yaml` and `a.yaml` write the same file (alias.json is "
+     "out.json)"),
+    ('"b.yaml" = "hard.json"', "`b.yaml` and `a.yaml` write the same file (hard.json is "
+     "out.json)"),
+])
+def test_two_pairs_sharing_an_output_are_refused(cli: Callable[..., Any], project: Path,
+                                                 second: str, words: str) -> None:
+    """Two pairs writing one file (by the same path, a symlink or a hard link): exit 2 at the
+    second pair's setting, and nothing rewritten (it was rewritten twice, failing forever)."""
+    (project / "out.json").write_text(OLD)
+    (project / "alias.json").symlink_to("out.json")
+    os.link(project / "out.json", project / "hard.json")
+    _pairs(project, '"a.yaml" = "out.json"', second)
+    before = snapshot(project)
+    ran = cli("compile", "--check-pairs", "--fix")
+    assert ran.code == 2, ran
+    assert ran.err.startswith(f"kvreplay.toml:3:1: error SETTINGS-INVALID {words}")
+    assert snapshot(project) == before
+
+
+def test_a_pair_whose_output_is_another_pairs_config_is_refused(cli: Callable[..., Any],
+                                                                project: Path) -> None:
+    """a.yaml -> b.yaml, b.yaml -> b.json: --fix would overwrite a config; exit 2 at a.yaml's
+    pair."""
+    _pairs(project, '"a.yaml" = "b.yaml"', '"b.yaml" = "b.json"')
+    before = snapshot(project)
+    ran = cli("compile", "--check-pairs", "--fix")
+    assert ran.code == 2
+    assert ran.err.startswith("kvreplay.toml:2:1: error SETTINGS-INVALID the output of "
+                              "`a.yaml` is the config `b.yaml` of another pair")
+    assert snapshot(project) == before
+
+
 # -- item 6: no output of any command is one of its inputs ------------------------------------
 
 
@@ -88,7 +201,7 @@ def test_run_refuses_any_output_that_is_an_input(cli: Callable[..., Any], projec
     assert snapshot(project) == before
 
 
-@pytest.mark.parametrize("command", ["-o"])
+@pytest.mark.parametrize("command", ["-o", "pair"])
 def test_compile_refuses_to_overwrite_the_specs_trace(cli: Callable[..., Any], project: Path,
                                                       command: str) -> None:
     """compile a.yaml -o TRACE, or a pair whose output is the trace a.yaml names: exit 2, the
@@ -303,6 +416,20 @@ def test_a_full_disk_for_one_output_keeps_the_others(cli: Callable[..., Any], pr
               str(folder / "rows.csv"), "-q")
     assert (ran.code, ran.err) == (2, f"kvreplay: no space left on device writing "
                                       f"{folder / 'rows.csv'}\n")
+    assert snapshot(project) == before
+
+
+def test_a_full_disk_for_one_pair_keeps_the_others(cli: Callable[..., Any], project: Path,
+                                                   tiny: Callable[[str], Path]) -> None:
+    """compile --check-pairs --fix where one output's disk is full: exit 2, no pair rewritten."""
+    full = tiny("4k", project / "full")
+    (full / "filler").write_bytes(b"x" * 4096)
+    (project / "a.json").write_text(OLD)
+    _pairs(project, '"a.yaml" = "a.json"', '"b.yaml" = "full/b.json"')
+    before = snapshot(project)
+    ran = cli("compile", "--check-pairs", "--fix")
+    assert (ran.code, ran.err) == (2, "kvreplay: no space left on device writing "
+                                      "full/b.json\n")
     assert snapshot(project) == before
 
 
