@@ -16,9 +16,12 @@ import re
 import attrs
 
 from kvreplay.compare.model import Comparison, FigureDelta
+from kvreplay.formats.display import escape_inline
 
+# ASCII only: `\d` would also read a full-width `５` or an Arabic-Indic digit as a number.
 _GATE = re.compile(r"\s*(?P<figure>[A-Za-z_][A-Za-z0-9_.]*)\s*(?P<op>>=|<=|>|<)\s*"
-                   r"(?P<number>[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)\s*(?P<pct>%?)\s*")
+                   r"(?P<number>[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)\s*(?P<pct>%?)\s*",
+                   re.ASCII)
 _OPS = {">": float.__gt__, ">=": float.__ge__, "<": float.__lt__, "<=": float.__le__}
 GRAMMAR = "FIGURE OP THRESHOLD, e.g. `mean_ttft_ms > +5%` or `prefix_cache_reused_ratio < -0.01`"
 
@@ -52,12 +55,25 @@ class GateResult:
 def parse_gate(text: str) -> Gate:
     match = _GATE.fullmatch(text)
     if match is None:
-        raise GateError(f"cannot read the gate `{text}`: expected {GRAMMAR}")
+        raise GateError(f"cannot read the gate `{escape_inline(text)}`: expected {GRAMMAR}"
+                        + _not_ascii(text))
     threshold = float(match["number"])
     if not math.isfinite(threshold):
-        raise GateError(f"the gate `{text}` has no finite threshold")
+        raise GateError(f"the gate `{escape_inline(text)}` has no finite threshold")
     return Gate(text=text.strip(), figure=match["figure"], op=match["op"], threshold=threshold,
                 relative=bool(match["pct"]))
+
+
+def _not_ascii(text: str) -> str:
+    """Why a gate that looks right is refused: the first character outside ASCII, named."""
+    odd = next((ch for ch in text if not ch.isascii()), None)
+    if odd is None:
+        return ""
+    import unicodedata
+
+    name = unicodedata.name(odd, "")
+    return (f" (`{escape_inline(odd)}` U+{ord(odd):04X}{' ' + name if name else ''} is not "
+            "ASCII: write figures, operators and numbers in ASCII)")
 
 
 def evaluate_gates(comparison: Comparison, gates: list[Gate]) -> list[GateResult]:
@@ -68,14 +84,15 @@ def evaluate_gates(comparison: Comparison, gates: list[Gate]) -> list[GateResult
 
 def _evaluate(gate: Gate, comparison: Comparison) -> GateResult:
     figure = comparison.figure(gate.figure)
+    text = escape_inline(gate.text)
     if figure is None:
-        raise GateError(f"unknown figure `{gate.figure}` in the gate `{gate.text}`; "
+        raise GateError(f"unknown figure `{gate.figure}` in the gate `{text}`; "
                         + _hint(gate.figure, comparison))
     if not (figure.in_base and figure.in_new):
         side = "BASE" if not figure.in_base else "NEW"
-        raise GateError(f"the gate `{gate.text}`: `{gate.figure}` is not in the {side} report")
+        raise GateError(f"the gate `{text}`: `{gate.figure}` is not in the {side} report")
     if not figure.numeric:
-        raise GateError(f"the gate `{gate.text}`: `{gate.figure}` is not a number in both "
+        raise GateError(f"the gate `{text}`: `{gate.figure}` is not a number in both "
                         f"reports ({figure.base!r}, {figure.new!r})")
     base, new = float(figure.base), float(figure.new)  # type: ignore[arg-type]
     change = _change(figure, base, new) if gate.relative else new - base

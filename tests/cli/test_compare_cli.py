@@ -142,6 +142,16 @@ def test_unknown_gate_figure_is_a_usage_error(report_files: Callable[..., Path],
     assert "did you mean `prefix_cache_reused_ratio`" in ran.err
 
 
+def test_full_width_gate_threshold_is_refused(report_files: Callable[..., Path],
+                                              compare_cli: Callable[..., Any]) -> None:
+    """`--fail-on "mean_ttft_ms > ５"` (a full-width digit): exit 2 naming the character, not a
+    gate read as `> 5`."""
+    base = report_files("base.json")
+    ran = compare_cli(base, base, "--fail-on", "mean_ttft_ms > \uff15")
+    assert ran.code == 2 and ran.out == ""
+    assert "cannot read the gate" in ran.err and "U+FF15 FULLWIDTH DIGIT FIVE" in ran.err
+
+
 def test_github_format_annotates(report_files: Callable[..., Path],
                                  compare_cli: Callable[..., Any]) -> None:
     """--format github: the tripped gate as `::error::`, then the table for the log."""
