@@ -8,8 +8,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from kvreplay.engine.traces.jsonl import json_type
+from kvreplay.formats.display import escape_inline
 
 SUPPORTED_VERSIONS = frozenset({1})
+# The per-request figures `compare` joins on: a number, or null when a request has none.
+JOINED_FIGURES = ("ttft_ms", "e2e_latency_ms")
 
 
 class ReportInputError(Exception):
@@ -84,10 +87,31 @@ def check_shape(report: Any, label: str) -> None:
     if version not in SUPPORTED_VERSIONS or isinstance(version, bool):
         raise ReportInputError(f"{label}: report_version {version!r} is not one this kvreplay "
                                f"reads ({', '.join(map(str, sorted(SUPPORTED_VERSIONS)))})")
-    for i, row in enumerate(report["per_request"]):
+    check_rows(report["per_request"], label)
+
+
+def check_rows(rows: list[Any], label: str) -> None:
+    """Request rows with a string `uuid` each, no uuid twice (a row would leave the join
+    unseen), and the JOINED_FIGURES numbers or null."""
+    first: dict[str, int] = {}
+    for i, row in enumerate(rows):
         if not isinstance(row, dict) or not isinstance(row.get("uuid"), str):
             raise ReportInputError(f"{label}: per_request[{i}] is not a request row with a "
                                    "string `uuid`")
+        uuid = row["uuid"]
+        seen = first.setdefault(uuid, i)
+        if seen != i:
+            raise ReportInputError(f"{label}: per_request[{i}].uuid {escape_inline(repr(uuid))} "
+                                   f"is also per_request[{seen}]'s: a report lists each request "
+                                   "once")
+        for key in JOINED_FIGURES:
+            value = row.get(key)
+            if value is not None and (isinstance(value, bool) or
+                                      not isinstance(value, int | float)):
+                shown = escape_inline(json.dumps(value, ensure_ascii=False)[:40])
+                raise ReportInputError(f"{label}: per_request[{i}].{key} is a "
+                                       f"{json_type(value)} ({shown}), expected a number or "
+                                       "null")
 
 
 def check_comparable(base: Mapping[str, Any], new: Mapping[str, Any]) -> None:

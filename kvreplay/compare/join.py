@@ -13,7 +13,9 @@ from typing import Any
 
 import attrs
 
-METRICS = ("ttft_ms", "e2e_latency_ms")
+from kvreplay.report_file import JOINED_FIGURES
+
+METRICS = JOINED_FIGURES
 RANKED_BY = "e2e_latency_ms"
 IDENTITY = ("request_id", "session_id", "turn_index", "play_id", "input_length")
 PERCENTILES = (10, 50, 90, 99)

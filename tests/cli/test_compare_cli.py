@@ -112,6 +112,39 @@ BAD: dict[str, tuple[Callable[[Path], None], str]] = {
 }
 
 
+def _spoil_rows(change: Callable[[list[dict[str, Any]]], None]) -> Callable[[Path], None]:
+    def spoil(path: Path) -> None:
+        report = json.loads(path.read_text())
+        change(report["per_request"])
+        path.write_text(json.dumps(report))
+    return spoil
+
+
+BAD_ROWS: dict[str, tuple[Callable[[Path], None], str]] = {
+    "duplicate-uuid": (_spoil_rows(lambda rows: rows.append(dict(rows[3]))),
+                       "per_request[200].uuid '00000000-0000-0000-0000-000000000004' is also "
+                       "per_request[3]'s"),
+    "string-ttft": (_spoil_rows(lambda rows: rows[5].update(ttft_ms="2.0")),
+                    'per_request[5].ttft_ms is a string ("2.0"), expected a number or null'),
+    "boolean-e2e": (_spoil_rows(lambda rows: rows[0].update(e2e_latency_ms=True)),
+                    "per_request[0].e2e_latency_ms is a boolean (true)"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_ROWS))
+def test_rows_that_would_leave_the_join_are_refused(case: str, compare_cli: Callable[..., Any],
+                                                    report_files: Callable[..., Path]) -> None:
+    """Duplicate uuids or a TTFT that is a string: exit 2 and the row named, not exit 0 with
+    the row silently out of the join (either side)."""
+    spoil, message = BAD_ROWS[case]
+    bad = report_files("bad.json")
+    spoil(bad)
+    for pair in ((report_files("base.json"), bad), (bad, report_files("base.json"))):
+        ran = compare_cli(*pair)
+        assert ran.code == 2 and ran.out == ""
+        assert f"bad.json: {message}" in ran.err
+
+
 @pytest.mark.parametrize("case", sorted(BAD))
 def test_bad_reports_exit_2_without_traceback(case: str, report_files: Callable[..., Path],
                                               compare_cli: Callable[..., Any]) -> None:
