@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping
 from typing import Any
 
+from kvreplay.engine.simtime import HORIZON_MS
 from kvreplay.engine.traces.jsonl import json_type
 from kvreplay.formats.display import escape_inline
 
@@ -43,21 +45,53 @@ def parse_report(data: bytes, label: str) -> dict[str, Any]:
     if not text.strip():
         raise ReportInputError(f"{label}: empty file, not a kvreplay report")
     try:
-        report = json.loads(text, parse_constant=_no_constant, parse_float=_finite)
+        report = json.loads(text, parse_constant=_no_constant, parse_float=_finite,
+                            parse_int=_int64)
     except json.JSONDecodeError as exc:
         raise ReportInputError(f"{label}:{exc.lineno}:{exc.colno}: not valid JSON ({exc.msg}); "
                                "a truncated or hand-edited report?") from None
+    except _NumberError as exc:
+        raise ReportInputError(f"{label}{_where(text, exc.literal)}: {exc}") from None
     except (ValueError, RecursionError) as exc:
         raise ReportInputError(f"{label}: not valid JSON ({exc})") from None
     check_shape(report, label)
     return report  # type: ignore[no-any-return]
 
 
+class _NumberError(ValueError):
+    """A number no report holds; `literal` is its text, to find it in the file."""
+
+    def __init__(self, literal: str, why: str) -> None:
+        super().__init__(f"{literal[:40]}{'...' if len(literal) > 40 else ''} {why}")
+        self.literal = literal
+
+
 def _finite(text: str) -> float:
     value = float(text)
     if value in (math.inf, -math.inf):
-        raise ValueError(f"{text[:40]} is out of the range of a double")
+        raise _NumberError(text, "is out of the range of a double")
     return value
+
+
+def _int64(text: str) -> int:
+    # A report's counts are 64-bit integers (the Parquet export's int64 columns): a larger
+    # one would overflow every float it meets (a rate, a share, a delta).
+    if len(text) < 19:  # the common case, first: this runs for every integer of the file
+        return int(text)
+    value = int(text) if len(text) <= 20 else 2**63
+    if not -2**63 <= value < 2**63:
+        raise _NumberError(text, "is past the 64-bit integers a report holds")
+    return value
+
+
+def _where(text: str, literal: str) -> str:
+    """`:line:col` of the number token `literal` (its first occurrence as a token)."""
+    found = re.search(r"(?:^|(?<=[\s:,\[]))" + re.escape(literal) + r"(?=[\s,\]}]|$)", text)
+    if found is None:
+        return ""
+    line = text.count("\n", 0, found.start()) + 1
+    column = found.start() - (text.rfind("\n", 0, found.start()) + 1) + 1
+    return f":{line}:{column}"
 
 
 def _no_constant(name: str) -> Any:
@@ -92,7 +126,7 @@ def check_shape(report: Any, label: str) -> None:
 
 def check_rows(rows: list[Any], label: str) -> None:
     """Request rows with a string `uuid` each, no uuid twice (a row would leave the join
-    unseen), and the JOINED_FIGURES numbers or null."""
+    unseen), and the JOINED_FIGURES numbers (within the engine's horizon) or null."""
     first: dict[str, int] = {}
     for i, row in enumerate(rows):
         if not isinstance(row, dict) or not isinstance(row.get("uuid"), str):
@@ -106,12 +140,17 @@ def check_rows(rows: list[Any], label: str) -> None:
                                    "once")
         for key in JOINED_FIGURES:
             value = row.get(key)
-            if value is not None and (isinstance(value, bool) or
-                                      not isinstance(value, int | float)):
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, int | float):
                 shown = escape_inline(json.dumps(value, ensure_ascii=False)[:40])
                 raise ReportInputError(f"{label}: per_request[{i}].{key} is a "
                                        f"{json_type(value)} ({shown}), expected a number or "
                                        "null")
+            if not -HORIZON_MS <= value <= HORIZON_MS:
+                raise ReportInputError(f"{label}: per_request[{i}].{key}: {value:.6g} ms is "
+                                       "past the engine's horizon of 2**53 ms (about 285,000 "
+                                       "years): no replay reaches it")
 
 
 def check_comparable(base: Mapping[str, Any], new: Mapping[str, Any]) -> None:

@@ -41,7 +41,14 @@ def _side(label: str, meta: Mapping[str, Any]) -> dict[str, Any]:
 def _figure(f: FigureDelta) -> dict[str, Any]:
     return {"name": f.name, "base": f.base if f.in_base else None,
             "new": f.new if f.in_new else None, "in_base": f.in_base, "in_new": f.in_new,
-            "delta": f.delta, "relative": f.relative, "changed": f.changed}
+            "delta": _json_number(f.delta), "relative": f.relative, "changed": f.changed}
+
+
+def _json_number(value: float | None) -> float | str | None:
+    """A number as JSON holds it: one that overflowed a double is the string "+inf" / "-inf"."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"{value:+}"
+    return value
 
 
 def _join(join: RequestJoin) -> dict[str, Any]:
@@ -68,10 +75,9 @@ def _stats(s: DeltaStats) -> dict[str, Any]:
 
 
 def _gate(r: GateResult) -> dict[str, Any]:
-    change: float | str = r.change if math.isfinite(r.change) else f"{r.change:+}"
     return {"gate": r.gate.text, "figure": r.gate.figure, "op": r.gate.op,
             "threshold": r.gate.threshold, "relative": r.gate.relative, "base": r.base,
-            "new": r.new, "change": change, "tripped": r.tripped}
+            "new": r.new, "change": _json_number(r.change), "tripped": r.tripped}
 
 
 # --- text ---

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -41,14 +42,18 @@ class FigureDelta:
 
     @property
     def relative(self) -> float | None:
-        """(new - base) / |base|: 0 when both are 0, None when only the base is 0."""
+        """(new - base) / |base|: 0 when both are 0, None when only the base is 0 (or the
+        ratio overflows a double)."""
         delta = self.delta
         if delta is None:
             return None
         base = float(self.base)  # type: ignore[arg-type]  # numeric: checked by delta
         if base == 0:
             return 0.0 if delta == 0 else None
-        return delta / abs(base)
+        relative = delta / abs(base)
+        # From a tiny base (or across a delta that overflowed) the ratio is as undefined as
+        # from 0.
+        return relative if math.isfinite(relative) else None
 
     @property
     def changed(self) -> bool:

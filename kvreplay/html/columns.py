@@ -14,6 +14,8 @@ from typing import Any
 
 import attrs
 
+from kvreplay.engine.simtime import HORIZON_MS
+
 POOL_ORDER = {"agg": 0, "prefill": 1, "decode": 2}
 
 
@@ -56,6 +58,16 @@ def number(value: Any, path: str, key: str = "", *, optional: bool = True,
     if isinstance(value, int | float) and not isinstance(value, bool):
         return float(value)
     raise ReportShapeError(f"{_at(path, key)}: expected a number, found {_kind(value)}")
+
+
+def instant(value: Any, path: str, key: str, *, optional: bool = True) -> float | None:
+    """A simulated time or duration in ms: a number within the engine's horizon (2**53 ms),
+    which no replay passes; the charts' time grid is built from these."""
+    n = number(value, path, key, optional=optional)
+    if n is not None and not -HORIZON_MS <= n <= HORIZON_MS:
+        raise ReportShapeError(f"{_at(path, key)}: {value:.6g} ms is past the engine's horizon "
+                               "of 2**53 ms (about 285,000 years): no replay reaches it")
+    return n
 
 
 def integer(value: Any, path: str, key: str = "") -> int | None:
@@ -134,8 +146,8 @@ def _add_row(cols: Columns, row: Mapping[str, Any], path: str) -> None:
     status = row.get("terminal_status")
     if not isinstance(status, str):
         raise ReportShapeError(f"{path}.terminal_status: expected a string, found {_kind(status)}")
-    arrival = number(row.get("arrival_time_ms"), path, "arrival_time_ms", optional=False)
-    end = number(row.get("terminal_time_ms"), path, "terminal_time_ms", optional=False)
+    arrival = instant(row.get("arrival_time_ms"), path, "arrival_time_ms", optional=False)
+    end = instant(row.get("terminal_time_ms"), path, "terminal_time_ms", optional=False)
     assert arrival is not None and end is not None
     input_length = integer(row.get("input_length"), path, "input_length") or 0
     cols.rows += 1
@@ -158,7 +170,7 @@ def _add_row(cols: Columns, row: Mapping[str, Any], path: str) -> None:
                         f"{path}.routing_history[{j}]", input_length)
         first_worker.setdefault(placed[0], placed)
     admissions = listing(row.get("admission_history"), path, "admission_history")
-    first_admit = number(row.get("first_admit_ms"), path, "first_admit_ms")
+    first_admit = instant(row.get("first_admit_ms"), path, "first_admit_ms")
     cols.admitted.append(max(arrival, min(end, first_admit if first_admit is not None else end)))
     if admissions:
         _first_admission(cols, mapping(admissions[0], f"{path}.admission_history[0]"),
@@ -176,8 +188,8 @@ def _route(cols: Columns, entry: Mapping[str, Any], path: str, input_length: int
         load = cols.workers[key] = WorkerLoad()
     load.requests += 1
     load.input_tokens += input_length
-    wait = number(entry.get("queue_wait_ms"), path, "queue_wait_ms") or 0.0
-    entered = number(entry.get("queue_entered_at_ms"), path, "queue_entered_at_ms")
+    wait = instant(entry.get("queue_wait_ms"), path, "queue_wait_ms") or 0.0
+    entered = instant(entry.get("queue_entered_at_ms"), path, "queue_entered_at_ms")
     if entry.get("outcome") == "queued":
         load.queued += 1
         load.queue_wait_ms += wait
@@ -195,7 +207,7 @@ def _route(cols: Columns, entry: Mapping[str, Any], path: str, input_length: int
 def _first_admission(cols: Columns, entry: Mapping[str, Any], path: str, input_length: int,
                      first_worker: Mapping[str, WorkerKey]) -> None:
     """The first admission's reuse, split G1 / host when its pool has a host tier."""
-    at = number(entry.get("at_ms"), path, "at_ms", optional=False)
+    at = instant(entry.get("at_ms"), path, "at_ms", optional=False)
     assert at is not None
     reused = integer(entry.get("reused_input_tokens"), path, "reused_input_tokens") or 0
     host = integer(entry.get("host_reused_input_tokens"), path, "host_reused_input_tokens")

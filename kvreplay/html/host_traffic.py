@@ -9,18 +9,21 @@ size whatever the number of pools. At most 256 points per run: neighbouring bins
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from itertools import pairwise
 from typing import Any
 
 import attrs
 
+from kvreplay.engine.simtime import HORIZON_MS, NS_PER_MS
 from kvreplay.html.columns import ReportShapeError, listing, mapping, number
 from kvreplay.html.series import rounded
 
 MAX_POINTS = 256  # per run: a report has up to 1,024 bins (engine/host_timeline.py)
 PATH = "summary.g2_timeline"
 TRAFFIC = ("d2h_blocks", "d2h_bytes", "h2d_blocks", "h2d_bytes")
+OCCUPANCY = "pools[].used_blocks / capacity_blocks"
 
 
 def host_traffic(value: Any) -> dict[str, Any] | None:
@@ -28,7 +31,7 @@ def host_traffic(value: Any) -> dict[str, Any] | None:
     if value is None:
         return None
     timeline = mapping(value, PATH)
-    width = _positive(timeline.get("bin_ms"), PATH, "bin_ms")
+    width = _bin_width(timeline.get("bin_ms"))
     traffic = {key: _numbers(timeline.get(key), f"{PATH}.{key}") for key in TRAFFIC}
     bins = len(traffic["d2h_blocks"])
     pools = [_pool(p, f"{PATH}.pools[{i}]", bins)
@@ -39,29 +42,32 @@ def host_traffic(value: Any) -> dict[str, Any] | None:
     ends = [min(k + group, bins) for k in range(0, bins, group)]
     seconds = [(end - start) * width / 1000.0 for start, end in pairwise([0, *ends])]
 
-    def rate(series: Sequence[float], scale: float = 1.0) -> list[float]:
+    def rate(series: Sequence[float], scale: float = 1.0, key: str = "") -> list[float]:
         sums = [sum(series[k:k + group]) for k in range(0, bins, group)]
-        return [rounded(total / scale / s) for total, s in zip(sums, seconds, strict=True)]
+        return _finite([rounded(total / scale / s) for total, s in zip(sums, seconds,
+                                                                       strict=True)], key)
 
     evicted = [sum(col) for col in zip(*(p.evicted for p in pools), strict=True)]
     out: dict[str, Any] = {
         "t_s": [rounded(end * width / 1000.0) for end in ends],
-        "stored_blocks_per_s": rate(traffic["d2h_blocks"]),
-        "restored_blocks_per_s": rate(traffic["h2d_blocks"]),
-        "evicted_blocks_per_s": rate(evicted) if pools else None,
-        "stored_gb_per_s": rate(traffic["d2h_bytes"], 1e9),
-        "restored_gb_per_s": rate(traffic["h2d_bytes"], 1e9),
+        "stored_blocks_per_s": rate(traffic["d2h_blocks"], key="d2h_blocks"),
+        "restored_blocks_per_s": rate(traffic["h2d_blocks"], key="h2d_blocks"),
+        "evicted_blocks_per_s": rate(evicted, key="pools[].evicted_blocks") if pools else None,
+        "stored_gb_per_s": rate(traffic["d2h_bytes"], 1e9, "d2h_bytes"),
+        "restored_gb_per_s": rate(traffic["h2d_bytes"], 1e9, "h2d_bytes"),
         "pools": len(pools),
         "occupancy": None, "occupancy_max": None, "occupancy_min": None,
     }
     if pools and bins:
         at_ends = [[p.used[end - 1] for end in ends] for p in pools]
         capacity = sum(p.capacity for p in pools)
-        out["occupancy"] = [rounded(sum(col) / capacity) for col in zip(*at_ends, strict=True)]
+        out["occupancy"] = _finite([rounded(sum(col) / capacity)
+                                    for col in zip(*at_ends, strict=True)], OCCUPANCY)
         if len(pools) > 1:
             shares = [[u / p.capacity for u in used]
                       for p, used in zip(pools, at_ends, strict=True)]
-            out["occupancy_max"] = [rounded(max(col)) for col in zip(*shares, strict=True)]
+            out["occupancy_max"] = _finite([rounded(max(col)) for col in zip(*shares, strict=True)],
+                                           OCCUPANCY)
             out["occupancy_min"] = [rounded(min(col)) for col in zip(*shares, strict=True)]
     return out
 
@@ -80,6 +86,24 @@ def _pool(value: Any, path: str, bins: int) -> _Pool:
     _same_length(used, bins, f"{path}.used_blocks")
     _same_length(evicted, bins, f"{path}.evicted_blocks")
     return _Pool(_positive(pool.get("capacity_blocks"), path, "capacity_blocks"), used, evicted)
+
+
+def _finite(values: list[float], key: str) -> list[float]:
+    """The values, or a ReportShapeError when counts that no replay makes overflow a double."""
+    if not all(math.isfinite(v) for v in values):
+        raise ReportShapeError(f"{PATH}.{key}: counts too large for a rate or a share of "
+                               "capacity (a double overflows): not what a replay counts")
+    return values
+
+
+def _bin_width(value: Any) -> float:
+    """bin_ms: at least the engine's clock tick (1 ns), and bins that end within its horizon."""
+    width = _positive(value, PATH, "bin_ms")
+    if not 1 / NS_PER_MS <= width <= HORIZON_MS:
+        raise ReportShapeError(f"{PATH}.bin_ms: {value:.6g} ms is not a bin width a replay "
+                               "writes (between the engine's clock tick, 1 ns, and its horizon, "
+                               "2**53 ms)")
+    return width
 
 
 def _positive(value: Any, path: str, key: str) -> float:

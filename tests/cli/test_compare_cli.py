@@ -177,12 +177,30 @@ def test_unknown_gate_figure_is_a_usage_error(report_files: Callable[..., Path],
 
 def test_full_width_gate_threshold_is_refused(report_files: Callable[..., Path],
                                               compare_cli: Callable[..., Any]) -> None:
-    """`--fail-on "mean_ttft_ms > ５"` (a full-width digit): exit 2 naming the character, not a
+    """`--fail-on "mean_ttft_ms > \\uff15"` (a full-width 5): exit 2 naming the character, not a
     gate read as `> 5`."""
     base = report_files("base.json")
     ran = compare_cli(base, base, "--fail-on", "mean_ttft_ms > \uff15")
     assert ran.code == 2 and ran.out == ""
     assert "cannot read the gate" in ran.err and "U+FF15 FULLWIDTH DIGIT FIVE" in ran.err
+
+
+def test_a_delta_that_overflows_is_infinite_not_an_error(report_files: Callable[..., Path],
+                                                          compare_cli: Callable[..., Any],
+                                                          tmp_path: Path) -> None:
+    """Summary figures of -1.7e308 and 1.7e308: the delta overflows a double, and the JSON says
+    "+inf" (relative null; a gate's change too) instead of failing with an internal error."""
+    base, new = report_files("base.json"), report_files("new.json")
+    for path, value in ((base, -1.7e308), (new, 1.7e308)):
+        report = json.loads(path.read_text())
+        report["summary"]["mean_ttft_ms"] = value
+        path.write_text(json.dumps(report))
+    ran = compare_cli(base, new, "--format", "json", "--fail-on", "mean_ttft_ms > 1")
+    assert ran.code == 1, ran.err
+    doc = json.loads(ran.out)
+    (figure,) = [f for f in doc["figures"] if f["name"] == "mean_ttft_ms"]
+    assert (figure["delta"], figure["relative"]) == ("+inf", None)
+    assert doc["gates"][0]["change"] == "+inf"
 
 
 def test_github_format_annotates(report_files: Callable[..., Path],

@@ -12,6 +12,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[2]
 MAIN_EXAMPLE = REPO / "examples" / "kv-router-mooncake.yaml"
 TRACE = REPO / "examples" / "traces" / "mooncake-conversation-200.jsonl"
+G2_EXAMPLE = REPO / "examples" / "g2-restore-mooncake.yaml"
 
 
 def data_of(html: str) -> Any:
@@ -119,6 +120,38 @@ def test_bad_reports_exit_2_with_one_line(cli: Callable[..., Any], tmp_path: Pat
         assert ran.code == 2, name
         assert ran.err == f"kvreplay: {expected[name].format(path=path)}\n"
         assert not out.exists()
+
+
+def test_reports_no_replay_writes_are_located_errors(cli: Callable[..., Any],
+                                                      tmp_path: Path) -> None:
+    """A denormal `g2_timeline.bin_ms`, a 1e308 time span or an integer past 64 bits, in
+    `report` and in `compare --html`: exit 2 and the field named, never an internal error."""
+    good = tmp_path / "good.json"
+    assert cli("run", str(G2_EXAMPLE), "-o", str(good), "-q").code == 0
+    report = json.loads(good.read_text())
+
+    def spoiled(name: str, change: Callable[[dict[str, Any]], None]) -> Path:
+        copy = json.loads(json.dumps(report))
+        change(copy)
+        path = tmp_path / name
+        path.write_text(json.dumps(copy, indent=1))
+        return path
+
+    cases = {
+        spoiled("bins.json", lambda r: r["summary"]["g2_timeline"].update(bin_ms=5e-324)):
+            "summary.g2_timeline.bin_ms: 4.94066e-324 ms is not a bin width a replay writes",
+        spoiled("span.json", lambda r: r["per_request"][-1].update(terminal_time_ms=1e308)):
+            "per_request[3].terminal_time_ms: 1e+308 ms is past the engine's horizon of 2**53 ms",
+        spoiled("int.json", lambda r: r["summary"].update(total_input_tokens=10**30)):
+            "1000000000000000000000000000000 is past the 64-bit integers a report holds",
+    }
+    out = tmp_path / "o.html"
+    for path, message in cases.items():
+        for command in ("report", "-o"), ("compare", "--html"):
+            ran = cli(command[0], str(good), str(path), command[1], str(out))
+            assert ran.code == 2 and ran.out == "", (command, ran.err)
+            assert ran.err.startswith(f"kvreplay: {path}") and message in ran.err, ran.err
+            assert not out.exists()
 
 
 def test_report_refuses_misuse(cli: Callable[..., Any], tmp_path: Path) -> None:

@@ -34,7 +34,7 @@ def test_bad_gates_are_usage_errors(text: str) -> None:
 @pytest.mark.parametrize("text", ["mean_ttft_ms > \uff15", "mean_ttft_ms > \u0665%",
                                   "mean_ttft_ms > 1\u0e50", "mean_ttft_ms\u3000> 5"])
 def test_non_ascii_digits_are_refused(text: str) -> None:
-    """A full-width `５` (or an Arabic-Indic or Thai digit, an ideographic space) is not read
+    """A full-width 5, U+FF15 (or an Arabic-Indic or Thai digit, an ideographic space) is not read
     as 5: the gate is refused, naming the character."""
     with pytest.raises(GateError, match=r"FIGURE OP THRESHOLD.*U\+[0-9A-F]{4} .* is not ASCII"):
         parse_gate(text)

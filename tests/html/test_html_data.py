@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from typing import Any
 
 import pytest
@@ -286,6 +287,22 @@ def test_grid_covers_the_last_instant() -> None:
     ({"summary": {"g2_transfers": [1]}}, "summary.g2_transfers: expected an object"),
     (g2_report(3), "summary.g2_timeline: expected an object, found a number"),
     (g2_report(timeline(2, 0.0)), "summary.g2_timeline.bin_ms: expected a positive number"),
+    (g2_report(timeline(2, 5e-324)),
+     "summary.g2_timeline.bin_ms: 4.94066e-324 ms is not a bin width a replay writes"),
+    (g2_report(timeline(2, 1e300)),
+     "summary.g2_timeline.bin_ms: 1e+300 ms is not a bin width a replay writes"),
+    (g2_report(timeline(2, 1e-6, d2h_blocks=[1.7e308, 1.7e308])),
+     "summary.g2_timeline.d2h_blocks: counts too large for a rate"),
+    (g2_report(timeline(2, pools=[{"capacity_blocks": 5e-324, "used_blocks": [1, 2],
+                                   "evicted_blocks": [0, 0]}])),
+     "summary.g2_timeline.pools[].used_blocks / capacity_blocks: counts too large"),
+    ({"summary": {}, "per_request": [row(1, 0.0, 1.0), row(2, 0.0, 1e308)]},
+     "per_request[1].terminal_time_ms: 1e+308 ms is past the engine's horizon of 2**53 ms"),
+    ({"summary": {}, "per_request": [row(1, -1e308, 1.0)]},
+     "per_request[0].arrival_time_ms: -1e+308 ms is past the engine's horizon"),
+    ({"summary": {}, "per_request": [row(1, 0.0, 1.0, routing_history=[
+        {"pool": "agg", "queue_entered_at_ms": 0.0, "queue_wait_ms": 1e308}])]},
+     "per_request[0].routing_history[0].queue_wait_ms: 1e+308 ms is past the engine's"),
     (g2_report(timeline(2, d2h_bytes=[1])),
      "summary.g2_timeline.d2h_bytes: 1 bins where d2h_blocks has 2"),
     (g2_report(timeline(2, h2d_blocks=None)),
@@ -297,8 +314,7 @@ def test_grid_covers_the_last_instant() -> None:
 def test_bad_shapes_name_their_path(report: dict[str, Any], message: str) -> None:
     """A report not shaped as kvreplay writes it is refused with the JSON path, and the run."""
     good = {"summary": {}, "per_request": [], "meta": {}}
-    with pytest.raises(ReportShapeError, match=message.replace("[", r"\[").replace("]", r"\]")
-                       ) as caught:
+    with pytest.raises(ReportShapeError, match=re.escape(message)) as caught:
         render_html([("good", good), ("bad", report)])
     assert caught.value.run == 1
 
