@@ -34,6 +34,7 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("admission_history", "json"), ("routing_history", "json"), ("agentic", "json"),
 )
 FORMATS = {".csv": "csv", ".jsonl": "jsonl", ".parquet": "parquet"}
+_INSTALL = "pip install 'kvreplay[parquet]'"
 _BATCH = 50_000  # Parquet rows per row group: memory stays bounded on long traces
 
 
@@ -53,10 +54,24 @@ def export_format(path: str) -> str:
     if kind is None:
         raise ExportError(f"--export {path}: unknown format {suffix or '(no suffix)'}; use "
                           ".csv, .jsonl or .parquet")
-    if kind == "parquet" and importlib.util.find_spec("pyarrow") is None:
-        raise ExportError(f"--export {path}: Parquet needs pyarrow, which is not installed "
-                          "(pip install 'kvreplay[parquet]'); .csv and .jsonl need nothing")
+    if kind == "parquet":
+        _need_pyarrow(path)
     return kind
+
+
+def _need_pyarrow(path: str) -> None:
+    """ExportError unless pyarrow imports: absent, or present but broken (a missing shared
+    library, a numpy it was not built for), it says which extra to install."""
+    if importlib.util.find_spec("pyarrow") is None:
+        raise ExportError(f"--export {path}: Parquet needs pyarrow, which is not installed "
+                          f"({_INSTALL}); .csv and .jsonl need nothing")
+    try:
+        importlib.import_module("pyarrow.parquet")
+    except (ImportError, OSError) as exc:
+        raise ExportError(f"--export {path}: Parquet needs pyarrow, which is installed but "
+                          f"does not import ({type(exc).__name__}: {exc}); reinstall it "
+                          f"({_INSTALL} --force-reinstall); .csv and .jsonl need nothing"
+                          ) from None
 
 
 def _compact(value: Any) -> str:

@@ -111,6 +111,29 @@ def test_parquet_without_pyarrow_is_a_usage_error(cli: Callable[..., Any], tmp_p
     assert "kvreplay[parquet]" in ran.err and "requests" not in ran.out
 
 
+@pytest.mark.parametrize(("planted", "said"), [
+    ("", "ModuleNotFoundError: No module named 'pyarrow.parquet'"),
+    ("raise ImportError('libarrow.so.2600: cannot open shared object file')",
+     "ImportError: libarrow.so.2600: cannot open shared object file"),
+])
+def test_parquet_with_a_pyarrow_that_does_not_import(cli_process: Callable[..., Any],
+                                                     tmp_path: Path, planted: str,
+                                                     said: str) -> None:
+    """A pyarrow half removed (no pyarrow.parquet), or one whose library is missing (planted
+    first on the path): exit 2 before the replay, naming the extra to install, not an
+    internal ImportError."""
+    shadow = tmp_path / "shadow" / "pyarrow"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text(planted)
+    out = tmp_path / "r.parquet"
+    ran = cli_process("run", str(EXAMPLE), "--export", str(out),
+                      env={"PYTHONPATH": str(shadow.parent)})
+    assert ran.code == 2 and ran.out == ""
+    assert "internal error" not in ran.err
+    assert said in ran.err and "pip install 'kvreplay[parquet]'" in ran.err
+    assert not out.exists()
+
+
 @pytest.mark.parametrize(("name", "message"), [("rows.txt", "unknown format .txt"),
                                                ("rows", "(no suffix)")])
 def test_unknown_export_format(cli: Callable[..., Any], tmp_path: Path, name: str,
