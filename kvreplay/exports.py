@@ -8,13 +8,13 @@ histories, the agentic identity) as compact JSON text. Parquet needs pyarrow
 
 from __future__ import annotations
 
-import csv
 import importlib.util
-import io
 import json
 import os
 from collections.abc import Iterable, Iterator, Mapping
 from typing import IO, Any, Protocol
+
+from kvreplay.csv_cells import line
 
 # (column, type) for CSV and Parquet; `json` columns hold compact JSON text.
 COLUMNS: tuple[tuple[str, str], ...] = (
@@ -94,17 +94,15 @@ def write_jsonl(rows: Iterable[Mapping[str, Any]], out: TextSink) -> None:
 
 
 def write_csv(rows: Iterable[Mapping[str, Any]], out: TextSink) -> None:
-    """RFC 4180 CSV with a header; empty cells are nulls; floats as Python prints them."""
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(name for name, _ in COLUMNS)
-    for n, row in enumerate(rows, 1):
-        writer.writerow("" if v is None else v for v in flat(row))
-        if n % 1024 == 0:
-            out.write(buffer.getvalue())
-            buffer.seek(0)
-            buffer.truncate()
-    out.write(buffer.getvalue())
+    """CSV with a header; empty cells are nulls; floats as Python prints them; text quoted
+    per RFC 4180 and formulas neutralized (kvreplay.csv_cells)."""
+    chunk = [line(name for name, _ in COLUMNS)]
+    for row in rows:
+        chunk.append(line(flat(row)))
+        if len(chunk) == 1024:
+            out.write("".join(chunk))
+            chunk.clear()
+    out.write("".join(chunk))
 
 
 def write_parquet(rows: Iterable[Mapping[str, Any]], out: IO[bytes]) -> None:

@@ -12,6 +12,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from kvreplay.csv_cells import Cell
 from kvreplay.sweep.checks import numeric_figures
 from kvreplay.sweep.model import SweepPlan
 
@@ -67,40 +68,44 @@ def load_results(folder: str) -> dict[str, Any]:
     return {**table(results.rows), "best": results.best}
 
 
-def _cell(value: Any) -> str:
+def _cell(value: Any) -> Cell:
+    """A value as its CSV cell: numbers stay numbers (never taken for a formula)."""
     if value is None:
-        return ""
+        return None
     if value is True or value is False:
         return "true" if value else "false"
     if isinstance(value, str):
         return value
     if isinstance(value, int | float):
-        return repr(value)
+        return value
     return json.dumps(value, sort_keys=True, ensure_ascii=False)
 
 
-def _parameter_cell(row: Row, name: str, value: Any) -> str:
+def _parameter_cell(row: Row, name: str, value: Any) -> Cell:
     """A parameter set to null shows as `null`; one the point does not set stays empty."""
     if name in row["parameters"] and value is None:
         return "null"
     return _cell(value)
 
 
+def _text(cell: Cell) -> str:
+    """Parquet's text of a parameter: the CSV cell before quoting."""
+    return "" if cell is None else cell if isinstance(cell, str) else repr(cell)
+
+
 def csv_text(rows: Sequence[Row]) -> str:
-    import csv
-    import io
+    """results.csv: quoted and formula-safe (kvreplay.csv_cells)."""
+    from kvreplay.csv_cells import line
 
     names = columns(rows)
     params = set(names[len(FIXED):]) - set(numeric_figures())
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(names)
+    out = [line(names)]
     for row in rows:
         cells = flat(row, names)
-        writer.writerow([" ".join(c) if n == "rules" else
+        out.append(line([" ".join(c) if n == "rules" else
                          _parameter_cell(row, n, c) if n in params else _cell(c)
-                         for n, c in zip(names, cells, strict=True)])
-    return out.getvalue()
+                         for n, c in zip(names, cells, strict=True)]))
+    return "".join(out)
 
 
 def jsonl_text(rows: Sequence[Row]) -> str:
@@ -136,9 +141,8 @@ def parquet_bytes(rows: Sequence[Row]) -> bytes | None:
         elif name in FIXED:
             arrays.append(pa.array(values, pa.string()))
         else:
-            arrays.append(pa.array([_parameter_cell(r, name, v) for r, v in zip(rows, values,
-                                                                                 strict=True)],
-                                   pa.string()))
+            arrays.append(pa.array([_text(_parameter_cell(r, name, v))
+                                    for r, v in zip(rows, values, strict=True)], pa.string()))
     sink = pa.BufferOutputStream()
     pq.write_table(pa.table(arrays, names=names), sink)
     data: bytes = sink.getvalue().to_pybytes()

