@@ -10,6 +10,7 @@ from typing import Any
 from kvreplay.compare.gates import GateResult
 from kvreplay.compare.join import METRICS, PERCENTILES, RANKED_BY, DeltaStats, RequestJoin
 from kvreplay.compare.model import Comparison, FigureDelta
+from kvreplay.formats.display import escape_inline
 
 COMPARE_VERSION = 1
 Labels = tuple[str, str]
@@ -108,16 +109,19 @@ def percent(value: float | None) -> str:
 
 
 def to_text(comparison: Comparison, results: Sequence[GateResult], labels: Labels) -> str:
+    """The table for people; every string from the reports (figure names, text figures, ids,
+    versions) with its control characters shown as escapes (formats.display)."""
     lines = [f"BASE {_describe(labels[0], comparison.base_meta)}",
              f"NEW  {_describe(labels[1], comparison.new_meta)}", ""]
-    width = max([len("figure"), *(len(f.name) for f in comparison.figures)]) + 2
+    names = [escape_inline(f.name) for f in comparison.figures]
+    width = max([len("figure"), *map(len, names)]) + 2
     lines.append(f"{'figure':<{width}}{'base':>16}{'new':>16}{'delta':>16}{'relative':>11}")
-    for f in comparison.figures:
+    for name, f in zip(names, comparison.figures, strict=True):
         rel = percent(None if f.relative is None else f.relative * 100.0)
         if not f.numeric:
             rel = "changed" if f.changed else ""
         delta = signed(f.delta) if f.numeric else ""
-        lines.append(f"{f.name:<{width}}{_side_value(f.base, f.in_base):>16}"
+        lines.append(f"{name:<{width}}{_side_value(f.base, f.in_base):>16}"
                      f"{_side_value(f.new, f.in_new):>16}{delta:>16}{rel:>11}".rstrip())
     lines.append(f"{len(comparison.figures)} figures, {len(comparison.changed)} changed")
     lines.append("")
@@ -133,17 +137,17 @@ def _describe(label: str, meta: Mapping[str, Any]) -> str:
     side = _side(label, meta)
     text = f"{label} (kvreplay {side['kvreplay_version'] or '?'}"
     if side["config_digest"]:
-        text += f", config {side['config_digest'][:19]}"
-    return text + ")"
+        text += f", config {str(side['config_digest'])[:19]}"
+    return escape_inline(text + ")")
 
 
 def _side_value(value: Any, present: bool) -> str:
-    return num(value) if present else "(absent)"
+    return escape_inline(num(value)) if present else "(absent)"
 
 
 def _join_text(join: RequestJoin) -> list[str]:
     if join.skipped is not None:
-        return [f"per-request join skipped: {join.skipped}"]
+        return [escape_inline(f"per-request join skipped: {join.skipped}")]
     lines = [f"per-request join: {join.matched:,} requests in both runs ({join.only_base:,} only "
              f"in BASE, {join.only_new:,} only in NEW, {join.not_completed:,} not completed in "
              "both)"]
@@ -157,7 +161,7 @@ def _join_text(join: RequestJoin) -> list[str]:
     if join.top:
         lines.append(f"slowest regressions (by {RANKED_BY}):")
         for m in join.top:
-            who = m.uuid if m.request_id is None else f"{m.uuid} ({m.request_id})"
+            who = escape_inline(m.uuid if m.request_id is None else f"{m.uuid} ({m.request_id})")
             parts = [f"{metric} {num(m.base[metric])} -> {num(m.new[metric])} "
                      f"({signed(m.delta(metric))})" for metric in METRICS]
             lines.append(f"  {who}: " + ", ".join(parts))
@@ -169,23 +173,26 @@ def _join_text(join: RequestJoin) -> list[str]:
 def gate_line(r: GateResult) -> str:
     verdict = "FAILED" if r.tripped else "passed"
     change = percent(r.change) if r.gate.relative else signed(r.change)
-    return (f"{verdict} `{r.gate.text}`: {r.gate.figure} base {num(r.base)}, new {num(r.new)}, "
-            f"change {change} (threshold {r.gate.op} {r.gate.threshold_text()})")
+    return (f"{verdict} `{escape_inline(r.gate.text)}`: {r.gate.figure} base {num(r.base)}, "
+            f"new {num(r.new)}, change {change} (threshold {r.gate.op} "
+            f"{r.gate.threshold_text()})")
 
 
 # --- GitHub workflow commands ---
 
 def to_github(comparison: Comparison, results: Sequence[GateResult], labels: Labels) -> str:
     """One `::error::` per tripped gate, a `::warning::` when the join was skipped, then the
-    text table for the log."""
-    from kvreplay.formats.github import escape_data, escape_property
+    text table for the log, with workflow commands stopped around it (figure names and ids
+    come from the report files)."""
+    from kvreplay.formats.github import data, property_value, unprocessed
 
-    title = escape_property("kvreplay compare")
-    out = [f"::error title={title}::{escape_data(gate_line(r))}" for r in results if r.tripped]
+    title = property_value("kvreplay compare")
+    out = [f"::error title={title}::{data(gate_line(r))}" for r in results if r.tripped]
     if comparison.requests.skipped is not None:
         out.append(f"::warning title={title}::"
-                   + escape_data(f"per-request join skipped: {comparison.requests.skipped}"))
-    return "\n".join(out) + ("\n" if out else "") + to_text(comparison, results, labels)
+                   + data(f"per-request join skipped: {comparison.requests.skipped}"))
+    return ("\n".join(out) + ("\n" if out else "")
+            + unprocessed(to_text(comparison, results, labels)))
 
 
 RENDERERS = {"text": to_text, "json": to_json, "github": to_github}

@@ -2,15 +2,20 @@
 
 `::error file=F,line=L,col=C,endLine=L2,endColumn=C2,title=RULE::message` (`warning` and
 `notice` for the other severities). The message carries the hint and the related notes on
-further lines. The runner rejects columns on a multi-line annotation and an `endColumn` before
-`col`, so those are left out; `endColumn` is exclusive, as in kvreplay's spans.
+further lines. Text that may quote input (messages, paths) has its control characters shown as
+escapes (formats.display) and is then escaped as the runner documents (`%`, CR, LF; `:` and `,`
+in properties), so no input can end a command's line or start another command. The runner
+rejects columns on a multi-line annotation and an `endColumn` before `col`, so those are left
+out; `endColumn` is exclusive, as in kvreplay's spans.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 
 from kvreplay.diagnostics import Diagnostic, Span
+from kvreplay.formats.display import escape_inline
 from kvreplay.formats.paths import root_relative
 from kvreplay.formats.result import FileResult
 
@@ -42,9 +47,9 @@ def annotation(
     for related in d.related:
         where = _location(related.span.file or file, related.span, root, cwd)
         parts.append(f"note: {where}{related.message}")
-    rendered = ",".join(f"{key}={escape_property(value)}" for key, value in properties)
+    rendered = ",".join(f"{key}={property_value(value)}" for key, value in properties)
     head = f"::{_COMMAND[d.severity]} {rendered}" if rendered else f"::{_COMMAND[d.severity]}"
-    return f"{head}::{escape_data(chr(10).join(parts))}"
+    return f"{head}::{data(*parts)}"
 
 
 def _position(span: Span) -> list[tuple[str, str]]:
@@ -76,6 +81,28 @@ def _location(file: str, span: Span, root: str | None, cwd: str | None) -> str:
         if span.column is not None:
             parts.append(str(span.column))
     return ":".join(parts) + ": " if parts else ""
+
+
+def data(*lines: str) -> str:
+    """A command's message from text that may quote input, one line per part: control
+    characters shown as escapes (so a part cannot break its line or colour the log), then the
+    runner's escaping."""
+    return escape_data("\n".join(escape_inline(line) for line in lines))
+
+
+def property_value(text: str) -> str:
+    """A property (`file=`, `title=`) from text that may quote input."""
+    return escape_property(escape_inline(text))
+
+
+def unprocessed(text: str) -> str:
+    """Plain text for the log, which the runner must not read as commands (a line of input
+    beginning with `::`, or holding `##[`, would be one): between `::stop-commands::TOKEN` and
+    `::TOKEN::`. TOKEN is derived from the text (SHA-256), so the text cannot hold it and the
+    output stays deterministic."""
+    token = "kvreplay-" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    ending = "" if not text or text.endswith("\n") else "\n"
+    return f"::stop-commands::{token}\n{text}{ending}::{token}::\n"
 
 
 def escape_data(text: str) -> str:

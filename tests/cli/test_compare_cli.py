@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,7 @@ from typing import Any
 import pytest
 
 import kvreplay
+from kvreplay.formats.display import escape_inline
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "kv-router-mooncake.yaml"
 
@@ -212,6 +214,50 @@ def test_github_format_annotates(report_files: Callable[..., Path],
     first = ran.out.splitlines()[0]
     assert first.startswith("::error title=kvreplay compare::FAILED `mean_ttft_ms > +5%25`")
     assert "per-request join" in ran.out
+
+
+def runner_commands(log: str) -> list[str]:
+    """The workflow commands the Actions runner would act on in `log`, as it reads them
+    (actions/runner ActionCommandManager): `::name ...::` after leading space, `##[name` anywhere
+    in a line, nothing but the resume token while commands are stopped."""
+    acted, stopped = [], None
+    for line in log.splitlines():
+        found = re.match(r"::([^: ]+)", line.lstrip()) or re.search(r"##\[([^\] ]+)", line)
+        if found is None:
+            continue
+        name = found.group(1)
+        if stopped is not None:
+            if name == stopped:
+                stopped = None
+            continue
+        acted.append(name)
+        if name == "stop-commands":
+            stopped = line.lstrip().split("::")[2]
+    return acted
+
+
+HOSTILE_KEYS = ["x\n::error file=a.py,line=1::pwned", "y\n::add-mask::secret",
+                "::stop-commands::z", "w\r::warning::w", "v##[error]v1", "\x1b]0;t\x07c\x1b[31m"]
+
+
+def test_github_format_hostile_figure_names(report_files: Callable[..., Path],
+                                            compare_cli: Callable[..., Any]) -> None:
+    """Summary keys (and a request id) holding a newline and `::error file=...::`,
+    `::add-mask::`, `::stop-commands::`, `::warning::`, `##[error]` or terminal escapes: the
+    runner acts on the tripped gate's `::error` and the stop/resume pair only; the log shows
+    every key escaped on its own line, with no control character."""
+    base, new = report_files("base.json"), report_files("new.json", "slower")
+    report = json.loads(new.read_text())
+    report["summary"].update({key: i for i, key in enumerate(HOSTILE_KEYS)})
+    report["per_request"][0]["request_id"] = "\n::error::row"
+    new.write_text(json.dumps(report))
+    ran = compare_cli(base, new, "--format", "github", "--fail-on", "mean_ttft_ms > +5%")
+    assert ran.code == 1, ran.err
+    acted = runner_commands(ran.out)
+    assert acted == ["error", "warning", "stop-commands"], ran.out
+    assert all(line.isprintable() for line in ran.out.splitlines())
+    for key in HOSTILE_KEYS:
+        assert escape_inline(key) in ran.out
 
 
 def test_html_overlays_both_runs(cli: Callable[..., Any], report_files: Callable[..., Path],

@@ -11,7 +11,8 @@ from syrupy.assertion import SnapshotAssertion
 
 from kvreplay.diagnostics import Diagnostic, Related, Span
 from kvreplay.formats import FileResult
-from kvreplay.formats.github import annotation, render_github
+from kvreplay.formats.display import escape_inline
+from kvreplay.formats.github import annotation, render_github, unprocessed
 from kvreplay.formats.paths import root_relative
 
 _LINE = re.compile(r"^::(?P<command>[a-z]+)(?: (?P<properties>[^:]*))?::(?P<data>.*)$")
@@ -66,21 +67,23 @@ def test_one_command_per_finding(results: tuple[FileResult, ...]) -> None:
 
 
 def test_round_trip_awkward_text() -> None:
-    """Commas, colons, percent signs, newlines and unicode survive in path, title and message."""
+    """Commas, colons, percent signs and unicode survive in path, title and message; line
+    breaks and other control characters in them arrive as visible escapes."""
     path = "dir, with: colons/100% ü日本\r\nx.yaml"
-    message = "a,b: c%d %25 %0A\r\nnext ::error file=x::no 🚀"
+    message = "a,b: c%d %25 %0A\r\nnext ::error file=x::no 🚀\x1b[31m"
     d = Diagnostic("R:1,2%", "error", message, Span(path, None, 3, 5, 3, 9), hint="h: 1,2")
     command, properties, data = parse_command(annotation(d, "unused"))
     assert command == "error"
     assert properties == {
-        "file": path,
+        "file": "dir, with: colons/100% ü日本\\r\\nx.yaml",
         "line": "3",
         "col": "5",
         "endLine": "3",
         "endColumn": "9",
         "title": "R:1,2%",
     }
-    assert data == message + "\nhint: h: 1,2"
+    assert data == ("a,b: c%d %25 %0A\\r\\nnext ::error file=x::no 🚀\\x1b[31m"
+                    "\nhint: h: 1,2")
 
 
 @settings(max_examples=200, deadline=None)
@@ -92,21 +95,22 @@ def test_round_trip_awkward_text() -> None:
     column=st.integers(min_value=1, max_value=500),
 )
 def test_round_trip_any_text(path: str, rule: str, message: str, line: int, column: int) -> None:
-    """Any rule and message parse back exactly, and the path as normalised, on a single line."""
+    """Any rule and message parse back as the text format shows them (control characters as
+    escapes), and the path as normalised, on a single printable line."""
     d = Diagnostic(rule, "warning", message, Span(path, None, line, column, line, column + 1))
     text = annotation(d, "unused")
-    assert "\n" not in text and "\r" not in text
+    assert text.isprintable()
     assert parse_command(text) == (
         "warning",
         {
-            "file": root_relative(path, None)[0],
+            "file": escape_inline(root_relative(path, None)[0]),
             "line": str(line),
             "col": str(column),
             "endLine": str(line),
             "endColumn": str(column + 1),
-            "title": rule,
+            "title": escape_inline(rule),
         },
-        message,
+        escape_inline(message),
     )
 
 
@@ -162,6 +166,34 @@ def test_undecodable_file_name_is_written_escaped() -> None:
     text = annotation(Diagnostic("R", "error", "m", Span("x-\udcff.yaml")), "x")
     text.encode("utf-8")
     assert parse_command(text)[1]["file"] == "x-\\udcff.yaml"
+
+
+@pytest.mark.parametrize("key", [
+    "x\n::error file=a.py::pwned", "\r::add-mask::secret", "::stop-commands::t",
+    "a\x1b]0;title\x07b\x1b[31mred", "\u202eevil", "##[warning]v1 syntax"])
+def test_a_hostile_yaml_key_is_one_escaped_command(key: str) -> None:
+    """A YAML key that holds a newline and `::error`, `::add-mask::`, `::stop-commands::`, an
+    OSC or SGR sequence or a bidi override: one command line, printable, no ESC, BEL or LF."""
+    d = Diagnostic("SCHEMA-UNKNOWN-KEY", "error", f"unknown key `{key}` at the top level",
+                   Span(f"{key}.yaml", None, 1, 1, 1, 3), hint=f"did you mean `{key}`?")
+    text = render_github([FileResult("c.yaml", None, (d,))])
+    (line,) = text.splitlines()
+    assert line.isprintable() and line.startswith("::error file=")
+    _, properties, message = parse_command(line)
+    assert properties["file"] == escape_inline(f"{key}.yaml")
+    assert message == (f"unknown key `{escape_inline(key)}` at the top level\n"
+                       f"hint: did you mean `{escape_inline(key)}`?")
+
+
+def test_unprocessed_text_stops_commands_around_itself() -> None:
+    """Plain log text sits between `::stop-commands::TOKEN` and `::TOKEN::`; TOKEN depends on
+    the text (the same text, the same bytes) and is not in it."""
+    text = "::error::not a command\n##[add-mask]x\n"
+    out = unprocessed(text)
+    first, *body, last = out.splitlines()
+    token = first.removeprefix("::stop-commands::")
+    assert first != token and last == f"::{token}::" and "\n".join(body) + "\n" == text
+    assert token not in text and out == unprocessed(text) != unprocessed(text + " ")
 
 
 def test_clean_run_is_empty() -> None:
