@@ -6,6 +6,7 @@ import argparse
 
 from kvreplay.cli import exits
 from kvreplay.cli.output import emit_all, write_stderr
+from kvreplay.formats.display import escape_inline
 
 
 def run(args: argparse.Namespace) -> int:
@@ -25,7 +26,7 @@ def run(args: argparse.Namespace) -> int:
         comparison = compare_reports(base, new, top=args.top)
         results = evaluate_gates(comparison, gates)
     except (GateError, ReportInputError) as exc:
-        write_stderr(f"kvreplay: {exc}\n")
+        write_stderr(f"kvreplay: {escape_inline(str(exc))}\n")
         return exits.USAGE
     text = RENDERERS[args.format](comparison, results, (args.base, args.new))
     inputs = [("the BASE report", args.base), ("the NEW report", args.new)]
@@ -38,8 +39,9 @@ def run(args: argparse.Namespace) -> int:
         try:
             page = render_html([(labels[0], base), (labels[1], new)])
         except ReportShapeError as exc:
-            write_stderr(f"kvreplay: {(args.base, args.new)[exc.run or 0]}: not a kvreplay "
-                         f"report: {exc}\n")
+            where = (args.base, args.new)[exc.run or 0]
+            write_stderr(escape_inline(f"kvreplay: {where}: not a kvreplay report: {exc}")
+                         + "\n")
             return exits.USAGE
         writes.append((args.html, page, "the --html page"))
     writes.append((args.output, text, "the -o output"))
@@ -47,5 +49,6 @@ def run(args: argparse.Namespace) -> int:
         return exits.USAGE
     tripped = [r for r in results if r.tripped]
     if tripped and (args.format == "json" or args.output not in (None, "-")):
-        write_stderr("".join(f"kvreplay: gate failed: {r.gate.text}\n" for r in tripped))
+        write_stderr("".join(f"kvreplay: gate failed: {escape_inline(r.gate.text)}\n"
+                             for r in tripped))
     return exits.FINDINGS if tripped else exits.OK

@@ -14,6 +14,7 @@ from kvreplay.cli.diagnostics_out import print_diagnostics
 from kvreplay.cli.output import Output, commit_all, same_file, write_stderr, write_stdout
 from kvreplay.compiler.overrides import OverrideError
 from kvreplay.files import open_regular
+from kvreplay.formats.display import escape_inline
 
 
 def run(args: argparse.Namespace) -> int:
@@ -125,8 +126,9 @@ def _check(path: str, expected: str, config: str, args: argparse.Namespace,
            inputs: list[tuple[str, str]], fixes: _Fixes, within: str | None) -> int:
     """Compare the output on disk with a fresh compile: print a unified diff when stale, or with
     --fix rewrite it (exit 1 either way, so a pre-commit hook shows the change)."""
+    shown, source = escape_inline(path), escape_inline(config)
     if os.path.isdir(path):
-        write_stderr(f"kvreplay: {path}: is a directory\n")
+        write_stderr(f"kvreplay: {shown}: is a directory\n")
         return exits.USAGE
     try:
         with open_regular(path) as fh:  # a FIFO or device is refused, never waited on
@@ -134,7 +136,7 @@ def _check(path: str, expected: str, config: str, args: argparse.Namespace,
     except FileNotFoundError:
         current = None
     except (OSError, UnicodeDecodeError) as exc:
-        write_stderr(f"kvreplay: cannot read {path}: {exc}\n")
+        write_stderr(f"kvreplay: cannot read {shown}: {escape_inline(str(exc))}\n")
         return exits.USAGE
     if current == expected:
         return exits.OK
@@ -144,18 +146,28 @@ def _check(path: str, expected: str, config: str, args: argparse.Namespace,
             with contextlib.suppress(OSError):  # if it cannot be made, Output says why
                 os.makedirs(os.path.dirname(path) or os.curdir, exist_ok=True)
         state = "missing" if current is None else "stale"
-        fixes.add(out, expected, f"kvreplay: {path} was {state}: rewritten from {config}\n")
+        fixes.add(out, expected, f"kvreplay: {shown} was {state}: rewritten from {source}\n")
         return exits.FINDINGS
     if current is not None:
-        diff = difflib.unified_diff(current.splitlines(keepends=True),
-                                    expected.splitlines(keepends=True),
-                                    fromfile=f"{path} (on disk)",
-                                    tofile=f"{path} (compiled from {config})")
+        # The file on disk may hold anything: each line is shown with its control characters
+        # as escapes, so the diff cannot drive the terminal.
+        diff = difflib.unified_diff(_shown_lines(current), _shown_lines(expected),
+                                    fromfile=f"{shown} (on disk)",
+                                    tofile=f"{shown} (compiled from {source})")
         write_stdout("".join(diff))
     state = "does not exist" if current is None else "is stale"
-    write_stderr(f"kvreplay: {path} {state}: run `{_fix_command(config, path, args)}` "
-                 "(or add --fix)\n")
+    write_stderr(f"kvreplay: {shown} {state}: run "
+                 f"`{escape_inline(_fix_command(config, path, args))}` (or add --fix)\n")
     return exits.FINDINGS
+
+
+def _shown_lines(text: str) -> list[str]:
+    """`text` split at LF, each line terminal-safe (a CR or an ESC shown as an escape)."""
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+        return [escape_inline(line) + "\n" for line in lines]
+    return [escape_inline(line) + "\n" for line in lines[:-1]] + [escape_inline(lines[-1])]
 
 
 def _fix_command(config: str, path: str, args: argparse.Namespace) -> str:

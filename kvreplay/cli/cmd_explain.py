@@ -6,6 +6,7 @@ import argparse
 
 from kvreplay.cli import exits
 from kvreplay.cli.output import write_stderr, write_stdout
+from kvreplay.formats.display import escape_inline
 
 
 def run(args: argparse.Namespace) -> int:
@@ -16,7 +17,7 @@ def run(args: argparse.Namespace) -> int:
     text = explain(args.rule.strip().upper())
     if text is None:
         hint = hint_for(args.rule.strip().upper(), catalog(), "rule IDs") or ""
-        write_stderr(f"kvreplay: unknown rule ID `{args.rule}`; {hint}\n")
+        write_stderr(f"kvreplay: unknown rule ID `{escape_inline(args.rule)}`; {hint}\n")
         return exits.USAGE
     write_stdout(text if text.endswith("\n") else text + "\n")
     return exits.OK

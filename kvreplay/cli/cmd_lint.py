@@ -50,10 +50,12 @@ def bad_rule_options(args: argparse.Namespace) -> bool:
         return False
     from kvreplay.catalog import catalog
     from kvreplay.compiler.suggest import hint_for
+    from kvreplay.formats.display import escape_inline
 
     for pattern in unknown_patterns(patterns, catalog()):
         hint = hint_for(pattern, catalog(), "rule IDs") or ""
-        write_stderr(f"kvreplay: unknown rule ID `{pattern}` in --select/--ignore; {hint}\n")
+        write_stderr(f"kvreplay: unknown rule ID `{escape_inline(pattern)}` in "
+                     f"--select/--ignore; {hint}\n")
         return True
     return False
 

@@ -8,6 +8,7 @@ import os
 
 from kvreplay.cli import exits
 from kvreplay.cli.output import Output, write_stderr
+from kvreplay.formats.display import escape_inline
 
 
 def run(args: argparse.Namespace) -> int:
@@ -17,7 +18,8 @@ def run(args: argparse.Namespace) -> int:
     folders = [p for p in args.reports if os.path.isdir(p)]
     if folders:
         if len(args.reports) > 1 or args.label:
-            write_stderr(f"kvreplay: {folders[0]} is a sweep results folder: its page is "
+            write_stderr(f"kvreplay: {escape_inline(folders[0])} is a sweep results folder: its "
+                         "page is "
                          "rendered alone, without other reports or --label\n")
             return exits.USAGE
         return sweep_page(folders[0], args.output or "-")
@@ -31,13 +33,14 @@ def run(args: argparse.Namespace) -> int:
             try:
                 runs.append((label, load_report(path)))
             except ReportInputError as exc:
-                write_stderr(f"kvreplay: {exc}\n")
+                write_stderr(f"kvreplay: {escape_inline(str(exc))}\n")
                 return exits.USAGE
         try:
             text = render_html(runs)
         except ReportShapeError as exc:
             where = args.reports[exc.run or 0]
-            write_stderr(f"kvreplay: {where}: not a kvreplay report: {exc}\n")
+            write_stderr(escape_inline(f"kvreplay: {where}: not a kvreplay report: {exc}")
+                         + "\n")
             return exits.USAGE
         out.write(text)
         out.commit()
@@ -74,7 +77,7 @@ def sweep_page(folder: str, output: str) -> int:
         try:
             results = read_results(folder)
         except ResultsError as exc:
-            write_stderr(f"kvreplay: {exc}\n")
+            write_stderr(f"kvreplay: {escape_inline(str(exc))}\n")
             return exits.USAGE
         out.write(render_sweep_html(results))
         out.commit()

@@ -18,6 +18,7 @@ from kvreplay.cli.output import (
     write_stdout,
 )
 from kvreplay.cli.project_cli import add_project_options, add_walk_options
+from kvreplay.formats.display import escape_inline
 
 FORMATS = ["auto", "text", "concise", "json", "sarif", "github"]
 
@@ -288,13 +289,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except signals.STOPS as exc:
         return signals.stopped(exc)
     except OutputError as exc:
-        write_stderr(f"kvreplay: {exc}\n")
+        write_stderr(f"kvreplay: {escape_inline(str(exc))}\n")
         return exits.USAGE
     except Exception as exc:  # the last line of defence: no traceback without --debug
         if debug:
             raise
-        write_stderr(f"kvreplay: internal error: {type(exc).__name__}: {exc} "
-                     "(run with --debug for the traceback)\n")
+        write_stderr(f"kvreplay: internal error: {type(exc).__name__}: "
+                     f"{escape_inline(str(exc))} (run with --debug for the traceback)\n")
         return exits.USAGE
     finally:
         discard_pending()

@@ -15,7 +15,8 @@ configs/a.yaml:1:1: note: first definition
 
 Columns are code points (as the loaders count them); on screen tabs expand to stops of
 `TAB_WIDTH`, wide (East Asian) characters take two cells and combining marks none, so the
-underline sits under the span. Control and other invisible characters show as a replacement glyph.
+underline sits under the span. Control and other invisible characters in the code frame show as
+the same escapes as in messages (`\x1b`, `\u202e`: formats.display), as wide as they print.
 """
 
 from __future__ import annotations
@@ -240,16 +241,13 @@ def _display(text: str) -> tuple[str, list[int]]:
 
 
 def _glyph(ch: str) -> tuple[str, int]:
-    code = ord(ch)
-    if code < 0x80:
-        if code < 0x20:
-            return chr(0x2400 + code), 1  # the Unicode "control picture" for it: ␛ ␀ ...
-        return ("\u2421", 1) if code == 0x7F else (ch, 1)
+    if not ch.isprintable():  # shown as every formatter shows it: `\x1b`, `\u202e`...
+        glyph = escape_inline(ch)
+        return glyph, len(glyph)
+    if ch.isascii():
+        return ch, 1
     import unicodedata
 
-    category = unicodedata.category(ch)
-    if category[0] == "C" or category in ("Zl", "Zp"):
-        return "\ufffd", 1
-    if category in ("Mn", "Me"):
+    if unicodedata.category(ch) in ("Mn", "Me"):
         return ch, 0
     return ch, 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1

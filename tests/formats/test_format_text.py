@@ -43,7 +43,17 @@ def test_no_escape_codes_without_color(results: tuple[FileResult, ...]) -> None:
     text = render_text([*results, FileResult("f.yaml", "a: \x1b[31mx\n", (diagnostic,))])
     assert "\x1b" not in text
     assert "bad \\x1b[31mvalue" in text
-    assert " 1 | a: \u241b[31mx" in text
+    assert " 1 | a: \\x1b[31mx" in text
+
+
+def test_escaped_source_keeps_the_underline_under_the_span() -> None:
+    """An ESC (and a bidi override) before the span print as `\\x1b` / `\\u202e`, as wide as
+    they show: the underline still starts under the span's first character."""
+    source = "a: \x1b[31m\u202ex: bad\n"
+    d = Diagnostic("R", "error", "m", Span("f.yaml", "$.a", 1, 13, 1, 16))
+    rows = _one(source, d)
+    assert rows[1] == " 1 | a: \\x1b[31m\\u202ex: bad"
+    assert _carets(rows) == (rows[1].index("bad") - len(" 1 | "), 3)
 
 
 def test_header_frame_hint_order() -> None:
