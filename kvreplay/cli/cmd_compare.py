@@ -28,7 +28,8 @@ def run(args: argparse.Namespace) -> int:
     except (GateError, ReportInputError) as exc:
         write_stderr(f"kvreplay: {escape_inline(str(exc))}\n")
         return exits.USAGE
-    text = RENDERERS[args.format](comparison, results, (args.base, args.new))
+    text = RENDERERS[args.format](comparison, results, (args.base, args.new),
+                                  changed_only=args.changed_only)
     inputs = [("the BASE report", args.base), ("the NEW report", args.new)]
     writes: list[tuple[str | None, str, str]] = []
     if args.html is not None:
@@ -48,7 +49,9 @@ def run(args: argparse.Namespace) -> int:
     if not emit_all(writes, inputs):  # both or neither
         return exits.USAGE
     tripped = [r for r in results if r.tripped]
-    if tripped and (args.format == "json" or args.output not in (None, "-")):
+    if args.format == "json" or args.output not in (None, "-"):  # the table is not on screen
+        write_stderr("".join(escape_inline(f"kvreplay: warning: {w}") + "\n"
+                             for w in comparison.warnings))
         write_stderr("".join(f"kvreplay: gate failed: {escape_inline(r.gate.text)}\n"
                              for r in tripped))
     return exits.FINDINGS if tripped else exits.OK

@@ -202,6 +202,8 @@ def build_parser() -> argparse.ArgumentParser:
                          help='exit 1 when the change trips GATE, e.g. "mean_ttft_ms > +5%%" '
                          '(repeatable; docs/cli.md)')
     compare.add_argument("--format", choices=["text", "json", "github"], default="text")
+    compare.add_argument("--changed-only", action="store_true",
+                         help="list only the figures that differ between the two reports")
     compare.add_argument("--top", type=int, default=10, metavar="N",
                          help="the N requests that got slowest (default 10)")
     compare.add_argument("-o", "--output", metavar="OUT", help="write here (atomically)")

@@ -16,14 +16,19 @@ COMPARE_VERSION = 1
 Labels = tuple[str, str]
 
 
-def to_json(comparison: Comparison, results: Sequence[GateResult], labels: Labels) -> str:
+def to_json(comparison: Comparison, results: Sequence[GateResult], labels: Labels, *,
+            changed_only: bool = False) -> str:
     """Canonical JSON (sorted keys, 2-space indent); a relative change from a base of 0 is
-    null, a percent gate change from 0 is the string "+inf" / "-inf"."""
+    null, a percent gate change from 0 is the string "+inf" / "-inf". `changed_only`: the
+    `figures` list holds the changed ones only (`changed_only: true` says so)."""
+    shown = comparison.changed if changed_only else comparison.figures
     doc = {
         "compare_version": COMPARE_VERSION,
         "base": _side(labels[0], comparison.base_meta),
         "new": _side(labels[1], comparison.new_meta),
-        "figures": [_figure(f) for f in comparison.figures],
+        "warnings": list(comparison.warnings),
+        "changed_only": changed_only,
+        "figures": [_figure(f) for f in shown],
         "changed_figures": len(comparison.changed),
         "requests": _join(comparison.requests),
         "gates": [_gate(r) for r in results],
@@ -84,13 +89,16 @@ def _gate(r: GateResult) -> dict[str, Any]:
 # --- text ---
 
 def num(value: Any) -> str:
-    """A figure for people: thousands separators, at most 4 decimals, trailing zeros cut."""
+    """A figure for people: thousands separators, at most 4 decimals, trailing zeros cut; very
+    small and very large floats in scientific notation."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return "-" if value is None else str(value)
     if isinstance(value, int):
         return f"{value:,}"
     if value != 0 and abs(value) < 1e-3:
         return f"{value:.3e}"
+    if abs(value) >= 1e15:
+        return f"{value:.6g}"
     text = f"{value:,.4f}".rstrip("0").rstrip(".")
     return "0" if text == "-0" else text
 
@@ -105,25 +113,42 @@ def percent(value: float | None) -> str:
         return "n/a"
     if not math.isfinite(value):
         return f"{value:+}%"
+    if abs(value) >= 1e6:
+        return f"{value:+.3g}%"
     return f"{value:+.2f}%"
 
 
-def to_text(comparison: Comparison, results: Sequence[GateResult], labels: Labels) -> str:
+def columns(head: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    """Aligned lines: the first column left, the others right, each as wide as its widest cell
+    and two spaces apart, so that no two cells ever run together."""
+    widths = [max(len(cell) for cell in column) for column in zip(head, *rows, strict=True)]
+
+    def line(cells: Sequence[str]) -> str:
+        first, *rest = cells
+        return "  ".join([first.ljust(widths[0]),
+                          *(c.rjust(w) for c, w in zip(rest, widths[1:], strict=True))]).rstrip()
+
+    return [line(head), *map(line, rows)]
+
+
+def to_text(comparison: Comparison, results: Sequence[GateResult], labels: Labels, *,
+            changed_only: bool = False) -> str:
     """The table for people; every string from the reports (figure names, text figures, ids,
-    versions) with its control characters shown as escapes (formats.display)."""
+    versions) with its control characters shown as escapes (formats.display). `changed_only`:
+    leave out the figures equal in both reports."""
     lines = [f"BASE {_describe(labels[0], comparison.base_meta)}",
-             f"NEW  {_describe(labels[1], comparison.new_meta)}", ""]
-    names = [escape_inline(f.name) for f in comparison.figures]
-    width = max([len("figure"), *map(len, names)]) + 2
-    lines.append(f"{'figure':<{width}}{'base':>16}{'new':>16}{'delta':>16}{'relative':>11}")
-    for name, f in zip(names, comparison.figures, strict=True):
-        rel = percent(None if f.relative is None else f.relative * 100.0)
-        if not f.numeric:
-            rel = "changed" if f.changed else ""
-        delta = signed(f.delta) if f.numeric else ""
-        lines.append(f"{name:<{width}}{_side_value(f.base, f.in_base):>16}"
-                     f"{_side_value(f.new, f.in_new):>16}{delta:>16}{rel:>11}".rstrip())
-    lines.append(f"{len(comparison.figures)} figures, {len(comparison.changed)} changed")
+             f"NEW  {_describe(labels[1], comparison.new_meta)}"]
+    lines.extend(escape_inline(f"warning: {w}") for w in comparison.warnings)
+    lines.append("")
+    shown = comparison.changed if changed_only else comparison.figures
+    if shown:
+        lines.extend(columns(["figure", "base", "new", "delta", "relative"],
+                             [_figure_cells(f) for f in shown]))
+    total, changed = len(comparison.figures), len(comparison.changed)
+    footer = f"{total} figures, {changed} changed"
+    if changed_only:
+        footer += f" ({total - changed} unchanged not shown: --changed-only)"
+    lines.append(footer)
     lines.append("")
     lines.extend(_join_text(comparison.requests))
     if results:
@@ -131,6 +156,15 @@ def to_text(comparison: Comparison, results: Sequence[GateResult], labels: Label
         lines.append("gates:")
         lines.extend("  " + gate_line(r) for r in results)
     return "\n".join(lines) + "\n"
+
+
+def _figure_cells(f: FigureDelta) -> list[str]:
+    rel = percent(None if f.relative is None else f.relative * 100.0)
+    if not f.numeric:
+        rel = "changed" if f.changed else ""
+    delta = signed(f.delta) if f.numeric else ""
+    return [escape_inline(f.name), _side_value(f.base, f.in_base),
+            _side_value(f.new, f.in_new), delta, rel]
 
 
 def _describe(label: str, meta: Mapping[str, Any]) -> str:
@@ -151,13 +185,12 @@ def _join_text(join: RequestJoin) -> list[str]:
     lines = [f"per-request join: {join.matched:,} requests in both runs ({join.only_base:,} only "
              f"in BASE, {join.only_new:,} only in NEW, {join.not_completed:,} not completed in "
              "both)"]
-    head = ["mean", "min", *(f"p{p}" for p in PERCENTILES), "max"]
-    lines.append(f"{'delta (ms)':<16}{'slower':>8}{'faster':>8}{'same':>8}"
-                 + "".join(f"{h:>10}" for h in head))
-    for metric, s in join.stats.items():
-        values = [s.mean, s.min, *(v for _, v in s.percentiles), s.max]
-        lines.append(f"{metric:<16}{s.slower:>8,}{s.faster:>8,}{s.unchanged:>8,}"
-                     + "".join(f"{signed(v):>10}" for v in values))
+    head = ["delta (ms)", "slower", "faster", "same", "mean", "min",
+            *(f"p{p}" for p in PERCENTILES), "max"]
+    lines.extend(columns(head, [
+        [metric, f"{s.slower:,}", f"{s.faster:,}", f"{s.unchanged:,}",
+         *(signed(v) for v in (s.mean, s.min, *(v for _, v in s.percentiles), s.max))]
+        for metric, s in join.stats.items()]))
     if join.top:
         lines.append(f"slowest regressions (by {RANKED_BY}):")
         for m in join.top:
@@ -180,19 +213,21 @@ def gate_line(r: GateResult) -> str:
 
 # --- GitHub workflow commands ---
 
-def to_github(comparison: Comparison, results: Sequence[GateResult], labels: Labels) -> str:
-    """One `::error::` per tripped gate, a `::warning::` when the join was skipped, then the
-    text table for the log, with workflow commands stopped around it (figure names and ids
-    come from the report files)."""
+def to_github(comparison: Comparison, results: Sequence[GateResult], labels: Labels, *,
+              changed_only: bool = False) -> str:
+    """One `::error::` per tripped gate, a `::warning::` for each warning (the reports ran
+    different traces) or when the join was skipped, then the text table for the log, with
+    workflow commands stopped around it (figure names and ids come from the report files)."""
     from kvreplay.formats.github import data, property_value, unprocessed
 
     title = property_value("kvreplay compare")
     out = [f"::error title={title}::{data(gate_line(r))}" for r in results if r.tripped]
-    if comparison.requests.skipped is not None:
+    out.extend(f"::warning title={title}::{data(w)}" for w in comparison.warnings)
+    if comparison.requests.skipped is not None and not comparison.warnings:
         out.append(f"::warning title={title}::"
                    + data(f"per-request join skipped: {comparison.requests.skipped}"))
     return ("\n".join(out) + ("\n" if out else "")
-            + unprocessed(to_text(comparison, results, labels)))
+            + unprocessed(to_text(comparison, results, labels, changed_only=changed_only)))
 
 
 RENDERERS = {"text": to_text, "json": to_json, "github": to_github}

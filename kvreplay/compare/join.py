@@ -56,6 +56,7 @@ class RequestJoin:
     """The join, or why there is none (`skipped`)."""
 
     skipped: str | None = None
+    other_trace: str | None = None  # what shows that the runs replayed different traces
     matched: int = 0
     only_base: int = 0
     only_new: int = 0
@@ -68,7 +69,7 @@ def join_requests(base: Mapping[str, Any], new: Mapping[str, Any], *,
                   top: int = 10) -> RequestJoin:
     reason = _unjoinable(base, new)
     if reason is not None:
-        return RequestJoin(skipped=reason)
+        return RequestJoin(skipped=reason, other_trace=different_traces(base, new))
     theirs = {row["uuid"]: row for row in new["per_request"]}
     pairs: list[tuple[Mapping[str, Any], Mapping[str, Any]]] = []
     only_base = 0
@@ -79,9 +80,10 @@ def join_requests(base: Mapping[str, Any], new: Mapping[str, Any], *,
             continue
         for key in IDENTITY:
             if row.get(key) != other.get(key):
-                return RequestJoin(skipped=f"request {row['uuid']} differs in `{key}` "
-                                   f"({row.get(key)!r} vs {other.get(key)!r}): the runs did "
-                                   "not replay the same trace")
+                evidence = (f"request {row['uuid']} differs in `{key}` ({row.get(key)!r} vs "
+                            f"{other.get(key)!r})")
+                return RequestJoin(skipped=f"{evidence}: the runs did not replay the same trace",
+                                   other_trace=evidence)
         pairs.append((row, other))
     completed = [(a, b) for a, b in pairs if _completed(a) and _completed(b)]
     moves = [_move(a, b) for a, b in completed]
@@ -99,17 +101,34 @@ def _unjoinable(base: Mapping[str, Any], new: Mapping[str, Any]) -> str | None:
         if not report["per_request"]:
             return (f"{label} has no per-request rows (written with `kvreplay run -o` and "
                     "--per-request full)")
-    ours, theirs = _trace_digests(base), _trace_digests(new)
-    if ours is not None and theirs is not None and ours != theirs:
+    if different_traces(base, new) is not None:
         return "the runs replayed different traces (meta.provenance.traces digests differ)"
     return None
 
 
-def _trace_digests(report: Mapping[str, Any]) -> list[Any] | None:
-    traces = (report["meta"].get("provenance") or {}).get("traces")
+def different_traces(base: Mapping[str, Any], new: Mapping[str, Any]) -> str | None:
+    """How the traces the two reports record (meta.provenance.traces) differ, or None when
+    they are the same or a report does not record them."""
+    ours, theirs = _traces(base), _traces(new)
+    if ours is None or theirs is None or [d for _, d in ours] == [d for _, d in theirs]:
+        return None
+    return f"BASE replayed {_listed(ours)}, NEW {_listed(theirs)}"
+
+
+def _traces(report: Mapping[str, Any]) -> list[tuple[Any, Any]] | None:
+    provenance = report["meta"].get("provenance")
+    traces = provenance.get("traces") if isinstance(provenance, Mapping) else None
     if not isinstance(traces, list):
         return None
-    return [t.get("digest") for t in traces if isinstance(t, dict)]
+    return [(t.get("path"), t.get("digest")) for t in traces if isinstance(t, dict)]
+
+
+def _listed(traces: Sequence[tuple[Any, Any]]) -> str:
+    def one(path: Any, digest: Any) -> str:
+        short = str(digest)[:19] if digest is not None else "no digest"
+        return f"{path} ({short})" if path is not None else short
+
+    return " + ".join(one(p, d) for p, d in traces) or "no trace"
 
 
 def _completed(row: Mapping[str, Any]) -> bool:

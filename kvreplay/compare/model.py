@@ -68,6 +68,8 @@ class Comparison:
     requests: RequestJoin
     base_meta: Mapping[str, Any] = attrs.field(factory=dict)
     new_meta: Mapping[str, Any] = attrs.field(factory=dict)
+    # What makes the comparison itself doubtful (the reports ran different traces).
+    warnings: tuple[str, ...] = ()
 
     def figure(self, name: str) -> FigureDelta | None:
         return next((f for f in self.figures if f.name == name), None)
@@ -98,5 +100,13 @@ def compare_reports(base: Mapping[str, Any], new: Mapping[str, Any], *,
     figures = tuple(
         FigureDelta(name, ours.get(name), theirs.get(name), name in ours, name in theirs)
         for name in sorted(ours.keys() | theirs.keys()))
-    return Comparison(figures, join_requests(base, new, top=top), base_meta=base["meta"],
-                      new_meta=new["meta"])
+    join = join_requests(base, new, top=top)
+    return Comparison(figures, join, base_meta=base["meta"], new_meta=new["meta"],
+                      warnings=_warnings(join))
+
+
+def _warnings(join: RequestJoin) -> tuple[str, ...]:
+    if join.other_trace is None:
+        return ()
+    return (f"the two reports replayed different traces ({join.other_trace}): their figures "
+            "describe different workloads, and no request is compared with itself",)

@@ -260,6 +260,89 @@ def test_github_format_hostile_figure_names(report_files: Callable[..., Path],
         assert escape_inline(key) in ran.out
 
 
+def test_changed_only_lists_the_changed_figures(report_files: Callable[..., Path],
+                                               compare_cli: Callable[..., Any]) -> None:
+    """--changed-only: the table lists only figures that differ, the footer says how many were
+    left out; in JSON the figures list holds the changed ones and says so."""
+    base, new = report_files("base.json"), report_files("new.json", "slower")
+    full = compare_cli(base, new)
+    ran = compare_cli(base, new, "--changed-only")
+    assert ran.code == 0, ran.err
+    table = _figure_rows(ran.out)
+    total, changed = (int(n) for n in re.search(r"(\d+) figures, (\d+) changed", ran.out).groups())
+    assert len(table) == changed < len(_figure_rows(full.out)) == total
+    assert f"({total - changed} unchanged not shown: --changed-only)" in ran.out
+    assert "num_requests" not in ran.out and "mean_ttft_ms" in ran.out
+    doc = json.loads(compare_cli(base, new, "--changed-only", "--format", "json").out)
+    assert doc["changed_only"] is True and len(doc["figures"]) == changed
+    assert all(f["changed"] for f in doc["figures"])
+
+
+def _figure_rows(text: str) -> list[str]:
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("figure "))
+    end = next(i for i, line in enumerate(lines) if re.match(r"\d+ figures, ", line))
+    return lines[start + 1:end]
+
+
+def test_columns_never_run_together(report_files: Callable[..., Path],
+                                    compare_cli: Callable[..., Any]) -> None:
+    """A delta of +133,891,259 with a relative change of +371,920,163.89 % (and figures of
+    1e300): every cell of every row stays two spaces or more from the next."""
+    base, new = report_files("base.json"), report_files("new.json")
+    for path, figures in ((base, {"gpu_hours": 0.036, "duration_ms": 1e300}),
+                          (new, {"gpu_hours": 133891259.036, "duration_ms": -1e300})):
+        report = json.loads(path.read_text())
+        report["summary"].update(figures)
+        path.write_text(json.dumps(report))
+    ran = compare_cli(base, new)
+    assert ran.code == 0, ran.err
+    assert "+133,891,259" in ran.out and "+3.72e+11%" in ran.out
+    for line in _figure_rows(ran.out):
+        cells = re.split(r" {2,}", line)
+        assert len(cells) in (3, 5), line  # text figures have no delta or relative
+        assert all(" " not in cell for cell in cells), line
+    assert "+133,891,259+" not in ran.out
+    assert re.search(r"^duration_ms +1e\+300 +-1e\+300 +-2e\+300 +-200\.00%$", ran.out, re.M)
+    per_request = ran.out.splitlines()
+    head = next(i for i, line in enumerate(per_request) if line.startswith("delta (ms)"))
+    for line in per_request[head:head + 3]:
+        assert len(re.split(r" {2,}", line)) == 11, line
+
+
+def test_different_traces_are_a_clear_warning(report_files: Callable[..., Path],
+                                              compare_cli: Callable[..., Any]) -> None:
+    """Reports that recorded different traces: a warning naming both traces comes right after
+    BASE and NEW (and on stderr when the table is not shown), a `::warning::` in GitHub output,
+    and `warnings` in JSON; rows that differ in identity (no provenance) are warned about too."""
+    base, new = report_files("base.json"), report_files("new.json")
+    for path, trace, digest in ((base, "traces/mooncake-conversation-200.jsonl", "cd"),
+                                (new, "traces/other.jsonl", "ab")):
+        report = json.loads(path.read_text())
+        report["meta"]["provenance"] = {"traces": [{"path": trace,
+                                                    "digest": "sha256:" + digest * 32}]}
+        path.write_text(json.dumps(report))
+    ran = compare_cli(base, new)
+    assert ran.code == 0, ran.err
+    third = ran.out.splitlines()[2]
+    assert third.startswith("warning: the two reports replayed different traces (BASE replayed "
+                            "traces/mooncake-conversation-200.jsonl (sha256:cdcdcdcdcdcd), ")
+    assert "NEW traces/other.jsonl (sha256:abababababab)" in third
+    assert "their figures describe different workloads" in third
+    as_json = compare_cli(base, new, "--format", "json")
+    assert json.loads(as_json.out)["warnings"] == [third.removeprefix("warning: ")]
+    assert as_json.err == f"kvreplay: {third}\n"
+    github = compare_cli(base, new, "--format", "github")
+    assert github.out.startswith("::warning title=kvreplay compare::the two reports replayed")
+    del report["meta"]["provenance"]
+    report["per_request"][7]["input_length"] += 1
+    new.write_text(json.dumps(report))
+    ran = compare_cli(base, new)
+    assert ran.out.splitlines()[2].startswith(
+        "warning: the two reports replayed different traces (request "
+        "00000000-0000-0000-0000-000000000008 differs in `input_length`")
+
+
 def test_html_overlays_both_runs(cli: Callable[..., Any], report_files: Callable[..., Path],
                                  tmp_path: Path) -> None:
     """--html writes the report page with both runs (the same bytes as `kvreplay report`)."""
