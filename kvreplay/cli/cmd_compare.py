@@ -34,11 +34,13 @@ def run(args: argparse.Namespace) -> int:
     writes: list[tuple[str | None, str, str]] = []
     if args.html is not None:
         from kvreplay.cli.cmd_report import run_labels
-        from kvreplay.html import ReportShapeError, render_html
+        from kvreplay.html import ReportShapeError
+        from kvreplay.html.compare_page import render_comparison_html
 
         labels = run_labels([args.base, args.new], [])
         try:
-            page = render_html([(labels[0], base), (labels[1], new)])
+            page = render_comparison_html([(labels[0], base), (labels[1], new)], comparison,
+                                          results)
         except ReportShapeError as exc:
             where = (args.base, args.new)[exc.run or 0]
             write_stderr(escape_inline(f"kvreplay: {where}: not a kvreplay report: {exc}")

@@ -32,13 +32,17 @@ def render_html(runs: Sequence[tuple[str, Mapping[str, Any]]]) -> str:
     return page(data)
 
 
-def page(data: Mapping[str, Any]) -> str:
+def page(data: Mapping[str, Any], *, heading: str = "kvreplay replay report",
+         title: str | None = None, subtitle: str | None = None, lead: str = "") -> str:
+    """The page of the data section; `lead` (HTML) comes first in the main part, under the
+    notes (the comparison's verdict and deltas)."""
     runs = data["runs"]
     labels = ", ".join(r["label"] for r in runs)
     body = [
-        "<header><h1>kvreplay replay report</h1>",
-        f"<p>{escape(labels)}</p></header><main>",
+        f"<header><h1>{escape(heading)}</h1>",
+        f"<p>{escape(subtitle or labels)}</p></header><main>",
         _notes(runs),
+        lead,
         "<h2>Summary</h2>", summary_tables(runs),
         "<h2>Latency distributions</h2>", _cards(runs, LATENCY_CARDS),
         "<h2>Timeline</h2>", _cards(runs, TIMELINE_CARDS),
@@ -48,7 +52,7 @@ def page(data: Mapping[str, Any]) -> str:
         "<h2>Provenance</h2>", provenance_table(runs),
         "</main>",
     ]
-    return shell(f"kvreplay report: {labels}", body, data, "report.js")
+    return shell(title or f"kvreplay report: {labels}", body, data, "report.js")
 
 
 def shell(title: str, body: Sequence[str], data: Mapping[str, Any], script: str) -> str:

@@ -311,10 +311,12 @@ def test_columns_never_run_together(report_files: Callable[..., Path],
 
 
 def test_different_traces_are_a_clear_warning(report_files: Callable[..., Path],
-                                              compare_cli: Callable[..., Any]) -> None:
+                                              compare_cli: Callable[..., Any],
+                                              tmp_path: Path) -> None:
     """Reports that recorded different traces: a warning naming both traces comes right after
     BASE and NEW (and on stderr when the table is not shown), a `::warning::` in GitHub output,
-    and `warnings` in JSON; rows that differ in identity (no provenance) are warned about too."""
+    `warnings` in JSON, and on the --html page; rows that differ in identity (no provenance) are
+    warned about too."""
     base, new = report_files("base.json"), report_files("new.json")
     for path, trace, digest in ((base, "traces/mooncake-conversation-200.jsonl", "cd"),
                                 (new, "traces/other.jsonl", "ab")):
@@ -334,6 +336,9 @@ def test_different_traces_are_a_clear_warning(report_files: Callable[..., Path],
     assert as_json.err == f"kvreplay: {third}\n"
     github = compare_cli(base, new, "--format", "github")
     assert github.out.startswith("::warning title=kvreplay compare::the two reports replayed")
+    page = tmp_path / "page.html"
+    assert compare_cli(base, new, "--html", page).code == 0
+    assert '<p class="warn">warning: the two reports replayed different traces' in page.read_text()
     del report["meta"]["provenance"]
     report["per_request"][7]["input_length"] += 1
     new.write_text(json.dumps(report))
@@ -343,14 +348,38 @@ def test_different_traces_are_a_clear_warning(report_files: Callable[..., Path],
         "00000000-0000-0000-0000-000000000008 differs in `input_length`")
 
 
-def test_html_overlays_both_runs(cli: Callable[..., Any], report_files: Callable[..., Path],
-                                 tmp_path: Path) -> None:
-    """--html writes the report page with both runs (the same bytes as `kvreplay report`)."""
+def _data_section(html: str) -> Any:
+    found = re.search(r'<script type="application/json" id="kvreplay-data">(.*?)</script>',
+                      html, re.S)
+    assert found is not None
+    return json.loads(found.group(1))
+
+
+def test_html_is_a_comparison_page(cli: Callable[..., Any], report_files: Callable[..., Path],
+                                   tmp_path: Path) -> None:
+    """--html: both runs overlaid (the data section of `kvreplay report BASE NEW`), titled as a
+    comparison, led by the gate verdict, the latency figures with their deltas and the
+    per-request deltas; an output that is a report is refused."""
     base, new = report_files("base.json"), report_files("new.json", "slower")
     page, direct = tmp_path / "both.html", tmp_path / "direct.html"
-    ran = cli("compare", str(base), str(new), "--html", str(page))
-    assert ran.code == 0, ran.err
+    ran = cli("compare", str(base), str(new), "--html", str(page),
+              "--fail-on", "mean_ttft_ms > +5%", "--fail-on", "prefix_cache_reused_ratio < -0.01")
+    assert ran.code == 1, ran.err
     assert cli("report", str(base), str(new), "-o", str(direct)).code == 0
-    assert page.read_bytes() == direct.read_bytes()
-    assert '"label":"new"' in page.read_text() or '"label": "new"' in page.read_text()
+    html, report = page.read_text(), direct.read_text()
+    assert _data_section(html) == _data_section(report)
+    assert "<title>kvreplay comparison: base vs new</title>" in html
+    assert "<h1>kvreplay comparison</h1>" in html and "BASE base against NEW new" in html
+    assert '<div class="verdict failed"><h3>FAILED: 1 of 2 gate(s) tripped</h3>' in html
+    assert ("<li class=\"failed\">FAILED `mean_ttft_ms &gt; +5%`: mean_ttft_ms base 65.115, new "
+            "70.69, change +8.56% (threshold &gt; +5%)</li>") in html
+    assert '<li class="passed">passed `prefix_cache_reused_ratio &lt; -0.01`' in html
+    assert ("<tr><td>TTFT mean</td><td>65.115</td><td>70.69</td><td>+5.575</td>"
+            "<td>+8.56%</td></tr>") in html
+    assert "<th>per-request delta (ms)</th>" in html
+    assert "<td>e2e_latency_ms</td><td>199</td>" in html
+    assert html.index('class="verdict') < html.index("<h2>Summary</h2>")
+    passed = tmp_path / "passed.html"
+    assert cli("compare", str(base), str(base), "--html", str(passed)).code == 0
+    assert "No gate: nothing was checked" in passed.read_text()
     assert cli("compare", str(base), str(new), "--html", str(base)).code == 2
