@@ -227,7 +227,25 @@ def _routing(cols: Columns) -> dict[str, Any] | None:
         "decisions": decisions,
         "queued": sum(w.queued for w in cols.workers.values()),
         "overlap_shortfall": [[gap, count] for gap, count in shortfall] or None,
+        "overlap_bins": overlap_bins(shortfall) or None,
     }
+
+
+def overlap_bins(shortfall: Sequence[tuple[int, int]]) -> list[list[Any]]:
+    """The overlap given up in bins that double: `0`, `1`, `2-3`, `4-7`, `8-15`... (a few bars
+    whatever the spread; a KV router gives up no overlap on most decisions, so the rest is a
+    long thin tail), `[label, count]` from 0 to the largest gap's bin."""
+    if not shortfall:
+        return []
+    counts: dict[int, int] = {}
+    for gap, count in shortfall:
+        k = gap.bit_length()  # 0 -> bin 0, 1 -> 1, 2..3 -> 2, 4..7 -> 3...
+        counts[k] = counts.get(k, 0) + count
+    bins = []
+    for k in range(max(counts) + 1):
+        low, high = (0, 0) if k == 0 else (1 << (k - 1), (1 << k) - 1)
+        bins.append([str(low) if low == high else f"{low}\u2013{high}", counts.get(k, 0)])
+    return bins
 
 
 _G2_TOTALS = ("d2h_transfers", "d2h_blocks", "d2h_bytes", "h2d_transfers", "h2d_blocks",

@@ -105,8 +105,9 @@ WORKER_CARDS: tuple[Card, ...] = (
     ("load-workers", "Load per worker", "routing decisions (requests placed) per worker",
      "workers", NEEDS_ROWS),
     ("routing-overlap", "KV router: overlap given up",
-     "best overlap among candidates minus the chosen worker's, in blocks, as a share of "
-     "decisions (0: the router took the best-cached worker)", "routing.overlap_shortfall",
+     "best overlap among candidates minus the chosen worker's, in blocks (bins that double: 0, "
+     "1, 2-3, 4-7...), as a share of decisions (0: the router took the best-cached worker)",
+     "routing.overlap_shortfall",
      "the router reports no overlap credits (only the KV router does)"),
 )
 NO_TIMELINE = "summary.g2_timeline (the report was written by an older kvreplay)"

@@ -68,7 +68,8 @@ def bin_points(events: int, full: int, floor: int, per_event: int) -> int:
 
 
 def cdf(values: Sequence[float]) -> dict[str, list[float]] | None:
-    """The empirical CDF at up to CDF_POINTS ranks (min and max included): x, P(X <= x)."""
+    """The empirical CDF at up to CDF_POINTS ranks (min and max included): x, P(X <= x); it
+    starts from 0 at the smallest value, so the curve rises from the axis."""
     n = len(values)
     if n == 0:
         return None
@@ -78,7 +79,8 @@ def cdf(values: Sequence[float]) -> dict[str, list[float]] | None:
     else:  # rank round(i (n-1) / (K-1)), in integers
         k = CDF_POINTS - 1
         ranks = [(2 * i * (n - 1) + k) // (2 * k) for i in range(CDF_POINTS)]
-    return {"x": [rounded(ordered[r]) for r in ranks], "p": [rounded((r + 1) / n) for r in ranks]}
+    xs = [rounded(ordered[r]) for r in ranks]
+    return {"x": [xs[0], *xs], "p": [0.0, *(rounded((r + 1) / n) for r in ranks)]}
 
 
 _SUMMARY_QUANTILES = (("min", 0.0), ("median", 0.5), ("p75", 0.75), ("p90", 0.9),

@@ -156,6 +156,8 @@ def _results(data: Mapping[str, Any]) -> str:
         cls = f' class="{"best " if row["point"] == best else ""}{row["status"]}"'
         out.append(f"<tr{cls}>" + "".join(_cell(*c) for c in cells) + "</tr>")
     out.append("</tbody></table></div>")
+    out.append('<p class="scroll-note" hidden>The table is wider than the page: scroll it '
+               "sideways for the other figures (the point column stays).</p>")
     return "".join(out)
 
 

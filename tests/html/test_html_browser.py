@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from browser_support import Chromium, chromium_path
-from html_support import NO_G2, example_report
+from html_support import NO_G2, example_report, row
 
 from kvreplay.html import render_html
 
@@ -51,12 +51,14 @@ def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Chromium]:
         yield chromium
 
 
-def open_report(browser: Chromium, html: str, folder: Path, name: str) -> list[dict[str, Any]]:
-    """Load the page, wait for its script, probe the charts and keep a screenshot."""
+def open_report(browser: Chromium, html: str, folder: Path, name: str,
+                width: int = 1400) -> list[dict[str, Any]]:
+    """Load the page `width` px wide, wait for its script, probe the charts and keep a
+    screenshot."""
     page = folder / f"{name}.html"
     page.write_text(html, encoding="utf-8")
     browser.events.clear()
-    browser.resize(1400, 900)
+    browser.resize(width, 900)
     browser.navigate(page.as_uri())
     assert browser.evaluate("document.body.getAttribute('data-rendered')") == "1"
     charts: list[dict[str, Any]] = browser.evaluate(PROBE)
@@ -143,3 +145,125 @@ def test_sweep_page_draws_every_chart(browser: Chromium, small_sweep: tuple[Path
     assert sort_by(browser, "p90_ttft_ms") == [0, 1, 2, 3, 4]  # descending; ties keep order
     assert sort_by(browser, "policy") == [4, 1, 3, 0, 2]  # "(base)" (the skipped point) first
     assert browser.console_errors() == []
+
+
+# The legend swatches of every chart: per series, its label, CSS border style and colour and
+# its background (a line series shows a short line of its dash; report.css `kv-line`).
+SWATCHES = """
+(() => Object.fromEntries(Array.from(document.querySelectorAll('.plot[data-chart]')).map((el) =>
+  [el.dataset.chart, Array.from(el.querySelectorAll('.u-legend tr.u-series')).slice(1).map((tr) => {
+    const m = getComputedStyle(tr.querySelector('.u-marker'));
+    return {label: tr.querySelector('.u-label').textContent, line: tr.classList.contains('kv-line'),
+            style: m.borderTopStyle, colour: m.borderTopColor, fill: m.backgroundColor,
+            width: m.width};
+  })])))()
+"""
+
+
+def test_series_of_one_run_are_told_apart(browser: Chromium, tmp_path: Path) -> None:
+    """One run: the series of a chart (arrived / completed, in flight / waiting / router queue,
+    G1 / G2 reuse) differ in colour and dash, and their legend swatches are short lines of
+    that colour and dash. Two runs: a run's series share its colour, and their swatches differ
+    in dash."""
+    html = render_html([("kv-router-mooncake", example_report("kv-router-mooncake"))])
+    open_report(browser, html, tmp_path, "one-run-series")
+    swatches = browser.evaluate(SWATCHES)
+    for chart in ("timeline-requests", "timeline-load"):
+        lines = swatches[chart]
+        assert len(lines) >= 2 and all(s["line"] and s["width"] == "26px" for s in lines), lines
+        assert len({(s["style"], s["colour"]) for s in lines}) == len(lines), lines
+        assert len({s["colour"] for s in lines}) == len(lines), lines
+    overlay = render_html([("shared G2", example_report("shared-g2-aggregated")),
+                           ("no G2", example_report("shared-g2-aggregated", NO_G2))])
+    open_report(browser, overlay, tmp_path, "two-run-series")
+    swatches = browser.evaluate(SWATCHES)
+    for run in ("shared G2", "no G2"):
+        lines = [s for s in swatches["timeline-load"] if s["label"].startswith(run + ":")]
+        assert len(lines) >= 2 and len({s["colour"] for s in lines}) == 1, lines
+        assert [s["style"] for s in lines][:2] == ["solid", "dashed"], lines
+
+
+def test_cdfs_start_at_zero(browser: Chromium, tmp_path: Path) -> None:
+    """Every latency CDF's x axis starts at 0 ms and its curve at probability 0."""
+    html = render_html([("kv-router-mooncake", example_report("kv-router-mooncake"))])
+    open_report(browser, html, tmp_path, "cdfs")
+    ranges = browser.evaluate("window.kvreplayRanges")
+    for chart in ("cdf-ttft", "cdf-tpot", "cdf-itl", "cdf-e2e"):
+        assert ranges[chart]["x"][0] == 0, (chart, ranges[chart])
+        assert ranges[chart]["y"] == [0, 1.02], (chart, ranges[chart])
+    first = browser.evaluate("kvreplayPlots.DATA.runs[0].cdf.ttft_ms.p[0]")
+    assert first == 0
+
+
+def _kv_router_rows(n: int) -> list[dict[str, Any]]:
+    """`n` rows whose router gave up 0 blocks on 97 % of its decisions and 1 to 79 on the rest
+    (the spread of the 12k-request conversation trace under the KV router)."""
+    rows = []
+    for i in range(n):
+        gap = 0 if i % 33 else 1 + (i // 33) % 79
+        rows.append(row(i + 1, i * 10.0, i * 10.0 + 50.0, worker=i % 4, routing_history=[
+            {"pool": "agg", "logical_worker_id": i % 4, "dp_rank": 0, "outcome": "immediate",
+             "queue_entered_at_ms": None, "queue_wait_ms": 0.0, "reported_overlap_tokens": 0,
+             "selected_overlap_blocks": 100 - gap, "best_available_overlap_blocks": 100}]))
+    return rows
+
+
+def test_overlap_given_up_on_12k_rows_is_binned(browser: Chromium, tmp_path: Path) -> None:
+    """12,000 routing decisions giving up 0 to 79 blocks: 8 bars (0, 1, 2-3 ... 64-127), not
+    80 categories, each with its share written above it, and the x ticks all shown."""
+    report = {"summary": {"num_requests": 12_000}, "per_request": _kv_router_rows(12_000),
+              "meta": {}}
+    html = render_html([("kv router 12k", report)])
+    charts = {c["chart"]: c for c in open_report(browser, html, tmp_path, "overlap-12k")}
+    assert charts["routing-overlap"]["points"] == 8
+    bins = browser.evaluate("kvreplayPlots.DATA.runs[0].routing.overlap_bins")
+    assert [b[0] for b in bins][::7] == ["0", "64\u2013127"] and sum(b[1] for b in bins) == 12_000
+    assert browser.evaluate("window.kvreplayRanges['routing-overlap'].x") == [-0.5, 7.5]
+
+
+SCROLL = """
+(() => { const box = document.querySelector('.wide'), note = box.nextElementSibling;
+  return {page: document.documentElement.scrollWidth, view: document.documentElement.clientWidth,
+          fits: box.scrollWidth <= box.clientWidth + 1, scrolls: box.classList.contains('scrolls'),
+          overflow: getComputedStyle(box).overflowX, note: !note.hidden,
+          sticky: getComputedStyle(box.querySelector('td')).position}; })()
+"""
+
+
+def test_sweep_page_labels_and_table_fit(browser: Chromium, small_sweep: tuple[Path, Path],
+                                         tmp_path: Path) -> None:
+    """The sweep page at 1400 and 900 px: nothing wider than the page; the results table fits
+    or scrolls inside it (then a note says so, the point column stays); a log axis's minor
+    splits have blank labels (no dash under the decade's label); the Pareto legend tells filled
+    (meets the SLA) from hollow (misses it) markers."""
+    _, out = small_sweep
+    html = (out / "sweep.html").read_text(encoding="utf-8")
+    for width in (1400, 900):
+        open_report(browser, html, tmp_path, f"sweep-{width}", width)
+        state = browser.evaluate(SCROLL)
+        assert state["page"] <= state["view"], state
+        assert state["fits"] or (state["scrolls"] and state["note"]
+                                 and state["overflow"] == "auto"), state
+        assert state["sticky"] == "sticky"
+    assert browser.evaluate("kvreplayPlots.ticks(null, [100, null, 1000])") == ["100", "", "1000"]
+    legend = {s["label"]: s for s in browser.evaluate(SWATCHES)["pareto"]}
+    assert legend["meets SLA"]["fill"] != legend["misses SLA"]["fill"]
+    assert legend["SLA bound"]["line"] and legend["SLA bound"]["style"] == "dashed"
+
+
+def test_comparison_page_opens_cleanly(browser: Chromium, tmp_path: Path) -> None:
+    """`compare --html`'s page: every chart draws for both runs, the verdict leads the page,
+    nothing is logged as an error."""
+    from kvreplay.compare import compare_reports, evaluate_gates, parse_gate
+    from kvreplay.html.compare_page import render_comparison_html
+
+    base, new = (example_report("shared-g2-aggregated"),
+                 example_report("shared-g2-aggregated", NO_G2))
+    comparison = compare_reports(base, new)
+    results = evaluate_gates(comparison, [parse_gate("mean_ttft_ms > +5%")])
+    html = render_comparison_html([("shared G2", base), ("no G2", new)], comparison, results)
+    charts = open_report(browser, html, tmp_path, "comparison")
+    assert all(c["canvas"] and c["points"] > 0 for c in charts), charts
+    verdict = browser.evaluate("document.querySelector('.verdict h3').textContent")
+    assert verdict.startswith(("FAILED", "Passed"))
+    assert browser.evaluate("document.title") == "kvreplay comparison: shared G2 vs no G2"

@@ -12,6 +12,7 @@ import pytest
 from html_support import NO_G2, embedded_data, example_report, row
 
 from kvreplay.html import ReportShapeError, data_json, page_data, render_html
+from kvreplay.html.data import overlap_bins
 from kvreplay.html.series import (
     CDF_POINTS,
     TIMELINE_POINTS,
@@ -233,7 +234,7 @@ def test_large_runs_are_downsampled() -> None:
     data = page_data([("big", report)])
     (run,) = data["runs"]
     e2e = run["cdf"]["e2e_latency_ms"]
-    assert len(e2e["x"]) == CDF_POINTS
+    assert len(e2e["x"]) == CDF_POINTS + 1  # and the start at probability 0
     values = sorted(r["e2e_latency_ms"] for r in rows)
     assert e2e["x"][0] == pytest.approx(values[0], rel=1e-5)
     assert e2e["x"][-1] == pytest.approx(values[-1], rel=1e-5)
@@ -242,12 +243,25 @@ def test_large_runs_are_downsampled() -> None:
 
 
 def test_cdf_ranks_and_probabilities() -> None:
-    """Small samples are kept whole; P(X <= x) reaches 1 at the max."""
-    assert cdf([3.0, 1.0, 2.0]) == {"x": [1.0, 2.0, 3.0], "p": [0.333333, 0.666667, 1.0]}
+    """Small samples are kept whole; the curve starts at probability 0 at the min (it rises
+    from the axis, however few the samples) and reaches 1 at the max."""
+    assert cdf([3.0, 1.0, 2.0]) == {"x": [1.0, 1.0, 2.0, 3.0], "p": [0.0, 0.333333, 0.666667, 1.0]}
     assert cdf([]) is None
     big = cdf([float(i) for i in range(10_000)])
     assert big is not None and big["x"][0] == 0.0 and big["x"][-1] == 9999.0
-    assert big["p"] == sorted(big["p"])
+    assert big["p"][0] == 0.0 and big["p"] == sorted(big["p"])
+
+
+def test_overlap_given_up_in_doubling_bins() -> None:
+    """Gaps 0..79 (a 12k-row KV-router run's spread): 8 bins, 0, 1, 2-3 ... 64-127, their counts
+    summing to the decisions; without routing credits, no bins."""
+    shortfall = [(gap, 1000 if gap == 0 else 3) for gap in range(80)]
+    bins = overlap_bins(shortfall)
+    assert [label for label, _ in bins] == ["0", "1", "2\u20133", "4\u20137", "8\u201315",
+                                            "16\u201331", "32\u201363", "64\u2013127"]
+    assert [count for _, count in bins] == [1000, 3, 6, 12, 24, 48, 96, 48]
+    assert overlap_bins([(5, 2)]) == [["0", 0], ["1", 0], ["2\u20133", 0], ["4\u20137", 2]]
+    assert overlap_bins([]) == []
 
 
 def test_summary_cdf_keeps_x_sorted() -> None:

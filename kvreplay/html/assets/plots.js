@@ -20,7 +20,9 @@ var kvreplayPlots = (function () {
     return String(+v.toPrecision(3));
   }
 
-  function ticks(u, splits) { return splits.map(fmt); }
+  // Tick labels; a split uPlot leaves unlabelled (a log axis's 2,000 ... 9,000) stays blank,
+  // not the dash that stands for a missing value in the legend.
+  function ticks(u, splits) { return splits.map(function (v) { return v == null ? "" : fmt(v); }); }
 
   // Room on both sides, so that a jump at the first or last sample is not drawn on the frame.
   function padded(u, lo, hi) {
@@ -28,18 +30,40 @@ var kvreplayPlots = (function () {
     return [lo - pad, hi + pad];
   }
 
-  // A line series for run `r`; `style` picks the dash (0 solid, 1 dashed, 2 dotted).
+  // A line series in colour `r`; `style` picks the dash (0 solid, 1 dashed, 2 dotted), which
+  // its legend swatch shows too (a short line of that dash: the `kv-line` class, report.css).
   function line(label, r, style, extra) {
     var s = { label: label, stroke: color(r), width: 1.6, dash: DASH[style || 0],
-              spanGaps: true, points: { show: false }, value: function (u, v) { return fmt(v); } };
+              spanGaps: true, points: { show: false }, value: function (u, v) { return fmt(v); },
+              "class": "kv-line" };
     for (var k in extra || {}) s[k] = extra[k];
     return s;
+  }
+
+  // The legend swatch of a series: the CSS border style of its dash, and its fill (a points-only
+  // series gives its points' fill: filled and hollow markers stay apart in the legend too).
+  var MARKERS = {
+    dash: function (u, i) {
+      var d = u.series[i].dash;
+      return !d || !d.length ? "solid" : d[0] <= 2 ? "dotted" : "dashed";
+    },
+    fill: function (u, i) {
+      var s = u.series[i];
+      if (s.markerFill) return s.markerFill;
+      return s.fill ? s.fill(u, i) : null;
+    }
+  };
+
+  // The y axis as wide as its longest tick label (and its ticks), so no label runs under them.
+  function ySize(u, values) {
+    var longest = (values || []).reduce(function (m, v) { return Math.max(m, v == null ? 0 : String(v).length); }, 0);
+    return Math.max(56, Math.ceil(longest * 7.2) + 26);
   }
 
   function axes(xLabel, yLabel, xValues) {
     return [
       { label: xLabel, values: xValues || ticks, stroke: "#444", grid: { stroke: "#eee" } },
-      { label: yLabel, values: ticks, size: 56, stroke: "#444", grid: { stroke: "#eee" } }
+      { label: yLabel, values: ticks, size: ySize, stroke: "#444", grid: { stroke: "#eee" } }
     ];
   }
 
@@ -60,16 +84,23 @@ var kvreplayPlots = (function () {
   function categoryScale(names) { return { time: false, range: [-0.5, names.length - 0.5] }; }
 
   // Draws every chart of the page: `charts` maps a data-chart id to a function giving the
-  // uPlot series, axes, scales and data. window.kvreplayCharts tells a test how many points
-  // each chart plotted (false: it failed, and the error is logged).
+  // uPlot series, axes, scales, data (and hooks). window.kvreplayCharts tells a test how many
+  // points each chart plotted (false: it failed, and the error is logged).
   function draw(charts) {
-    var plots = [], drawn = {};
+    var plots = [], drawn = {}, ranges = {};
     document.querySelectorAll(".plot[data-chart]").forEach(function (el) {
       var id = el.getAttribute("data-chart");
       try {
         var spec = charts[id]();
+        // Room above and to the right: the top tick label of the y axis and the last one of the
+        // x axis are drawn centred on their tick, half outside the plotting area.
+        var hooks = spec.hooks || {};
+        hooks.draw = (hooks.draw || []).concat([function (u) {
+          ranges[id] = { x: [u.scales.x.min, u.scales.x.max], y: [u.scales.y.min, u.scales.y.max] };
+        }]);
         var opts = { width: Math.max(el.clientWidth, 280), height: 250, series: spec.series,
-                     axes: spec.axes, scales: spec.scales, legend: { live: true },
+                     axes: spec.axes, scales: spec.scales, padding: [14, 22, null, null],
+                     legend: { live: true, markers: MARKERS }, hooks: hooks,
                      cursor: { drag: { x: true, y: false } } };
         plots.push([el, new uPlot(opts, spec.data, el)]);
         drawn[id] = spec.data.slice(1).reduce(function (n, ys) {
@@ -85,6 +116,7 @@ var kvreplayPlots = (function () {
       plots.forEach(function (p) { p[1].setSize({ width: Math.max(p[0].clientWidth, 280), height: 250 }); });
     });
     window.kvreplayCharts = drawn;
+    window.kvreplayRanges = ranges;  // each chart's x and y scale, as drawn
     window.kvreplayDrawMs = performance.now() - started;  // parse + draw, for measurements
     document.body.setAttribute("data-rendered", "1");
   }

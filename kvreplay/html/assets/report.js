@@ -3,7 +3,13 @@
 (function (P) {
   "use strict";
   var DATA = P.DATA, RUNS = DATA.runs;
-  var color = P.color, fmt = P.fmt, padded = P.padded, line = P.line, axes = P.axes;
+  var color = P.color, fmt = P.fmt, padded = P.padded, axes = P.axes;
+
+  // Series `i` of run `r`: with one run each series has its own colour (and dash); with several
+  // the colour is the run's and the dash tells its series apart (the legend swatch shows it).
+  function line(label, r, i, extra) {
+    return P.line(label, RUNS.length > 1 ? r : i, i, extra);
+  }
 
   function bars(label, r, n) {
     var align = n === 2 ? (r === 0 ? -1 : 1) : 0;
@@ -33,10 +39,12 @@
       // A CDF holds its value until the next sample: steps, drawn exactly at any sample count.
       var extra = { paths: uPlot.paths.stepped({ align: 1 }) };
       if (fromSummary) extra.points = { show: true, size: 6 };
-      series.push(line(run.label + (fromSummary ? " (percentiles)" : ""), r, fromSummary ? 1 : 0, extra));
+      series.push(P.line(run.label + (fromSummary ? " (percentiles)" : ""), r, fromSummary ? 1 : 0, extra));
     });
+    // Latencies are not negative: the x axis starts at 0 ms, so the curves' offsets compare.
+    function fromZero(u, lo, hi) { var r = padded(u, lo, hi); return [lo >= 0 ? 0 : r[0], r[1]]; }
     return { data: merge(parts), series: series, axes: axes(title + " (ms)", "fraction of requests"),
-             scales: { x: { time: false, range: padded }, y: { range: [0, 1.02] } } };
+             scales: { x: { time: false, range: fromZero }, y: { range: [0, 1.02] } } };
   }
 
   function timeChart(fields, yLabel) {
@@ -83,6 +91,27 @@
     if (yRange) scales.y = { range: yRange };
     return { data: merge(parts), series: series, axes: axes("simulated time (s)", yLabel),
              scales: scales };
+  }
+
+  // Each bar's value above it (as a percent): a share of a few tenths of a percent is then read
+  // even where its bar is a hairline.
+  function barLabels(u) {
+    var ctx = u.ctx, n = u.series.length - 1;
+    var step = u.valToPos(1, "x", true) - u.valToPos(0, "x", true);
+    ctx.save();
+    ctx.font = Math.round(11 * devicePixelRatio) + "px system-ui, sans-serif";
+    ctx.textAlign = "center";
+    ctx.fillStyle = "#333";
+    for (var s = 1; s <= n; s++) {
+      var ys = u.data[s], shift = n === 2 ? (s === 1 ? -0.2 : 0.2) * step : 0;
+      for (var i = 0; i < ys.length; i++) {
+        if (ys[i] == null) continue;
+        var v = ys[i] * 100;
+        var text = v === 0 ? "0%" : v < 0.1 ? "<0.1%" : (v >= 10 ? v.toFixed(0) : v.toFixed(1)) + "%";
+        ctx.fillText(text, u.valToPos(i, "x", true) + shift, u.valToPos(ys[i], "y", true) - 4 * devicePixelRatio);
+      }
+    }
+    ctx.restore();
   }
 
   // Bars over categories (workers, overlap values): one bar per run and category.
@@ -138,12 +167,16 @@
       return barChart(workerNames, workerField("requests"), "requests", "requests routed", "worker");
     },
     "routing-overlap": function () {
-      function pairs(run) { return (run.routing && run.routing.overlap_shortfall) || []; }
-      return barChart(function (run) { return pairs(run).map(function (p) { return String(p[0]); }); },
-                      function (run) {
-                        var total = pairs(run).reduce(function (s, p) { return s + p[1]; }, 0);
-                        return pairs(run).map(function (p) { return p[1] / total; });
-                      }, "decisions", "share of decisions", "best available - selected overlap (blocks)");
+      // Bins that double (0, 1, 2-3, 4-7...): a few bars whatever the spread, each labelled.
+      function bins(run) { return (run.routing && run.routing.overlap_bins) || []; }
+      var chart = barChart(function (run) { return bins(run).map(function (b) { return b[0]; }); },
+                           function (run) {
+                             var total = bins(run).reduce(function (s, b) { return s + b[1]; }, 0);
+                             return bins(run).map(function (b) { return b[1] / total; });
+                           }, "decisions", "share of decisions", "best available - selected overlap (blocks)");
+      chart.hooks = { draw: [barLabels] };
+      chart.scales.y = { range: function (u, lo, hi) { return [0, hi > 0 ? hi * 1.15 : 1]; } };
+      return chart;
     },
     "g2-restores": function () {
       return ratioChart(function (run) {

@@ -13,6 +13,7 @@
   // A points-only series: filled when the points meet the SLA, hollow when they miss it.
   function dots(label, r, filled) {
     return { label: label, stroke: color(r), paths: none, value: function (u, v) { return fmt(v); },
+             markerFill: filled ? color(r) : "#fff",
              points: { show: true, size: 9, width: 2, stroke: color(r), fill: filled ? color(r) : "#fff" } };
   }
 
@@ -89,7 +90,7 @@
     keep(data, series, pick(function (q) { return !q.sla_ok; }), dots("misses SLA", 0, false));
     keep(data, series, pick(function (q) { return q.front; }),
          P.line("Pareto front", 0, 0, { points: { show: true, size: 5, stroke: color(0), fill: color(0) } }));
-    if (p.bound != null) keep(data, series, pts.map(function () { return p.bound; }), { label: "SLA bound", stroke: "#9aa3ab", width: 1.2, dash: [5, 4], points: { show: false } });
+    if (p.bound != null) keep(data, series, pts.map(function () { return p.bound; }), { label: "SLA bound", stroke: "#9aa3ab", width: 1.2, dash: [5, 4], points: { show: false }, "class": "kv-line" });
     keep(data, series, pick(function (q) { return q.point === BEST; }), ring("best point"));
     return { data: data, series: series, axes: P.axes(p.x + " (cost)", p.y),
              scales: { x: scale(xs), y: scale(all.concat(p.bound != null ? [p.bound] : [])) } };
@@ -98,6 +99,18 @@
   var CHARTS = { pareto: paretoChart };
   D.axes.forEach(function (a, i) { CHARTS["param-" + i] = function () { return objectiveChart(i); }; });
   P.draw(CHARTS);
+
+  // A results table wider than the page scrolls inside it: say so, and shade the edge.
+  function scrollCue() {
+    document.querySelectorAll(".wide").forEach(function (box) {
+      var scrolls = box.scrollWidth > box.clientWidth + 1;
+      box.classList.toggle("scrolls", scrolls);
+      var note = box.nextElementSibling;
+      if (note && note.classList.contains("scroll-note")) note.hidden = !scrolls;
+    });
+  }
+  scrollCue();
+  window.addEventListener("resize", scrollCue);
 
   // Sorting: numbers as numbers, text as text, empty cells last; a second click reverses.
   function key(td) {
