@@ -97,6 +97,7 @@ def rank(g2: bool) -> dict[str, Any]:
 def child_kvreplay(trace: Path, g2: bool, router: str, lanes: int) -> dict[str, Any]:
     sys.path.insert(0, str(REPO / "tests" / "engine"))
     from engine_support import native
+
     from kvreplay.engine import run_native
     from kvreplay.engine.report import report_from_run
     from kvreplay.engine.traces import workload_from_traffic

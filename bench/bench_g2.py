@@ -55,6 +55,7 @@ def rank(scope: str) -> dict[str, Any]:
 def child_kvreplay(trace: Path, scope: str, router: str, rows: int) -> dict[str, Any]:
     sys.path.insert(0, str(REPO / "tests" / "engine"))
     from engine_support import mooncake_rows, mooncake_workload, native
+
     from kvreplay.engine import run_native
     from kvreplay.engine.report import report_from_run
 

@@ -9,8 +9,8 @@ from typing import Any
 
 import cattrs
 from cattrs.errors import BaseValidationError
-from kvreplay.compiler.model import Config
 
+from kvreplay.compiler.model import Config
 from kvreplay.convert import converter
 from kvreplay.diagnostics import Diagnostic, Span
 

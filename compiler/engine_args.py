@@ -14,12 +14,12 @@ from collections.abc import Mapping
 from typing import Any
 
 import attrs
+
 from kvreplay.compiler.emit import TOPOLOGY_KEY, dumps
 from kvreplay.compiler.layout import derive_layout_id
 from kvreplay.compiler.native import ROLE_LEVEL
 from kvreplay.compiler.pipeline import Compiled, RuleRunner, compile_native_loaded
 from kvreplay.compiler.source import Loaded, Path, SourceMap, format_path
-
 from kvreplay.diagnostics import Diagnostic, Span
 from kvreplay.native_defaults import block_size_default
 

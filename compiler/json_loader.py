@@ -15,7 +15,6 @@ from typing import Any
 
 from kvreplay.compiler.numbers import bounded_int, number_text
 from kvreplay.compiler.source import Loaded, Path, PathStyle, Position, SourceMap, format_path
-
 from kvreplay.diagnostics import Diagnostic, Related, Span
 
 _WS = re.compile(r"[ \t\n\r]*")

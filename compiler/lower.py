@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import Literal, TypeVar
 
 import attrs
+
+from kvreplay import spec as s
 from kvreplay.compiler import model as m
 from kvreplay.compiler.kv_bytes import estimate_bytes_per_token
 from kvreplay.compiler.layout import derive_layout_id
 from kvreplay.compiler.origin import Origin
-
-from kvreplay import spec as s
 from kvreplay.diagnostics import Diagnostic, Span
 from kvreplay.native_defaults import (
     NUM_GPU_BLOCKS,

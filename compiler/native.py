@@ -12,11 +12,11 @@ from collections.abc import Mapping
 from typing import Any
 
 import attrs
-from kvreplay.compiler.origin import Origin, SpecPath
-from kvreplay.compiler.source import Path, SourceMap
 
 from kvreplay import native_model as n
 from kvreplay import spec as s
+from kvreplay.compiler.origin import Origin, SpecPath
+from kvreplay.compiler.source import Path, SourceMap
 from kvreplay.convert import native_converter
 from kvreplay.diagnostics import Diagnostic
 from kvreplay.schema_facts import json_key

@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from kvreplay.compiler.source import Path, SourceMap, format_path
-
 from kvreplay.diagnostics import Span
 
 SpecPath = tuple[str, ...]

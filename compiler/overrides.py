@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import attrs
+
 from kvreplay.compiler.source import Loaded, Path, format_path, parse_jsonpath
 from kvreplay.compiler.yaml_loader import load_yaml_value
 

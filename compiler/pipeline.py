@@ -6,10 +6,10 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
+
 from kvreplay.compiler.origin import Origin
 from kvreplay.compiler.source import Loaded
 from kvreplay.compiler.unknown import forget_refused, refused_paths
-
 from kvreplay.diagnostics import Diagnostic, has_errors, sort_unique
 from kvreplay.spec import Spec
 

@@ -16,9 +16,9 @@ from typing import Any, TypeVar
 
 import attrs
 from attrs import AttrsInstance
+
 from kvreplay.compiler.origin import Origin, SpecPath
 from kvreplay.compiler.source import Path, parse_path
-
 from kvreplay.diagnostics import Diagnostic
 from kvreplay.spec import Spec
 

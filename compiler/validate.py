@@ -12,9 +12,9 @@ from typing import Any
 
 import attrs
 from jsonschema.exceptions import ValidationError
+
 from kvreplay.compiler.source import Path, SourceMap, parse_path
 from kvreplay.compiler.suggest import hint_for
-
 from kvreplay.diagnostics import Diagnostic
 from kvreplay.json_schemas import load_schema as load_schema
 from kvreplay.json_schemas import validator as _validator

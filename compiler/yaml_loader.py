@@ -7,14 +7,14 @@ import math
 import re
 from typing import Any
 
-from kvreplay.compiler.numbers import bounded_int, number_text
-from kvreplay.compiler.source import Loaded, Path, Position, SourceMap, format_path
-from kvreplay.compiler.yaml_errors import MAX_DEPTH, too_deep, unprintable
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from ruamel.yaml.reader import ReaderError
 
+from kvreplay.compiler.numbers import bounded_int, number_text
+from kvreplay.compiler.source import Loaded, Path, Position, SourceMap, format_path
+from kvreplay.compiler.yaml_errors import MAX_DEPTH, too_deep, unprintable
 from kvreplay.diagnostics import Diagnostic, Related, Span
 
 # A config has hundreds of nodes; an alias bomb has billions. Cap the nodes that aliases add

@@ -18,6 +18,7 @@ import struct
 from collections.abc import Iterable
 
 import xxhash
+
 from kvreplay.engine.identity import ROOT, BlockIdentities
 
 SEED = 1337

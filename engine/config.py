@@ -15,10 +15,10 @@ from typing import Any
 
 from cattrs.errors import BaseValidationError
 from jsonschema.exceptions import best_match
-from kvreplay.engine.errors import EngineConfigError
 
 from kvreplay import native_model as n
 from kvreplay.convert import native_converter
+from kvreplay.engine.errors import EngineConfigError
 from kvreplay.json_schemas import pointer, validator
 from kvreplay.spec import TOPOLOGY_KEY, Role, Spec, named_roles, spec_from_document
 

@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from itertools import islice
 
 import attrs
+
 from kvreplay.engine.sketch import Sketch
 
 PERCENTILES = (("median", 50.0), ("p75", 75.0), ("p90", 90.0), ("p95", 95.0), ("p99", 99.0))

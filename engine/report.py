@@ -18,13 +18,13 @@ from itertools import chain, islice
 from typing import Any, Protocol
 
 import attrs
+
+from kvreplay import __version__
 from kvreplay.engine.canonical_json import canonical_json
 from kvreplay.engine.collect import fewer_collections
 from kvreplay.engine.metrics import Distribution, StreamingDistribution, exact_distribution
 from kvreplay.engine.records import RequestRecord, SharedGaps
 from kvreplay.engine.simtime import NS_PER_MS
-
-from kvreplay import __version__
 from kvreplay.sla import Sla as Sla  # re-exported: report callers name it here
 
 REPORT_VERSION = 1

@@ -27,7 +27,6 @@ from kvreplay.engine.records import Admission
 from kvreplay.engine.sequence import PREEMPTED, RUNNING, WAITING, Seq
 from kvreplay.engine.simtime import ns_to_ms
 from kvreplay.engine.timing import PassTimer
-
 from kvreplay.spec import Role
 
 if TYPE_CHECKING:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import math
 
 from kvreplay.engine.simtime import NS_PER_MS, ms_to_ns
-
 from kvreplay.spec import Role
 
 PREFILL_A, PREFILL_B, PREFILL_C = 4.209989e-7, 1.518344e-2, 16.50142

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import attrs
+
 from kvreplay.compiler.suggest import hint_for
 from kvreplay.rules import fields as f
 from kvreplay.rules import syntax as s

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 import attrs
+
 from kvreplay.rules import fields as f
 from kvreplay.rules import syntax as s
 from kvreplay.rules.expand import expand_check

@@ -7,6 +7,7 @@ untyped parameters: a parameter used as `p.x` with argument `r` becomes `r.x`.
 from __future__ import annotations
 
 import attrs
+
 from kvreplay.rules import syntax as s
 from kvreplay.rules.errors import Problem
 from kvreplay.rules.functions import BUILTINS

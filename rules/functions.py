@@ -12,10 +12,10 @@ from collections.abc import Callable
 from typing import Any
 
 import attrs
-from kvreplay.compiler.layout import derive_layout_id
-from kvreplay.compiler.origin import SpecPath
 
 from kvreplay import spec as s
+from kvreplay.compiler.layout import derive_layout_id
+from kvreplay.compiler.origin import SpecPath
 
 
 @attrs.frozen

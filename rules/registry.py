@@ -7,6 +7,7 @@ listing them costs no parsing.
 from __future__ import annotations
 
 import attrs
+
 from kvreplay.rules.loader import shipped_module
 
 

@@ -7,10 +7,9 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from kvreplay.compiler.origin import Origin, SpecPath
+from kvreplay.diagnostics import Diagnostic, Related, Severity, sort_unique
 from kvreplay.rules.functions import resolve_keys
 from kvreplay.rules.loader import shipped_module
-
-from kvreplay.diagnostics import Diagnostic, Related, Severity, sort_unique
 from kvreplay.spec import Spec
 
 CheckFn = Callable[[Spec, list[Any]], None]

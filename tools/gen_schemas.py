@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 from kvreplay.compiler.schema_gen import config_schema, native_schema
-
 from kvreplay.sweep.schema import sweep_schema
 
 S = dict[str, Any]

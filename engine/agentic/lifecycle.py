@@ -13,6 +13,7 @@ import json
 from collections.abc import Callable
 
 import blake3
+
 from kvreplay.engine.traces.agentic import serde
 
 SCHEMA = "aisimulate.agentic.lifecycle.v1"

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import blake3
+
 from kvreplay.engine.traces.agentic import serde
 from kvreplay.engine.traces.agentic.graph import AgenticGraph
 

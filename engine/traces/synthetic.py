@@ -17,6 +17,7 @@ from __future__ import annotations
 import heapq
 import math
 
+from kvreplay.diagnostics import Diagnostic
 from kvreplay.engine.traces.releases import HeapReleases
 from kvreplay.engine.traces.request import TraceRequest
 from kvreplay.engine.traces.rng import StdRng
@@ -27,8 +28,6 @@ from kvreplay.engine.traces.values import (
     Runs,
     output_runs,
 )
-
-from kvreplay.diagnostics import Diagnostic
 
 GROUP_SEED = 42
 _ENDS_SESSION = frozenset({"canceled", "failed"})

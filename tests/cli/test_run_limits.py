@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from kvreplay.engine.simtime import HORIZON_MS, ClockOverflow, limit_to_ns, ms_to_ns
 
 REPO = Path(__file__).resolve().parents[2]

@@ -14,13 +14,13 @@ from typing import Any
 
 import attrs
 import pytest
-from kvreplay.compiler import model as m
-from kvreplay.compiler import schema_gen
-from kvreplay.compiler.documents import compile_text
 
 from kvreplay import native_defaults as d
 from kvreplay import native_model as n
 from kvreplay import spec as s
+from kvreplay.compiler import model as m
+from kvreplay.compiler import schema_gen
+from kvreplay.compiler.documents import compile_text
 from kvreplay.json_schemas import validator
 from kvreplay.schema_facts import APPLIED_DEFAULT, json_key
 

@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kvreplay.compiler.documents import compile_text
 
 import kvreplay
 from kvreplay.api import matrix_rules
+from kvreplay.compiler.documents import compile_text
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "g2-restore-mooncake.yaml"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from kvreplay.compiler import yaml_loader
 from kvreplay.compiler.json_loader import load_json
 from kvreplay.compiler.yaml_loader import MAX_EXPANDED_NODES, load_yaml

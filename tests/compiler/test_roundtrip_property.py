@@ -7,10 +7,10 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from kvreplay.compiler.documents import compile_text
 from ruamel.yaml import YAML
 
 import kvreplay
+from kvreplay.compiler.documents import compile_text
 
 pos = st.integers(min_value=1, max_value=4096)
 small = st.integers(min_value=1, max_value=8)

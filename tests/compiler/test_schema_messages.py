@@ -7,10 +7,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kvreplay.compiler.documents import compile_text
-from kvreplay.compiler.validate import load_schema
 
 import kvreplay
+from kvreplay.compiler.documents import compile_text
+from kvreplay.compiler.validate import load_schema
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "g2-restore-mooncake.yaml"

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from engine_support import native, native_pd
+
 from kvreplay.engine import run_native
 from kvreplay.engine.report import report_from_run
 from kvreplay.engine.traces import workload_from_traffic

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from engine_support import ListWorkload, native, native_pd, request
+
 from kvreplay.engine import run_native
 from kvreplay.engine.records import RequestRecord
 from kvreplay.engine.result import RunResult

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from agentic_support import CASES_DIR, run_trace
+
 from kvreplay.engine.agentic.snapshot import SnapshotContext
 from kvreplay.engine.report import dumps_report
 from kvreplay.engine.traces import WorkloadError
@@ -261,6 +262,7 @@ def test_progress_counts_plays_and_requests() -> None:
     """A progress display with a `counts` attribute is told requests done and plays settled
     and started; the fraction follows the profile window (1.0 at its end)."""
     from agentic_support import document
+
     from kvreplay.engine import run_native
     from kvreplay.engine.traces import workload_from_traffic
 

@@ -14,6 +14,7 @@ from typing import Any
 from agentic_support import run_trace
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
 from kvreplay.engine.report import dumps_report
 from kvreplay.engine.traces.agentic.graph import AgenticGraph
 from kvreplay.engine.traces.agentic.weka import read_weka

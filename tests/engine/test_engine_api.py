@@ -5,9 +5,10 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-import kvreplay.engine as engine
 import pytest
 from engine_support import ListWorkload, native, native_pd, rank, record_dict, request
+
+import kvreplay.engine as engine
 from kvreplay.engine import (
     EngineConfigError,
     Interrupted,

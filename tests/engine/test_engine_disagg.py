@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from engine_support import ListWorkload, native_pd, rank, request
+
 from kvreplay.engine import run_native
 from kvreplay.engine.records import RequestRecord
 from kvreplay.engine.traces.request import TraceRequest

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from engine_support import ListWorkload, native, rank, request
+
 from kvreplay.engine import run_native
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from engine_support import mooncake_rows, mooncake_workload, native, native_pd, record_dict
+
 from kvreplay.engine import run_native
 from kvreplay.engine.records import RequestRecord, SharedGaps
 from kvreplay.engine.report import dumps_report, report_from_run
@@ -196,6 +197,7 @@ def test_pool_memory_follows_the_blocks_in_use_not_the_capacity() -> None:
     import tracemalloc
 
     from engine_support import rank
+
     from kvreplay.engine.pool import BlockPool
 
     tracemalloc.start()

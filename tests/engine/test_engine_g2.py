@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from engine_support import record_dict
 from g2_support import EXAMPLE5, by_arrival, g2, pd_role, rank, run_agg, run_pd
+
 from kvreplay.engine import EngineConfigError, run_native
 from kvreplay.engine.report import report_from_run
 

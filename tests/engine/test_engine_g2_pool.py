@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+
 from kvreplay.engine.host_pool import RESIDENT, RETRY_CAPACITY, HostPool, Transfer
 from kvreplay.engine.host_transfer import D2H, H2D, FairShare, FifoLanes
 

@@ -10,11 +10,12 @@ from typing import Any
 from engine_support import record_dict
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+from test_engine_properties import deployments, simulate, workloads
+
 from kvreplay.engine import ReplayStalled
 from kvreplay.engine.report import report_from_run
 from kvreplay.engine.traces.request import TraceRequest
 from kvreplay.engine.worker import Worker
-from test_engine_properties import deployments, simulate, workloads
 
 
 @st.composite

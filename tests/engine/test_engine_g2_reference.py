@@ -27,6 +27,7 @@ from g2_support import (
     run_pd,
     summary_differences,
 )
+
 from kvreplay.engine import run_native
 from kvreplay.engine.report import report_from_run
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from g2_support import by_arrival, g2, rank, run_agg
+
 from kvreplay.engine.kv_index import HOST, KvEventError, KvIndex
 from kvreplay.engine.pool import REMOVED, STORED
 

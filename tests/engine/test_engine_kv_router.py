@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 from engine_support import ListWorkload, native, rank, record_dict, request
+
 from kvreplay.engine import run_native
 from kvreplay.engine.records import RequestRecord
 from kvreplay.engine.traces.request import TraceRequest

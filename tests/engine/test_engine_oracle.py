@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from engine_support import ListWorkload, native, request
+
 from kvreplay.engine import prefix_hit_blocks, run_native
 
 

@@ -10,6 +10,7 @@ from typing import Any
 from engine_support import ListWorkload, native, native_pd, record_dict, request
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+
 from kvreplay.engine import ReplayStalled
 from kvreplay.engine.config import read_engine_spec
 from kvreplay.engine.loop import Simulation

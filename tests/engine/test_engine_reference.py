@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from engine_support import mooncake_workload, native, record_dict, summary
+
 from kvreplay.engine import run_native
 
 pytestmark = pytest.mark.reference

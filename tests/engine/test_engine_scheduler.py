@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from engine_support import ListWorkload, native, rank, request
+
 from kvreplay.engine import ReplayStalled, run_native
 from kvreplay.engine.records import RequestRecord
 from kvreplay.engine.traces.request import TraceRequest

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from g2_support import EXAMPLE5, g2, rank, run_agg
+
 from kvreplay.engine.host_timeline import HostTimeline
 from kvreplay.engine.report import report_from_run
 

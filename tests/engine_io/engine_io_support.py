@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import attrs
+
 from kvreplay.engine.records import Admission, RequestRecord
 from kvreplay.engine.traces.request import TraceRequest, Workload
 

@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 
 import pytest
+
 from kvreplay.engine.traces.agentic.graph import AgenticGraph
 from kvreplay.engine.traces.agentic.v2 import read_agentic_mooncake
 from kvreplay.engine.traces.agentic.weka import read_weka

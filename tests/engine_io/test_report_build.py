@@ -8,6 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 from engine_io_support import record
+
 from kvreplay.engine.records import Admission, RequestRecord, RoutingDecision
 from kvreplay.engine.report import (
     ReportError,

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from engine_io_support import trace_traffic, write_trace
+
 from kvreplay.engine.report import Sla, dumps_report, report_from_run
 from kvreplay.engine.traces import workload_from_traffic
 

@@ -9,6 +9,7 @@ from unittest import mock
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+
 from kvreplay.engine import metrics
 from kvreplay.engine.metrics import (
     ExactMoments,

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from engine_io_support import write_trace
+
 from kvreplay.engine.records import Admission, RequestRecord
 from kvreplay.engine.report import RunFacts, Sla, build_report
 

@@ -9,6 +9,7 @@ from typing import Any
 import jsonschema
 import pytest
 from engine_io_support import record
+
 from kvreplay.engine.records import Admission, RoutingDecision
 from kvreplay.engine.report import RunFacts, Sla, build_report, dumps_report
 

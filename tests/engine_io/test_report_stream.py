@@ -17,12 +17,12 @@ from unittest import mock
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+import kvreplay
 from kvreplay.engine import report_stream
 from kvreplay.engine.canonical_json import canonical_json
 from kvreplay.engine.report import dumps_report
 from kvreplay.engine.report_stream import SpilledRows, report_chunks, write_report
-
-import kvreplay
 from kvreplay.replay import replay
 
 EXAMPLES = sorted((Path(__file__).resolve().parents[2] / "examples").glob("*.yaml"))

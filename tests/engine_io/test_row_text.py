@@ -17,6 +17,7 @@ from unittest import mock
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
+
 from kvreplay.engine import row_text as printer
 from kvreplay.engine.records import Admission, RequestRecord, RoutingDecision
 from kvreplay.engine.report import ReportError, per_request_row

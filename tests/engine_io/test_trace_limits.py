@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from engine_io_support import trace_traffic, write_trace
+
 from kvreplay.engine.traces import check_traffic
 
 HEAD = '{"output_length": 1, "hash_ids": [1], '

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from engine_io_support import drive, trace_traffic, write_trace
+
 from kvreplay.engine.traces import MooncakeWorkload, TraceRequest, workload_from_traffic
 from kvreplay.engine.traces.values import GENERATED_OUTPUT_BASE, OUTPUT_TOKEN_BASE
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from engine_io_support import trace_traffic
+
 from kvreplay.engine.traces import MooncakeWorkload, check_traffic, workload_from_traffic
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from engine_io_support import drive, trace_traffic, traffic, write_trace
+
 from kvreplay.engine.traces import TraceRequest, workload_from_traffic
 
 pytestmark = pytest.mark.reference

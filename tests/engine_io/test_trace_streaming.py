@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from engine_io_support import trace_traffic
+
 from kvreplay.engine.traces import MooncakeWorkload, TraceRequest, workload_from_traffic
 from kvreplay.engine.traces import mooncake_workload as module
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 from engine_io_support import drive, traffic
+
 from kvreplay.engine.traces import SyntheticWorkload, workload_from_traffic
 from kvreplay.engine.traces.rng import StdRng
 from kvreplay.engine.traces.synthetic import round_half_away, shared_prefix_tokens

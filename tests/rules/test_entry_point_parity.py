@@ -7,10 +7,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kvreplay.compiler.native import ROLE_LEVEL
-from kvreplay.rules import rule_ids
 
 import kvreplay
+from kvreplay.compiler.native import ROLE_LEVEL
+from kvreplay.rules import rule_ids
 
 CASES = Path(__file__).resolve().parents[2] / "rules" / "cases"
 MATRIX = frozenset(rule_ids())

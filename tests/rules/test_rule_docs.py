@@ -11,14 +11,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kvreplay.rules import explain
-from kvreplay.rules.corpus import CASES_DIR
 
 from kvreplay import HOMEPAGE
 from kvreplay.catalog import catalog
 from kvreplay.cli.main import main
 from kvreplay.formats.sarif import render_sarif
 from kvreplay.rule_docs import RuleDoc, heading, rule_docs
+from kvreplay.rules import explain
+from kvreplay.rules.corpus import CASES_DIR
 
 REPO = Path(__file__).resolve().parents[2]
 SOURCES = ("kvreplay", "compiler", "engine", "rules", "schema")

@@ -6,13 +6,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from kvreplay import suppressions
+from kvreplay.catalog import catalog as all_ids
 from kvreplay.compiler.documents import compile_text
 from kvreplay.rules import catalog, run_rules
 from kvreplay.rules.corpus import CASES_DIR, all_cases, cases
 from kvreplay.rules.loader import shipped_ruleset
-
-from kvreplay import suppressions
-from kvreplay.catalog import catalog as all_ids
 
 CASES = all_cases()
 

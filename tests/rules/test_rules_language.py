@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from rules_support import RULE_HEAD, fires, path_origin, runner_for, truth
+
 from kvreplay.rules.errors import RuleFileError
 from kvreplay.rules.loader import parse_sources
 from kvreplay.rules.parser import parse_expr
-from rules_support import RULE_HEAD, fires, path_origin, runner_for, truth
-
 from kvreplay.spec import HostOffload, Role, Router, Spec, Traffic
 
 

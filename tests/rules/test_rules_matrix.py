@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
+
 from kvreplay.rules import catalog, explain, render_matrix, rule_infos
 from kvreplay.rules.corpus import cases
 from kvreplay.rules.loader import shipped_ruleset

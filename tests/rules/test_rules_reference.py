@@ -22,12 +22,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kvreplay.compiler.emit import rank
-from kvreplay.compiler.layout import derive_layout_id
-from kvreplay.rules import run_rules
 from rules_support import path_origin
 
+from kvreplay.compiler.emit import rank
+from kvreplay.compiler.layout import derive_layout_id
 from kvreplay.native_defaults import block_size_default
+from kvreplay.rules import run_rules
 from kvreplay.spec import G3Offload, HostOffload, Role, Spec, Speculation
 
 PROBE = Path(__file__).with_name("reference_probe.py")

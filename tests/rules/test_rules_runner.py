@@ -11,12 +11,12 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from rules_support import path_origin
+
 from kvreplay.compiler.documents import compile_text
 from kvreplay.rules import loader, make_runner, rule_ids, run_rules, select_rules
 from kvreplay.rules.codegen import generate
 from kvreplay.rules.loader import cache_key, load, shipped_ruleset, sources
-from rules_support import path_origin
-
 from kvreplay.spec import HostOffload, Role, Spec
 
 NOISY = Spec(model="m", mode="aggregated", roles=(

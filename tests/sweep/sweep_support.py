@@ -8,8 +8,8 @@ from pathlib import Path
 
 import attrs
 import pytest
-from kvreplay.compiler.documents import load_text
 
+from kvreplay.compiler.documents import load_text
 from kvreplay.sweep.model import SweepPlan
 from kvreplay.sweep.plan import plan_sweep
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import blake3
+
 from kvreplay.engine.traces.agentic import serde
 
 SCHEMA = "dynamo.agentic_mooncake"
