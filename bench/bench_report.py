@@ -79,10 +79,10 @@ def prepare(config: Path) -> tuple[Any, Callable[[], Any], Clock]:
 def run_once(native: Any, workload: Callable[[], Any], folder: str,
              kind: str) -> dict[str, Clock]:
     """One replay: `bare`, `full`, `summary` or `python` (see the module docstring)."""
-    from kvreplay.cli.output import Output
     from kvreplay.engine import row_text, run_native
     from kvreplay.engine.report import sla_from_spec
     from kvreplay.engine.report_stream import ReportStream, write_report
+    from kvreplay.io.output import Output
 
     loaded = workload()
     if kind == "bare":

@@ -25,7 +25,7 @@ CONFIGS = [
 _STARTUP = """
 import time
 t0 = time.perf_counter()
-import kvreplay.compiler.pipeline, kvreplay.spec
+import kvreplay.compiler.pipeline, kvreplay.schema.spec
 t1 = time.perf_counter()
 from kvreplay.rules.runner import compiled_rules
 compiled_rules()

@@ -1,6 +1,6 @@
 """Structuring a (schema-valid) config document into the frozen model, failures as diagnostics.
 
-The converter and its strict hooks are kvreplay/convert.py's, shared with native reading.
+The converter and its strict hooks are schema/convert.py's, shared with native reading.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import cattrs
 from cattrs.errors import BaseValidationError
 
 from kvreplay.compiler.model import Config
-from kvreplay.convert import converter
-from kvreplay.diagnostics import Diagnostic, Span
+from kvreplay.schema.convert import converter
+from kvreplay.schema.diagnostics import Diagnostic, Span
 
 
 def structure_config(

@@ -16,7 +16,7 @@ from kvreplay.compiler.pipeline import (
 from kvreplay.compiler.reading import read_config_text
 from kvreplay.compiler.source import Loaded
 from kvreplay.compiler.yaml_loader import load_yaml
-from kvreplay.diagnostics import Diagnostic
+from kvreplay.schema.diagnostics import Diagnostic
 
 
 def load_text(text: str, file: str | None) -> tuple[str, Loaded]:

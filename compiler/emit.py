@@ -1,6 +1,6 @@
 """Spec -> canonical native JSON (docs/native-json.md): explicit values, sorted keys, same bytes.
 
-The Spec is written back into the native model (kvreplay/native_model.py) and unstructured by its
+The Spec is written back into the native model (schema/native_model.py) and unstructured by its
 converter, so every key is the model's; this module only decides the canonical form: which keys
 are left out (as the native engine's normalizer does) and how MTP and the router are written.
 """
@@ -12,10 +12,10 @@ from typing import Any
 
 import attrs
 
-from kvreplay import native_model as n
-from kvreplay import spec as s
-from kvreplay.convert import to_json
-from kvreplay.spec import TOPOLOGY_KEY as TOPOLOGY_KEY
+from kvreplay.schema import native_model as n
+from kvreplay.schema import spec as s
+from kvreplay.schema.convert import to_json
+from kvreplay.schema.spec import TOPOLOGY_KEY as TOPOLOGY_KEY
 
 # `native_host_offload` keys the native normalizer leaves out at their defaults.
 HOST_OFFLOAD_OMITTED = ("scope", "shared_d2h_bandwidth_gbps", "shared_h2d_bandwidth_gbps",

@@ -16,12 +16,12 @@ from typing import Any
 import attrs
 
 from kvreplay.compiler.emit import TOPOLOGY_KEY, dumps
-from kvreplay.compiler.layout import derive_layout_id
 from kvreplay.compiler.native import ROLE_LEVEL
 from kvreplay.compiler.pipeline import Compiled, RuleRunner, compile_native_loaded
 from kvreplay.compiler.source import Loaded, Path, SourceMap, format_path
-from kvreplay.diagnostics import Diagnostic, Span
-from kvreplay.native_defaults import block_size_default
+from kvreplay.schema.diagnostics import Diagnostic, Span
+from kvreplay.schema.layout import derive_layout_id
+from kvreplay.schema.native_defaults import block_size_default
 
 ARG_NAMES = {"aggregated": "engine_args", "prefill": "prefill_engine_args",
              "decode": "decode_engine_args"}

@@ -15,7 +15,7 @@ from typing import Any
 
 from kvreplay.compiler.numbers import bounded_int, number_text
 from kvreplay.compiler.source import Loaded, Path, PathStyle, Position, SourceMap, format_path
-from kvreplay.diagnostics import Diagnostic, Related, Span
+from kvreplay.schema.diagnostics import Diagnostic, Related, Span
 
 _WS = re.compile(r"[ \t\n\r]*")
 _NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(\.\d+)?([eE][-+]?\d+)?")

@@ -6,13 +6,13 @@ from typing import Literal, TypeVar
 
 import attrs
 
-from kvreplay import spec as s
 from kvreplay.compiler import model as m
 from kvreplay.compiler.kv_bytes import estimate_bytes_per_token
-from kvreplay.compiler.layout import derive_layout_id
 from kvreplay.compiler.origin import Origin
-from kvreplay.diagnostics import Diagnostic, Span
-from kvreplay.native_defaults import (
+from kvreplay.schema import spec as s
+from kvreplay.schema.diagnostics import Diagnostic, Span
+from kvreplay.schema.layout import derive_layout_id
+from kvreplay.schema.native_defaults import (
     NUM_GPU_BLOCKS,
     RANK_DEFAULTS,
     TRACE_BLOCK_SIZE,
@@ -20,8 +20,8 @@ from kvreplay.native_defaults import (
     load_type_default,
     max_num_seqs_default,
 )
-from kvreplay.native_model import RoleName
-from kvreplay.spec import canonical_json
+from kvreplay.schema.native_model import RoleName
+from kvreplay.schema.spec import canonical_json
 
 T = TypeVar("T", bound=attrs.AttrsInstance)
 
@@ -239,7 +239,7 @@ class _Lowering:
             hardware=engine.hardware,
             backend_version=engine.backend_version,
             handoff_latency_ms=engine.kv_transfer.handoff_latency_ms if engine.kv_transfer else 0.0,
-            router=c.router,  # the config's router is the Spec's (kvreplay/native_model.py)
+            router=c.router,  # the config's router is the Spec's (schema/native_model.py)
             scaling=scaling,
             max_sim_time_ms=None
             if stop.max_virtual_time_seconds is None

@@ -4,7 +4,7 @@ Fields that config.md marks required are Optional here only so that a document w
 still be modelled and checked by the rules; `compile` refuses such documents before emitting.
 
 The model is the single source of schema/config.schema.json: each field's description and bounds
-are its metadata (the kvreplay.schema_facts helpers), each class's description, required keys and
+are its metadata (the kvreplay.schema.schema_facts helpers), each class's description, required keys and
 conditional overlays its `described` decorator; compiler/schema_gen.py walks them.
 """
 
@@ -14,8 +14,8 @@ from typing import Any, Literal
 
 import attrs
 
-from kvreplay.native_defaults import TRAFFIC_DEFAULTS as TRAFFIC
-from kvreplay.native_model import (
+from kvreplay.schema.native_defaults import TRAFFIC_DEFAULTS as TRAFFIC
+from kvreplay.schema.native_model import (
     BLOCK_SIZE_MAX,
     BYTES_PER_TOKEN_MAX,
     CONTEXT_MAX,
@@ -34,8 +34,8 @@ from kvreplay.native_model import (
     Speculation,
     TrtllmOptions,
 )
-from kvreplay.schema_facts import APPLIED_DEFAULT as APPLIED_DEFAULT
-from kvreplay.schema_facts import (
+from kvreplay.schema.schema_facts import APPLIED_DEFAULT as APPLIED_DEFAULT
+from kvreplay.schema.schema_facts import (
     bounded,
     choice,
     constant,
@@ -50,7 +50,7 @@ from kvreplay.schema_facts import (
     requires,
     text,
 )
-from kvreplay.sla import Sla as Sla  # the one Sla class (re-exported)
+from kvreplay.schema.sla import Sla as Sla  # the one Sla class (re-exported)
 
 Auto = Literal["auto"]
 

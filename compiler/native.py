@@ -1,6 +1,6 @@
 """Native JSON -> Spec: the reader shared by native specs and the Python engine-args API.
 
-The document is read into the native model (kvreplay/native_model.py) by its converter, so a
+The document is read into the native model (schema/native_model.py) by its converter, so a
 missing field takes the native engine's own default (for example `kv_transfer_timing_mode` is
 `full_prompt` natively) and a hand-written spec means what the native engine would do; this module
 adds what only the compiler needs: the Origin of every Spec field and the shape findings.
@@ -13,14 +13,14 @@ from typing import Any
 
 import attrs
 
-from kvreplay import native_model as n
-from kvreplay import spec as s
 from kvreplay.compiler.origin import Origin, SpecPath
 from kvreplay.compiler.source import Path, SourceMap
-from kvreplay.convert import native_converter
-from kvreplay.diagnostics import Diagnostic
-from kvreplay.schema_facts import json_key
-from kvreplay.spec import TOPOLOGY_KEY
+from kvreplay.schema import native_model as n
+from kvreplay.schema import spec as s
+from kvreplay.schema.convert import native_converter
+from kvreplay.schema.diagnostics import Diagnostic
+from kvreplay.schema.schema_facts import json_key
+from kvreplay.schema.spec import TOPOLOGY_KEY
 
 # The keys a native role states itself (the rest of a Spec role is its rank's).
 ROLE_LEVEL = tuple(f.name for f in attrs.fields(n.RoleCore))

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from kvreplay.compiler.source import Path, SourceMap, format_path
-from kvreplay.diagnostics import Span
+from kvreplay.schema.diagnostics import Span
 
 SpecPath = tuple[str, ...]
 

@@ -10,8 +10,8 @@ import attrs
 from kvreplay.compiler.origin import Origin
 from kvreplay.compiler.source import Loaded
 from kvreplay.compiler.unknown import forget_refused, refused_paths
-from kvreplay.diagnostics import Diagnostic, has_errors, sort_unique
-from kvreplay.spec import Spec
+from kvreplay.schema.diagnostics import Diagnostic, has_errors, sort_unique
+from kvreplay.schema.spec import Spec
 
 # Loader findings that replaced a value by null: the schema must not report those values again.
 _VALUE_PROBLEMS = frozenset({"YAML-NON-FINITE", "YAML-NON-JSON", "YAML-TAG", "YAML-ALIAS",

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from kvreplay.diagnostics import Diagnostic, Span
-from kvreplay.files import NotRegularFile, read_capped
+from kvreplay.schema.diagnostics import Diagnostic, Span
+from kvreplay.schema.files import NotRegularFile, read_capped
 
 # Configs and specs are small; anything bigger is almost certainly the wrong file.
 MAX_CONFIG_BYTES = 8 * 1024 * 1024

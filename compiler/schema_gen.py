@@ -1,6 +1,6 @@
-"""The JSON Schemas, generated from the attrs models (kvreplay/schema_facts.py says how).
+"""The JSON Schemas, generated from the attrs models (schema/schema_facts.py says how).
 
-`config_schema()` walks compiler/model.py and `native_schema()` kvreplay/native_model.py:
+`config_schema()` walks compiler/model.py and `native_schema()` schema/native_model.py:
 properties in field order (under their JSON keys), types and enums from the annotations, defaults
 from the field defaults (a required key states none), descriptions and bounds from the fields'
 metadata, and each class's description, required keys and conditional overlays from its
@@ -18,7 +18,14 @@ from typing import Any, Literal
 
 import attrs
 
-from kvreplay.schema_facts import APPLIED_DEFAULT, MAX_INT, MAX_NUM, OBJECTS, SCHEMA, json_key
+from kvreplay.schema.schema_facts import (
+    APPLIED_DEFAULT,
+    MAX_INT,
+    MAX_NUM,
+    OBJECTS,
+    SCHEMA,
+    json_key,
+)
 
 S = dict[str, Any]
 NOTE_BELOW = 1e9  # maxima at or above this are generic, not a policy worth stating
@@ -238,7 +245,7 @@ def config_schema() -> S:
 
 def native_schema() -> S:
     """schema/native.schema.json's tree."""
-    from kvreplay import native_model
+    from kvreplay.schema import native_model
 
     return document_schema(native_model.Document, "native",
                            "kvreplay canonical native replay spec")

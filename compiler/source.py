@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 import attrs
 
-from kvreplay.diagnostics import Diagnostic, Span
+from kvreplay.schema.diagnostics import Diagnostic, Span
 
 Path = tuple[str | int, ...]
 PathStyle = Literal["jsonpath", "pointer"]

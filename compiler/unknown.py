@@ -19,8 +19,8 @@ from attrs import AttrsInstance
 
 from kvreplay.compiler.origin import Origin, SpecPath
 from kvreplay.compiler.source import Path, parse_path
-from kvreplay.diagnostics import Diagnostic
-from kvreplay.spec import Spec
+from kvreplay.schema.diagnostics import Diagnostic
+from kvreplay.schema.spec import Spec
 
 # Findings whose value was dropped (or replaced by null by the loader).
 REFUSING = frozenset({"SCHEMA-TYPE", "SCHEMA-ENUM", "SCHEMA-RANGE", "SCHEMA-LENGTH",

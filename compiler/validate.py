@@ -14,10 +14,10 @@ import attrs
 from jsonschema.exceptions import ValidationError
 
 from kvreplay.compiler.source import Path, SourceMap, parse_path
-from kvreplay.compiler.suggest import hint_for
-from kvreplay.diagnostics import Diagnostic
-from kvreplay.json_schemas import load_schema as load_schema
-from kvreplay.json_schemas import validator as _validator
+from kvreplay.schema.diagnostics import Diagnostic
+from kvreplay.schema.json_schemas import load_schema as load_schema
+from kvreplay.schema.json_schemas import validator as _validator
+from kvreplay.schema.suggest import hint_for
 
 # Hints for values users carry over from the AISimulate predictor: (field, value) -> hint.
 _KNOWN_VALUES: dict[tuple[str, str], str] = {

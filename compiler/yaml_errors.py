@@ -14,7 +14,7 @@ from ruamel.yaml.events import (
 )
 from ruamel.yaml.reader import ReaderError
 
-from kvreplay.diagnostics import Diagnostic, Span
+from kvreplay.schema.diagnostics import Diagnostic, Span
 
 # Configs nest a few levels; the same bound as native JSON (json_loader), well before the
 # recursive composer runs out of stack (somewhere past 450 levels).

@@ -15,7 +15,7 @@ from ruamel.yaml.reader import ReaderError
 from kvreplay.compiler.numbers import bounded_int, number_text
 from kvreplay.compiler.source import Loaded, Path, Position, SourceMap, format_path
 from kvreplay.compiler.yaml_errors import MAX_DEPTH, too_deep, unprintable
-from kvreplay.diagnostics import Diagnostic, Related, Span
+from kvreplay.schema.diagnostics import Diagnostic, Related, Span
 
 # A config has hundreds of nodes; an alias bomb has billions. Cap the nodes that aliases add
 # (a node built again through an alias or a merge key), not the document's own size.

@@ -1,9 +1,9 @@
-"""Reading a native document for the engine: the Spec it replays (kvreplay/spec.py), or an
+"""Reading a native document for the engine: the Spec it replays (schema/spec.py), or an
 EngineConfigError that names the first problem by its JSON pointer.
 
 The document is checked against schema/native.schema.json (generated from the native model, so
 its types, enums and bounds are the model's), read into the native model by the strict converter
-(kvreplay/convert.py: no coercion, no unknown keys), and checked for what the schema admits but
+(schema/convert.py: no coercion, no unknown keys), and checked for what the schema admits but
 this engine does not run. A missing field takes the native engine's own default
 (docs/native-json.md), as the reference normalizer does.
 """
@@ -16,11 +16,11 @@ from typing import Any
 from cattrs.errors import BaseValidationError
 from jsonschema.exceptions import best_match
 
-from kvreplay import native_model as n
-from kvreplay.convert import native_converter
 from kvreplay.engine.errors import EngineConfigError
-from kvreplay.json_schemas import pointer, validator
-from kvreplay.spec import TOPOLOGY_KEY, Role, Spec, named_roles, spec_from_document
+from kvreplay.schema import native_model as n
+from kvreplay.schema.convert import native_converter
+from kvreplay.schema.json_schemas import pointer, validator
+from kvreplay.schema.spec import TOPOLOGY_KEY, Role, Spec, named_roles, spec_from_document
 
 ROLES_OF_MODE = {"aggregated": ["aggregated"], "disaggregated": ["prefill", "decode"]}
 HOST_SCOPES = ("dp_rank_local", "cluster_shared")

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from kvreplay.engine.scheduler import Rank
     from kvreplay.engine.sequence import Seq
     from kvreplay.engine.worker import Worker
-    from kvreplay.native_model import HostOffload
+    from kvreplay.schema.native_model import HostOffload
 
 HOST_TIER = 1
 

@@ -37,7 +37,7 @@ from kvreplay.engine.sequence import WAITING, Seq
 from kvreplay.engine.simtime import check_ns, limit_to_ns, ms_to_ns, ns_to_ms
 from kvreplay.engine.traces.request import TraceRequest, Workload
 from kvreplay.engine.worker import Worker, stamp_tokens
-from kvreplay.spec import Role, Spec
+from kvreplay.schema.spec import Role, Spec
 
 # Event kinds, in their order at one instant (G2 copies complete before pass completions).
 # P/D handoff actions (ACTIONS) run after the instant's completions and transfers, before the

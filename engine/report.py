@@ -25,7 +25,7 @@ from kvreplay.engine.collect import fewer_collections
 from kvreplay.engine.metrics import Distribution, StreamingDistribution, exact_distribution
 from kvreplay.engine.records import RequestRecord, SharedGaps
 from kvreplay.engine.simtime import NS_PER_MS
-from kvreplay.sla import Sla as Sla  # re-exported: report callers name it here
+from kvreplay.schema.sla import Sla as Sla  # re-exported: report callers name it here
 
 REPORT_VERSION = 1
 PD_TIMES = ("prefill_admit_ms", "source_held_ms", "destination_reserved_ms",

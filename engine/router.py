@@ -33,7 +33,7 @@ from kvreplay.engine.kv_index import KvIndex
 from kvreplay.engine.records import RoutingDecision
 from kvreplay.engine.scheduler import Rank
 from kvreplay.engine.sequence import Seq
-from kvreplay.native_model import Router as RouterConfig
+from kvreplay.schema.native_model import Router as RouterConfig
 
 Overlaps = tuple[list[int], list[int]]
 

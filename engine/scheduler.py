@@ -27,7 +27,7 @@ from kvreplay.engine.records import Admission
 from kvreplay.engine.sequence import PREEMPTED, RUNNING, WAITING, Seq
 from kvreplay.engine.simtime import ns_to_ms
 from kvreplay.engine.timing import PassTimer
-from kvreplay.spec import Role
+from kvreplay.schema.spec import Role
 
 if TYPE_CHECKING:
     from kvreplay.engine.host_client import HostClient

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 
 from kvreplay.engine.simtime import NS_PER_MS, ms_to_ns
-from kvreplay.spec import Role
+from kvreplay.schema.spec import Role
 
 PREFILL_A, PREFILL_B, PREFILL_C = 4.209989e-7, 1.518344e-2, 16.50142
 DECODE_A, DECODE_B, DECODE_C = -25.74, 54.01, 5.74

@@ -16,8 +16,8 @@ _LAZY = {
     "run_spec": "kvreplay.api",
     "RunOutcome": "kvreplay.replay",
     "Compiled": "kvreplay.api",
-    "Diagnostic": "kvreplay.diagnostics",
-    "Span": "kvreplay.diagnostics",
+    "Diagnostic": "kvreplay.schema.diagnostics",
+    "Span": "kvreplay.schema.diagnostics",
 }
 
 if TYPE_CHECKING:
@@ -29,8 +29,8 @@ if TYPE_CHECKING:
         run_spec,
         spec_from_engine_args,
     )
-    from kvreplay.diagnostics import Diagnostic, Span
     from kvreplay.replay import RunOutcome
+    from kvreplay.schema.diagnostics import Diagnostic, Span
 
 __all__ = [
     "Compiled",

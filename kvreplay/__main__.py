@@ -1,6 +1,6 @@
 """`python -m kvreplay`."""
 
-from kvreplay.cli import signals
+from kvreplay.io import signals
 
 signals.install()  # before the CLI's own imports, so that an early Ctrl-C exits quietly too
 try:

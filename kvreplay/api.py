@@ -17,8 +17,8 @@ from typing import Any
 import attrs
 
 from kvreplay.compiler.pipeline import Compiled, RuleRunner
-from kvreplay.diagnostics import Diagnostic, Span
 from kvreplay.replay import RunOutcome
+from kvreplay.schema.diagnostics import Diagnostic, Span
 
 __all__ = [
     "Compiled",

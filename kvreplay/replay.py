@@ -12,7 +12,7 @@ from typing import Any
 import attrs
 
 from kvreplay.compiler.pipeline import Compiled
-from kvreplay.diagnostics import Diagnostic, has_errors, sort_unique
+from kvreplay.schema.diagnostics import Diagnostic, has_errors, sort_unique
 
 
 @attrs.frozen

@@ -25,7 +25,7 @@ class ReportInputError(Exception):
 def load_report(path: str) -> dict[str, Any]:
     """The report at `path` (a regular file: a FIFO is refused, not waited on), checked for the
     shape `compare` and `report` read."""
-    from kvreplay.files import open_regular
+    from kvreplay.schema.files import open_regular
 
     try:
         with open_regular(path) as f:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import attrs
 
-from kvreplay.diagnostics import Diagnostic
+from kvreplay.schema.diagnostics import Diagnostic
 
 PRECISION = "very-high"  # every rule is an exact check: no heuristics, no guesses on unknowns
 MATRIX_TAG = "support-matrix"
@@ -78,8 +78,8 @@ def lint_text(text: str, file: str) -> tuple[Diagnostic, ...]:
     """What `kvreplay lint` reports on this text (rules, then inline suppressions), sorted."""
     from kvreplay import suppressions
     from kvreplay.compiler.documents import compile_text
-    from kvreplay.diagnostics import sort_unique
     from kvreplay.rules.runner import run_rules
+    from kvreplay.schema.diagnostics import sort_unique
 
     compiled = compile_text(text, file, rules=run_rules)
     return tuple(sort_unique(suppressions.apply(compiled.diagnostics, text, file)))

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import attrs
 
-from kvreplay.diagnostics import Diagnostic, Span
+from kvreplay.schema.diagnostics import Diagnostic, Span
 
 _COMMENT = re.compile(r"#\s*kvreplay:\s*ignore\[([^\]]*)\]")
 

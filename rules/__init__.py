@@ -26,14 +26,14 @@ _LAZY = {
     "rule_infos": "kvreplay.rules.registry",
     "RuleInfo": "kvreplay.rules.registry",
     "render_matrix": "kvreplay.rules.matrix",
-    "explain": "kvreplay.rules.explainer",
+    "explain": "kvreplay.explainer",
     "RuleFileError": "kvreplay.rules.errors",
     "Problem": "kvreplay.rules.errors",
 }
 
 if TYPE_CHECKING:
+    from kvreplay.explainer import explain
     from kvreplay.rules.errors import Problem, RuleFileError
-    from kvreplay.rules.explainer import explain
     from kvreplay.rules.matrix import render_matrix
     from kvreplay.rules.registry import RuleInfo, catalog, rule_infos
     from kvreplay.rules.runner import Runner, make_runner, rule_ids, run_rules, select_rules

@@ -11,12 +11,12 @@ from collections.abc import Mapping
 
 import attrs
 
-from kvreplay.compiler.suggest import hint_for
 from kvreplay.rules import fields as f
 from kvreplay.rules import syntax as s
 from kvreplay.rules.errors import Problem, RuleFileError
 from kvreplay.rules.expand import Expander
 from kvreplay.rules.functions import BUILTINS
+from kvreplay.schema.suggest import hint_for
 
 # Expression kinds: a field kind, or "role" for a role variable itself.
 ExprKind = str

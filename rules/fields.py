@@ -1,6 +1,6 @@
 """What a rule may read: the fields of the normalized Spec, their kinds and their defaults.
 
-Derived from the attrs classes of kvreplay.spec, so a field added there is readable by
+Derived from the attrs classes of kvreplay.schema.spec, so a field added there is readable by
 rules without touching this module. `traffic.agentic` is the one derived (property) field.
 """
 
@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 import attrs
 
-from kvreplay import spec as spec_module
+from kvreplay.schema import spec as spec_module
 
 # str | num | bool | list | obj (an attrs class) | any
 Kind = Literal["str", "num", "bool", "list", "obj", "any"]
@@ -74,7 +74,7 @@ def _kind(tp: Any) -> tuple[Kind, type | None]:
 @functools.cache
 def fields_of(cls: type) -> dict[str, FieldInfo]:
     """The readable fields of one Spec class (attrs fields plus derived ones)."""
-    attrs.resolve_types(cls)  # each class's annotations in its own module (kvreplay.native_model)
+    attrs.resolve_types(cls)  # each class's annotations in its own module (kvreplay.schema.native_model)
     out: dict[str, FieldInfo] = {}
     for f in attrs.fields(cls):
         kind, sub = _kind(f.type)

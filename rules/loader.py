@@ -35,16 +35,16 @@ CACHE_PREFIX = "rules-"
 # the rule functions import. tests/rules/test_rules_runner.py checks this covers the import closure
 # of the code generator, so a module it comes to read cannot be left out of the cache key.
 KEY_MODULES = (
-    "kvreplay.spec",
-    "kvreplay.native_model",
-    "kvreplay.native_defaults",
-    "kvreplay.sla",
-    "kvreplay.schema_facts",  # kvreplay.sla's field helpers
-    "kvreplay.compiler.suggest",
-    "kvreplay.compiler.layout",
+    "kvreplay.schema.spec",
+    "kvreplay.schema.native_model",
+    "kvreplay.schema.native_defaults",
+    "kvreplay.schema.sla",
+    "kvreplay.schema.schema_facts",  # kvreplay.schema.sla's field helpers
+    "kvreplay.schema.suggest",
+    "kvreplay.schema.layout",
     "kvreplay.compiler.origin",
     "kvreplay.compiler.source",
-    "kvreplay.diagnostics",
+    "kvreplay.schema.diagnostics",
 )
 
 

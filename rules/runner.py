@@ -7,10 +7,10 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from kvreplay.compiler.origin import Origin, SpecPath
-from kvreplay.diagnostics import Diagnostic, Related, Severity, sort_unique
 from kvreplay.rules.functions import resolve_keys
 from kvreplay.rules.loader import shipped_module
-from kvreplay.spec import Spec
+from kvreplay.schema.diagnostics import Diagnostic, Related, Severity, sort_unique
+from kvreplay.schema.spec import Spec
 
 CheckFn = Callable[[Spec, list[Any]], None]
 CompiledRule = tuple[str, Severity, tuple[CheckFn, ...]]
@@ -44,7 +44,7 @@ def select_rules(select: Iterable[str] | None = None,
     dropped = list(ignore) if ignore is not None else []
     for selector in (*chosen, *dropped) if strict else ():
         if not any(_matches(selector, i) for i in ids):
-            from kvreplay.compiler.suggest import hint_for
+            from kvreplay.schema.suggest import hint_for
 
             hint = hint_for(selector, ids, "rule IDs")
             raise ValueError(f"unknown rule `{selector}`" + (f": {hint}" if hint else ""))

@@ -1,7 +1,7 @@
 """Write schema/{config,native,sweep}.schema.json and docs/config-reference.md.
 
 Run `python tools/gen_schemas.py` after changing a model (compiler/model.py for the YAML config,
-kvreplay/native_model.py for native JSON); `--check` only reports stale files (a test runs it).
+schema/native_model.py for native JSON); `--check` only reports stale files (a test runs it).
 The schemas are generated from the models' field metadata by compiler/schema_gen.py; the
 reference page is generated from the config schema.
 """

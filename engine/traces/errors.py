@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from kvreplay.diagnostics import Diagnostic
+from kvreplay.schema.diagnostics import Diagnostic
 
 
 class WorkloadError(Exception):

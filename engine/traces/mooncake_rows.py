@@ -8,9 +8,9 @@ from collections.abc import Sequence
 from itertools import compress, count, repeat
 from typing import Any
 
-from kvreplay.diagnostics import Diagnostic
 from kvreplay.engine.traces.jsonl import json_type, locate, shown
 from kvreplay.engine.traces.rules import diag
+from kvreplay.schema.diagnostics import Diagnostic
 
 MAX_TOKENS = 10_000_000  # per prompt or output; the same bound the native schema puts on lengths
 MAX_TIME_MS = 1e15  # about 31,700 years: beyond this, float milliseconds lose sub-ms precision

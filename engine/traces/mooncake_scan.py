@@ -10,11 +10,11 @@ from __future__ import annotations
 from array import array
 from typing import Any
 
-from kvreplay.diagnostics import Diagnostic, Related, Span
 from kvreplay.engine.traces.jsonl import LineError, decode_object, iter_lines, locate
 from kvreplay.engine.traces.mooncake_rows import MooncakeRow, check_row, unknown_fields
 from kvreplay.engine.traces.rules import diag
-from kvreplay.files import NotRegularFile, open_regular
+from kvreplay.schema.diagnostics import Diagnostic, Related, Span
+from kvreplay.schema.files import NotRegularFile, open_regular
 
 MAX_LISTED_ERRORS = 200
 

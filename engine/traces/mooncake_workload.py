@@ -22,7 +22,6 @@ from __future__ import annotations
 import heapq
 from typing import BinaryIO
 
-from kvreplay.diagnostics import Diagnostic
 from kvreplay.engine.traces.errors import WorkloadError
 from kvreplay.engine.traces.jsonl import LineError, decode_object
 from kvreplay.engine.traces.mooncake_rows import MooncakeRow, check_row
@@ -31,7 +30,8 @@ from kvreplay.engine.traces.releases import HeapReleases
 from kvreplay.engine.traces.request import TraceRequest, runs_from_hash_ids
 from kvreplay.engine.traces.rules import diag
 from kvreplay.engine.traces.values import Runs, output_runs
-from kvreplay.files import open_regular
+from kvreplay.schema.diagnostics import Diagnostic
+from kvreplay.schema.files import open_regular
 
 _ENDS_SESSION = frozenset({"canceled", "failed"})
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kvreplay.diagnostics import Diagnostic, Related, Severity, Span
+from kvreplay.schema.diagnostics import Diagnostic, Related, Severity, Span
 
 RULES: dict[str, str] = {
     "TRACE-PATH": "a trace path is missing, unreadable, not a regular file, or the wrong number of "

@@ -17,7 +17,6 @@ from __future__ import annotations
 import heapq
 import math
 
-from kvreplay.diagnostics import Diagnostic
 from kvreplay.engine.traces.releases import HeapReleases
 from kvreplay.engine.traces.request import TraceRequest
 from kvreplay.engine.traces.rng import StdRng
@@ -28,6 +27,7 @@ from kvreplay.engine.traces.values import (
     Runs,
     output_runs,
 )
+from kvreplay.schema.diagnostics import Diagnostic
 
 GROUP_SEED = 42
 _ENDS_SESSION = frozenset({"canceled", "failed"})

@@ -12,7 +12,6 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kvreplay.diagnostics import Diagnostic, Severity, sort_unique
 from kvreplay.engine.agentic.driver import AgenticWorkload
 from kvreplay.engine.agentic.profile import ProfileOptions
 from kvreplay.engine.traces.errors import WorkloadError
@@ -20,6 +19,7 @@ from kvreplay.engine.traces.mooncake_scan import scan_mooncake
 from kvreplay.engine.traces.mooncake_workload import MooncakeWorkload
 from kvreplay.engine.traces.rules import diag
 from kvreplay.engine.traces.synthetic import Arrivals, SyntheticWorkload
+from kvreplay.schema.diagnostics import Diagnostic, Severity, sort_unique
 
 TRACE_FORMATS = ("mooncake", "mooncake-delta", "weka", "agentic_mooncake")
 AGENTIC_FORMATS = ("weka", "agentic_mooncake")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 
 from kvreplay.cli import exits
-from kvreplay.cli.output import emit_all, write_stderr
 from kvreplay.formats.display import escape_inline
+from kvreplay.io.output import emit_all, write_stderr
 
 
 def run(args: argparse.Namespace) -> int:

@@ -11,10 +11,10 @@ import shlex
 
 from kvreplay.cli import exits
 from kvreplay.cli.diagnostics_out import print_diagnostics
-from kvreplay.cli.output import Output, commit_all, same_file, write_stderr, write_stdout
 from kvreplay.compiler.overrides import OverrideError
-from kvreplay.files import open_regular
 from kvreplay.formats.display import escape_inline
+from kvreplay.io.output import Output, commit_all, same_file, write_stderr, write_stdout
+from kvreplay.schema.files import open_regular
 
 
 def run(args: argparse.Namespace) -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from kvreplay.cli import exits
-from kvreplay.cli.output import write_stdout
+from kvreplay.io.output import write_stdout
 
 
 def run(args: argparse.Namespace) -> int:

@@ -5,14 +5,14 @@ from __future__ import annotations
 import argparse
 
 from kvreplay.cli import exits
-from kvreplay.cli.output import write_stderr, write_stdout
 from kvreplay.formats.display import escape_inline
+from kvreplay.io.output import write_stderr, write_stdout
 
 
 def run(args: argparse.Namespace) -> int:
     from kvreplay.catalog import catalog
-    from kvreplay.compiler.suggest import hint_for
     from kvreplay.rules import explain
+    from kvreplay.schema.suggest import hint_for
 
     text = explain(args.rule.strip().upper())
     if text is None:

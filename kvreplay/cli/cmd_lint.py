@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING
 
 from kvreplay import HOMEPAGE, __version__
 from kvreplay.cli import exits
-from kvreplay.cli.output import Output, write_stderr
 from kvreplay.cli.rule_select import keeps, unknown_patterns
-from kvreplay.diagnostics import Diagnostic, Span, sort_unique
+from kvreplay.io.output import Output, write_stderr
+from kvreplay.schema.diagnostics import Diagnostic, Span, sort_unique
 
 if TYPE_CHECKING:  # kept out of start-up
     from kvreplay.cli.selection import Selection
@@ -49,8 +49,8 @@ def bad_rule_options(args: argparse.Namespace) -> bool:
     if not patterns:
         return False
     from kvreplay.catalog import catalog
-    from kvreplay.compiler.suggest import hint_for
     from kvreplay.formats.display import escape_inline
+    from kvreplay.schema.suggest import hint_for
 
     for pattern in unknown_patterns(patterns, catalog()):
         hint = hint_for(pattern, catalog(), "rule IDs") or ""

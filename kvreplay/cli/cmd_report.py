@@ -7,8 +7,8 @@ import argparse
 import os
 
 from kvreplay.cli import exits
-from kvreplay.cli.output import Output, write_stderr
 from kvreplay.formats.display import escape_inline
+from kvreplay.io.output import Output, write_stderr
 
 
 def run(args: argparse.Namespace) -> int:

@@ -12,8 +12,8 @@ from typing import Any
 
 from kvreplay.cli import exits
 from kvreplay.cli.diagnostics_out import print_diagnostics
-from kvreplay.cli.output import Output, commit_all, write_stderr, write_stdout
 from kvreplay.cli.progress import ProgressDisplay, mode_for
+from kvreplay.io.output import Output, commit_all, write_stderr, write_stdout
 
 
 def run(args: argparse.Namespace) -> int:

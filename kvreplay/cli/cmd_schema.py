@@ -6,7 +6,7 @@ import argparse
 from importlib import resources
 
 from kvreplay.cli import exits
-from kvreplay.cli.output import write_stdout
+from kvreplay.io.output import write_stdout
 
 
 def run(args: argparse.Namespace) -> int:

@@ -11,7 +11,7 @@ import sys
 
 from kvreplay.cli import exits
 from kvreplay.cli.diagnostics_out import print_diagnostics
-from kvreplay.cli.output import write_stderr, write_stdout
+from kvreplay.io.output import write_stderr, write_stdout
 
 
 def run(args: argparse.Namespace) -> int:
@@ -28,7 +28,7 @@ def run(args: argparse.Namespace) -> int:
         write_stderr(f"kvreplay: cannot write results to {args.output}: it is not a folder\n")
         return exits.USAGE
     if args.html is not None:
-        from kvreplay.cli.output import Output
+        from kvreplay.io.output import Output
 
         args.html = args.html or os.path.join(args.output, "sweep.html")
         Output(args.html, [("the sweep file", args.sweep)])  # refused now, not after the run
@@ -58,7 +58,7 @@ def _refuse_outputs(args: argparse.Namespace, base: object, plan: object) -> Non
     report already in the folder, the --html page) is one of its inputs, or lies inside a
     trace folder."""
     from kvreplay.cli.cmd_report import sweep_tables
-    from kvreplay.cli.output import Inputs, Output
+    from kvreplay.io.output import Inputs, Output
     from kvreplay.sweep.model import SweepPlan
     from kvreplay.sweep.store import REPORTS
 

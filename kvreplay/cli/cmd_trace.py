@@ -6,7 +6,7 @@ import argparse
 
 from kvreplay.cli import exits
 from kvreplay.cli.diagnostics_out import print_diagnostics
-from kvreplay.cli.output import emit, write_stderr
+from kvreplay.io.output import emit, write_stderr
 
 
 def run(args: argparse.Namespace) -> int:

@@ -7,8 +7,8 @@ import os
 import sys
 from collections.abc import Sequence
 
-from kvreplay.cli.output import write_stderr
-from kvreplay.diagnostics import Diagnostic
+from kvreplay.io.output import write_stderr
+from kvreplay.schema.diagnostics import Diagnostic
 
 Findings = tuple[str | None, str | None, Sequence[Diagnostic]]  # file, source text, diagnostics
 

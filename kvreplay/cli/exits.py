@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # imported before the signal handlers are installed: keep it light
-    from kvreplay.diagnostics import Diagnostic
+    from kvreplay.schema.diagnostics import Diagnostic
 
 OK = 0
 FINDINGS = 1

@@ -8,8 +8,11 @@ import sys
 from collections.abc import Sequence
 
 from kvreplay import __version__
-from kvreplay.cli import exits, signals
-from kvreplay.cli.output import (
+from kvreplay.cli import exits
+from kvreplay.cli.project_cli import add_project_options, add_walk_options
+from kvreplay.formats.display import escape_inline
+from kvreplay.io import signals
+from kvreplay.io.output import (
     OutputError,
     discard_pending,
     flush_stdout,
@@ -17,8 +20,6 @@ from kvreplay.cli.output import (
     write_stderr,
     write_stdout,
 )
-from kvreplay.cli.project_cli import add_project_options, add_walk_options
-from kvreplay.formats.display import escape_inline
 
 FORMATS = ["auto", "text", "concise", "json", "sarif", "github"]
 

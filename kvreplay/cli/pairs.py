@@ -13,11 +13,11 @@ from collections.abc import Iterable
 
 import attrs
 
-from kvreplay.cli.output import OutputError, inside, same_file
 from kvreplay.cli.selection import is_ours
 from kvreplay.cli.settings import Resolver, Settings
 from kvreplay.cli.settings_file import RULE, ProjectFile, SettingsError, display
-from kvreplay.diagnostics import Diagnostic
+from kvreplay.io.output import OutputError, inside, same_file
+from kvreplay.schema.diagnostics import Diagnostic
 
 _YAML = (".yaml", ".yml")
 

@@ -124,7 +124,7 @@ class ProgressDisplay:
 
 
 def _write(text: str) -> None:
-    from kvreplay.cli.output import write_stderr
+    from kvreplay.io.output import write_stderr
 
     write_stderr(text)
 

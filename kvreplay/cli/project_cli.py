@@ -34,8 +34,8 @@ def report_settings_error(exc: SettingsError, args: argparse.Namespace) -> None:
     import os
     import sys
 
-    from kvreplay.cli.output import write_stderr
     from kvreplay.formats import FileResult, render, use_color
+    from kvreplay.io.output import write_stderr
 
     color = use_color(sys.stderr.isatty(), args.no_color, os.environ)
     write_stderr(render("text", [FileResult(exc.file, exc.text, tuple(exc.diagnostics))],

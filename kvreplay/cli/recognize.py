@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from kvreplay.files import open_regular
+from kvreplay.schema.files import open_regular
 
 SNIFF_BYTES = 64 * 1024
 # The top-level keys of compiler/model.Config and of the native schema (a test keeps them equal).

@@ -25,7 +25,7 @@ from kvreplay.cli.settings_file import (
     find,
     load,
 )
-from kvreplay.diagnostics import Diagnostic, Span
+from kvreplay.schema.diagnostics import Diagnostic, Span
 
 COMMAND_LINE = "command line"
 DEFAULT = "default"

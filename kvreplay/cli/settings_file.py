@@ -14,7 +14,7 @@ import attrs
 
 from kvreplay.cli.toml_lines import Position, key_positions, locate
 from kvreplay.cli.upward import closest
-from kvreplay.diagnostics import Diagnostic, Span
+from kvreplay.schema.diagnostics import Diagnostic, Span
 
 KVREPLAY_TOML = "kvreplay.toml"
 PYPROJECT = "pyproject.toml"
@@ -151,7 +151,7 @@ class _Checker:
                                      Span(file=self.name, line=line, column=column), hint=hint))
 
     def check(self, key: str, value: Any) -> bool:
-        from kvreplay.compiler.suggest import hint_for
+        from kvreplay.schema.suggest import hint_for
 
         path = self.table + (key,)
         spec = KEYS_BY_NAME.get(key)
@@ -220,7 +220,7 @@ class _Checker:
         if rules:
             from kvreplay.catalog import catalog
             from kvreplay.cli.rule_select import unknown_patterns
-            from kvreplay.compiler.suggest import hint_for
+            from kvreplay.schema.suggest import hint_for
 
             for pattern in unknown_patterns(value, catalog()) if value else ():
                 self.error(path, f"unknown rule ID `{pattern}`",

@@ -8,9 +8,9 @@ import json
 from typing import Any
 
 from kvreplay.cli import exits
-from kvreplay.cli.output import write_stdout
 from kvreplay.cli.settings import Resolver, Settings
 from kvreplay.cli.settings_file import KEYS, display
+from kvreplay.io.output import write_stdout
 
 _ALIGN = 40  # source comments line up, except after longer rows (inline tables)
 

@@ -108,7 +108,7 @@ def _change(figure: FigureDelta, base: float, new: float) -> float:
 
 
 def _hint(name: str, comparison: Comparison) -> str:
-    from kvreplay.compiler.suggest import nearest
+    from kvreplay.schema.suggest import nearest
 
     close = nearest(name, [f.name for f in comparison.figures if f.numeric])
     if close:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from kvreplay.diagnostics import Diagnostic
 from kvreplay.formats.display import escape_inline
 from kvreplay.formats.result import FileResult
+from kvreplay.schema.diagnostics import Diagnostic
 
 
 def render_concise(results: Sequence[FileResult]) -> str:

@@ -14,10 +14,10 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 
-from kvreplay.diagnostics import Diagnostic, Span
 from kvreplay.formats.display import escape_inline
 from kvreplay.formats.paths import root_relative
 from kvreplay.formats.result import FileResult
+from kvreplay.schema.diagnostics import Diagnostic, Span
 
 _COMMAND = {"error": "error", "warning": "warning", "note": "notice"}
 

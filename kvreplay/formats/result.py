@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import attrs
 
-from kvreplay.diagnostics import Diagnostic
+from kvreplay.schema.diagnostics import Diagnostic
 
 
 @attrs.frozen

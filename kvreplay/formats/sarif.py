@@ -18,9 +18,9 @@ from pathlib import PurePath
 from typing import Any, NamedTuple
 from urllib.parse import quote
 
-from kvreplay.diagnostics import SEVERITY_ORDER, Diagnostic, Span
 from kvreplay.formats.paths import resolve_root, root_relative
 from kvreplay.formats.result import FileResult
+from kvreplay.schema.diagnostics import SEVERITY_ORDER, Diagnostic, Span
 
 SARIF_VERSION = "2.1.0"
 SARIF_SCHEMA_URI = (

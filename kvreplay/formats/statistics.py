@@ -14,8 +14,8 @@ import json
 from collections import Counter
 from collections.abc import Sequence
 
-from kvreplay.diagnostics import SEVERITY_ORDER
 from kvreplay.formats.result import FileResult
+from kvreplay.schema.diagnostics import SEVERITY_ORDER
 
 
 def count_rules(results: Sequence[FileResult]) -> list[tuple[str, str, int]]:

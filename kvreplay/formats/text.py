@@ -23,10 +23,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from kvreplay.diagnostics import Diagnostic, Span
 from kvreplay.formats.concise import location_prefix
 from kvreplay.formats.display import escape_inline
 from kvreplay.formats.result import FileResult, Summary, summarize
+from kvreplay.schema.diagnostics import Diagnostic, Span
 
 TAB_WIDTH = 4
 CONTEXT_LINES = 1

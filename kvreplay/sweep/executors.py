@@ -115,7 +115,7 @@ class LocalBackend:
     def submit(self, job: PointJob) -> Any:
         from concurrent.futures.process import BrokenProcessPool
 
-        from kvreplay.cli.signals import deferred
+        from kvreplay.io.signals import deferred
 
         # Ctrl-C is held back while pool processes may be spawned: they inherit it blocked, so a
         # terminal's SIGINT to the whole group reaches only the sweep, which stops them (a child

@@ -52,7 +52,7 @@ def read_results(folder: str) -> SweepResults:
 
 
 def _text(path: str) -> str:
-    from kvreplay.files import open_regular
+    from kvreplay.schema.files import open_regular
 
     try:
         with open_regular(path) as fh:

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 import attrs
 
-from kvreplay.diagnostics import Diagnostic, has_errors
+from kvreplay.schema.diagnostics import Diagnostic, has_errors
 
 # A point's state after planning: compiled and runnable, or never to run.
 PlanStatus = Literal["ok", "skipped", "invalid"]

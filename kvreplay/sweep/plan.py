@@ -25,8 +25,8 @@ from kvreplay.compiler.pipeline import (
     looks_like_native,
 )
 from kvreplay.compiler.source import Loaded, Path, SourceMap
-from kvreplay.compiler.suggest import hint_for
-from kvreplay.diagnostics import Diagnostic, Severity, has_errors, sort_unique
+from kvreplay.schema.diagnostics import Diagnostic, Severity, has_errors, sort_unique
+from kvreplay.schema.suggest import hint_for
 from kvreplay.sweep.checks import (
     TRACE_KEYS,
     numeric_figures,

@@ -11,7 +11,7 @@ from typing import Any
 
 import attrs
 
-from kvreplay.diagnostics import Diagnostic, Span
+from kvreplay.schema.diagnostics import Diagnostic, Span
 from kvreplay.sweep.best import choose_best
 from kvreplay.sweep.executors import Backend, ExecutorUnavailable, Stats, execute
 from kvreplay.sweep.model import SweepPlan, Trace
@@ -146,7 +146,7 @@ def run_sweep(plan: SweepPlan, options: SweepOptions, *,
 
 
 def _make_folder(path: str) -> None:
-    from kvreplay.cli.output import OutputError
+    from kvreplay.io.output import OutputError
 
     try:
         os.makedirs(path, exist_ok=True)
@@ -157,8 +157,8 @@ def _make_folder(path: str) -> None:
 def write_tables(plan: SweepPlan, rows: list[Row], out_dir: str, *,
                  complete: bool) -> dict[str, Any]:
     """results.csv, results.jsonl, results.parquet (with pyarrow), best.json and sweep.json."""
-    from kvreplay.cli import signals
-    from kvreplay.cli.output import write_files
+    from kvreplay.io import signals
+    from kvreplay.io.output import write_files
     from kvreplay.sweep.manifest import MANIFEST, manifest
 
     best = choose_best(plan, rows, complete=complete)

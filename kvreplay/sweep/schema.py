@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kvreplay.schema_facts import MAX_NUM
+from kvreplay.schema.schema_facts import MAX_NUM
 
 S = dict[str, Any]
 

@@ -55,6 +55,6 @@ def finished_summary(path: str, spec_digest: str, trace_digest: str | None,
 
 def write_atomic(path: str, text: str | bytes) -> None:
     """Replace `path` with `text` (or bytes) through a temp file beside it."""
-    from kvreplay.cli.output import write_files
+    from kvreplay.io.output import write_files
 
     write_files([(path, text)])

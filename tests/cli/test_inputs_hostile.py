@@ -22,9 +22,9 @@ from typing import Any
 import pytest
 
 from kvreplay.compiler.reading import MAX_CONFIG_BYTES, read_config_text
-from kvreplay.diagnostics import sort_unique
 from kvreplay.engine.traces import check_traffic
-from kvreplay.files import NotRegularFile, read_capped
+from kvreplay.schema.diagnostics import sort_unique
+from kvreplay.schema.files import NotRegularFile, read_capped
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from kvreplay.diagnostics import Diagnostic
 from kvreplay.formats import FileResult
 from kvreplay.formats.statistics import count_rules
+from kvreplay.schema.diagnostics import Diagnostic
 
 BAD = "engine:\n  model: m\n  backend: vlm\n  workers: {aggregated: {}}\n"
 TWO_TYPOS = "engine:\n  modl: m\n  workrs: {}\n"

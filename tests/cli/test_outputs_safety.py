@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 from cli_support import snapshot, synthetic_config
 
-from kvreplay.cli.output import Output, OutputError, commit_all
+from kvreplay.io.output import Output, OutputError, commit_all
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"

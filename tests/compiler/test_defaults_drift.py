@@ -15,14 +15,14 @@ from typing import Any
 import attrs
 import pytest
 
-from kvreplay import native_defaults as d
-from kvreplay import native_model as n
-from kvreplay import spec as s
 from kvreplay.compiler import model as m
 from kvreplay.compiler import schema_gen
 from kvreplay.compiler.documents import compile_text
-from kvreplay.json_schemas import validator
-from kvreplay.schema_facts import APPLIED_DEFAULT, json_key
+from kvreplay.schema import native_defaults as d
+from kvreplay.schema import native_model as n
+from kvreplay.schema import spec as s
+from kvreplay.schema.json_schemas import validator
+from kvreplay.schema.schema_facts import APPLIED_DEFAULT, json_key
 
 REPO = Path(__file__).resolve().parents[2]
 SCHEMA_DIR = REPO / "schema"

@@ -10,10 +10,18 @@ from typing import Any, Literal
 import attrs
 import pytest
 
-from kvreplay import native_model as n
 from kvreplay.compiler import model as m
 from kvreplay.compiler import schema_gen
-from kvreplay.schema_facts import OBJECTS, SCHEMA, choice, described, nested, only_keys, positive
+from kvreplay.schema import native_model as n
+from kvreplay.schema.schema_facts import (
+    OBJECTS,
+    SCHEMA,
+    choice,
+    described,
+    nested,
+    only_keys,
+    positive,
+)
 
 SCHEMA_FILE = Path(__file__).resolve().parents[2] / "schema" / "config.schema.json"
 

@@ -12,9 +12,9 @@ from engine_io_support import trace_traffic, traffic, write_trace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kvreplay.diagnostics import Diagnostic
 from kvreplay.engine.traces import WorkloadError, check_traffic, workload_from_traffic
 from kvreplay.engine.traces.mooncake_scan import MAX_LISTED_ERRORS
+from kvreplay.schema.diagnostics import Diagnostic
 
 OK = '{"timestamp": 0, "output_length": 1, "hash_ids": [1]}'
 

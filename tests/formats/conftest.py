@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from kvreplay.diagnostics import Diagnostic, Related, Span, sort_unique
 from kvreplay.formats import FileResult
+from kvreplay.schema.diagnostics import Diagnostic, Related, Span, sort_unique
 
 PD_PATH = "configs/pd shared.yaml"
 PD_SOURCE = """\

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from syrupy.assertion import SnapshotAssertion
 
-from kvreplay.diagnostics import Diagnostic, Span
 from kvreplay.formats import FileResult
 from kvreplay.formats.concise import render_concise
+from kvreplay.schema.diagnostics import Diagnostic, Span
 
 
 def test_snapshot(results: tuple[FileResult, ...], snapshot: SnapshotAssertion) -> None:

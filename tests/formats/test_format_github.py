@@ -9,11 +9,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from syrupy.assertion import SnapshotAssertion
 
-from kvreplay.diagnostics import Diagnostic, Related, Span
 from kvreplay.formats import FileResult
 from kvreplay.formats.display import escape_inline
 from kvreplay.formats.github import annotation, render_github, unprocessed
 from kvreplay.formats.paths import root_relative
+from kvreplay.schema.diagnostics import Diagnostic, Related, Span
 
 _LINE = re.compile(r"^::(?P<command>[a-z]+)(?: (?P<properties>[^:]*))?::(?P<data>.*)$")
 # The runner's (actions/runner ActionCommand) escape tables; it unescapes them in this order,

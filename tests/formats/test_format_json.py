@@ -6,9 +6,9 @@ import json
 
 from syrupy.assertion import SnapshotAssertion
 
-from kvreplay.diagnostics import Diagnostic, Span
 from kvreplay.formats import FileResult
 from kvreplay.formats.json import render_json
+from kvreplay.schema.diagnostics import Diagnostic, Span
 
 
 def test_snapshot(results: tuple[FileResult, ...], snapshot: SnapshotAssertion) -> None:

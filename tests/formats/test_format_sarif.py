@@ -14,9 +14,9 @@ from jsonschema.validators import validator_for
 from syrupy.assertion import SnapshotAssertion
 
 from kvreplay.catalog import catalog as kvreplay_catalog
-from kvreplay.diagnostics import Diagnostic, Related, Span
 from kvreplay.formats import FileResult
 from kvreplay.formats.sarif import Catalog, RuleMeta, render_sarif
+from kvreplay.schema.diagnostics import Diagnostic, Related, Span
 
 SCHEMA_PATH = Path(__file__).resolve().parents[1] / "cases" / "sarif" / "sarif-schema-2.1.0.json"
 # RFC 3986 URI-reference characters, with every `%` starting a two-digit escape.

@@ -9,9 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from syrupy.assertion import SnapshotAssertion
 
-from kvreplay.diagnostics import Diagnostic, Related, Severity, Span
 from kvreplay.formats import FileResult
 from kvreplay.formats.text import TAB_WIDTH, render_text
+from kvreplay.schema.diagnostics import Diagnostic, Related, Severity, Span
 
 
 def _one(source: str | None, diagnostic: Diagnostic, path: str = "f.yaml") -> list[str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from kvreplay.compiler.origin import Origin
 from kvreplay.rules.loader import load
 from kvreplay.rules.runner import Runner
-from kvreplay.spec import Spec
+from kvreplay.schema.spec import Spec
 
 RULE_HEAD = 'rule T-RULE error {\n  title "t"\n  rationale "r"\n'
 

@@ -13,13 +13,13 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kvreplay import spec as sp
 from kvreplay.rules import fields as f
 from kvreplay.rules import functions as fn
 from kvreplay.rules import syntax as s
 from kvreplay.rules.expand import expand_check
 from kvreplay.rules.loader import shipped_ruleset
 from kvreplay.rules.runner import Runner
+from kvreplay.schema import spec as sp
 
 Env = dict[str, Any]  # role variables -> Role; field variables -> (value, path, name, default)
 

@@ -8,7 +8,7 @@ from rules_support import RULE_HEAD, fires, path_origin, runner_for, truth
 from kvreplay.rules.errors import RuleFileError
 from kvreplay.rules.loader import parse_sources
 from kvreplay.rules.parser import parse_expr
-from kvreplay.spec import HostOffload, Role, Router, Spec, Traffic
+from kvreplay.schema.spec import HostOffload, Role, Router, Spec, Traffic
 
 
 def problems(text: str, name: str = "rules/bad.rules") -> list[str]:

@@ -25,10 +25,10 @@ import pytest
 from rules_support import path_origin
 
 from kvreplay.compiler.emit import rank
-from kvreplay.compiler.layout import derive_layout_id
-from kvreplay.native_defaults import block_size_default
 from kvreplay.rules import run_rules
-from kvreplay.spec import G3Offload, HostOffload, Role, Spec, Speculation
+from kvreplay.schema.layout import derive_layout_id
+from kvreplay.schema.native_defaults import block_size_default
+from kvreplay.schema.spec import G3Offload, HostOffload, Role, Spec, Speculation
 
 PROBE = Path(__file__).with_name("reference_probe.py")
 # The reference is installed into the test environment (tools/install-reference.sh, CI).

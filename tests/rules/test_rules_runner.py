@@ -17,7 +17,7 @@ from kvreplay.compiler.documents import compile_text
 from kvreplay.rules import loader, make_runner, rule_ids, run_rules, select_rules
 from kvreplay.rules.codegen import generate
 from kvreplay.rules.loader import cache_key, load, shipped_ruleset, sources
-from kvreplay.spec import HostOffload, Role, Spec
+from kvreplay.schema.spec import HostOffload, Role, Spec
 
 NOISY = Spec(model="m", mode="aggregated", roles=(
     Role(name="aggregated", backend="sglang", dp_size=2,
@@ -124,7 +124,7 @@ def test_cache_key_covers_every_module_code_generation_reads() -> None:
             seen.add(module)
             todo.extend(_kvreplay_imports(module))
     outside = {m for m in seen if not m.startswith("kvreplay.rules.") and m != "kvreplay"}
-    assert "kvreplay.spec" in outside
+    assert "kvreplay.schema.spec" in outside
     assert outside <= set(loader.KEY_MODULES), sorted(outside - set(loader.KEY_MODULES))
 
 
@@ -138,8 +138,8 @@ def test_cache_key_changes_with_the_package_version(monkeypatch: pytest.MonkeyPa
     assert cache_key(files) != before
 
 
-# Router.temperature's default, as kvreplay/native_model.py reads it from native_defaults.py.
-DEFAULTS_MODULE = "kvreplay.native_defaults"
+# Router.temperature's default, as schema/native_model.py reads it from native_defaults.py.
+DEFAULTS_MODULE = "kvreplay.schema.native_defaults"
 TEMPERATURE = '    "temperature": 0.0,\n'
 
 
@@ -156,7 +156,7 @@ def _edited_defaults(folder: Path) -> Path:
 
 def test_cache_key_changes_with_a_spec_default(tmp_path: Path,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    """Editing a default the Spec embeds (kvreplay/native_defaults.py) changes the key."""
+    """Editing a default the Spec embeds (schema/native_defaults.py) changes the key."""
     files = sources()
     before = cache_key(files)
     edited = _edited_defaults(tmp_path)
@@ -166,17 +166,17 @@ def test_cache_key_changes_with_a_spec_default(tmp_path: Path,
     assert cache_key(files) != before
 
 
-# A fresh interpreter whose kvreplay/native_defaults.py is `argv[1]`; prints the rules cache key it
+# A fresh interpreter whose schema/native_defaults.py is `argv[1]`; prints the rules cache key it
 # used and whether ROUTER-KV-ONLY fires on `router.temperature: 0.5` with policy round_robin.
 _PROBE = textwrap.dedent("""
     import importlib.util, sys
     import kvreplay
-    found = importlib.util.spec_from_file_location("kvreplay.native_defaults", sys.argv[1])
+    found = importlib.util.spec_from_file_location("kvreplay.schema.native_defaults", sys.argv[1])
     module = importlib.util.module_from_spec(found)
     sys.modules[found.name] = module
     found.loader.exec_module(module)
-    kvreplay.native_defaults = module
-    from kvreplay import spec as s
+    kvreplay.schema.native_defaults = module
+    from kvreplay.schema import spec as s
     from kvreplay.rules.loader import cache_key, load, sources
     namespace = load()
     spec = s.Spec(model="m", roles=(s.Role(name="aggregated"),),

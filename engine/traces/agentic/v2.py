@@ -19,7 +19,6 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from kvreplay.diagnostics import Diagnostic
 from kvreplay.engine.traces.agentic import serde
 from kvreplay.engine.traces.agentic.graph import (
     RELATIONS,
@@ -35,7 +34,8 @@ from kvreplay.engine.traces.agentic.graph import (
 )
 from kvreplay.engine.traces.jsonl import MAX_NESTING, TOO_DEEP, too_deep
 from kvreplay.engine.traces.rules import diag
-from kvreplay.files import open_regular
+from kvreplay.schema.diagnostics import Diagnostic
+from kvreplay.schema.files import open_regular
 
 MAX_DIAGNOSTICS = 50
 

@@ -27,7 +27,6 @@ from typing import Any
 
 import blake3
 
-from kvreplay.diagnostics import Diagnostic
 from kvreplay.engine.traces.agentic import serde
 from kvreplay.engine.traces.agentic.graph import (
     AgenticGraph,
@@ -40,7 +39,8 @@ from kvreplay.engine.traces.agentic.graph import (
 from kvreplay.engine.traces.agentic.serde import seconds_to_ms
 from kvreplay.engine.traces.jsonl import MAX_NESTING, TOO_DEEP, too_deep
 from kvreplay.engine.traces.rules import diag
-from kvreplay.files import kind_of, open_regular
+from kvreplay.schema.diagnostics import Diagnostic
+from kvreplay.schema.files import kind_of, open_regular
 
 EPS = 1e-6  # seconds
 SEAM_MAX_GAP = 3600.0

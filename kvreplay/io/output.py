@@ -32,7 +32,7 @@ from typing import IO, BinaryIO
 
 import attrs
 
-from kvreplay.cli import signals
+from kvreplay.io import signals
 
 _DESCRIPTORS = {"-": 1, "/dev/stdin": 0, "/dev/stdout": 1, "/dev/stderr": 2}
 _FD_PATH = re.compile(r"/(?:dev/fd|proc/self/fd)/(\d+)")

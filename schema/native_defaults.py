@@ -1,7 +1,7 @@
 """The native engine's defaults: what a native field means when a native spec leaves it out.
 
 Read from the reference normalizer's output for a bare rank (`{"backend": ...}`); the native
-model's fields (kvreplay/native_model.py) and the config model's take their defaults from here,
+model's fields (schema/native_model.py) and the config model's take their defaults from here,
 so the compiler, the engine and both schemas agree on them. Defaults that depend on something
 (the backend, the role) are functions. tests/compiler/test_defaults_drift.py checks them against
 the model, the committed schemas and, where it is installed, the reference normalizer.

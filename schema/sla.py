@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import attrs
 
-from kvreplay.schema_facts import described, positive
+from kvreplay.schema.schema_facts import described, positive
 
 
 @described("Service-level bounds; a request is good when it meets every bound given.")

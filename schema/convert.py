@@ -2,7 +2,7 @@
 2, "8" is not 8), unknown keys refused, JSON keys renamed where a field says so (schema_facts.KEY).
 
 `converter()` structures the YAML config model (compiler/convert.py); `native_converter()` reads
-and writes native JSON documents (kvreplay/native_model.py) for the compiler and the engine.
+and writes native JSON documents (schema/native_model.py) for the compiler and the engine.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import attrs
 import cattrs
 from cattrs.gen import make_dict_structure_fn, override
 
-from kvreplay.schema_facts import KEY, json_key
+from kvreplay.schema.schema_facts import KEY, json_key
 
 
 def _int(value: Any, _t: type) -> int:
@@ -106,7 +106,7 @@ def native_converter(strict: bool = True) -> cattrs.Converter:
 
     Both readers validate against the native schema first, which admits only what structures;
     so errors are not traced field by field (cheaper code to generate at each run's start)."""
-    from kvreplay import native_model as n
+    from kvreplay.schema import native_model as n
 
     conv = _strict(cattrs.Converter(forbid_extra_keys=strict, detailed_validation=False),
                    forbid_extra_keys=strict)

@@ -1,9 +1,9 @@
 """The canonical native document (docs/native-json.md) as frozen attrs classes: its one model.
 
-Every native key is one field here, with its native default (kvreplay/native_defaults.py) and its
-schema facts (kvreplay/schema_facts.py): compiler/schema_gen.py generates
+Every native key is one field here, with its native default (schema/native_defaults.py) and its
+schema facts (schema/schema_facts.py): compiler/schema_gen.py generates
 schema/native.schema.json from these classes, the compiler and the engine read native JSON into
-them through the strict converter (kvreplay/convert.py), and the normalized Spec (kvreplay/spec.py)
+them through the strict converter (schema/convert.py), and the normalized Spec (schema/spec.py)
 is built from them. The config model reuses the blocks whose YAML form is the same (G3, the
 sglang/trtllm options, the agentic profile, the router).
 
@@ -18,13 +18,13 @@ from typing import Any, Literal
 
 import attrs
 
-from kvreplay.native_defaults import G3_OFFLOAD_DEFAULTS as G3
-from kvreplay.native_defaults import HOST_OFFLOAD_DEFAULTS as G2
-from kvreplay.native_defaults import RANK_DEFAULTS as RANK
-from kvreplay.native_defaults import ROUTER_DEFAULTS as ROUTER
-from kvreplay.native_defaults import SGLANG_DEFAULTS as SGLANG
-from kvreplay.native_defaults import TRTLLM_DEFAULTS as TRTLLM
-from kvreplay.schema_facts import (
+from kvreplay.schema.native_defaults import G3_OFFLOAD_DEFAULTS as G3
+from kvreplay.schema.native_defaults import HOST_OFFLOAD_DEFAULTS as G2
+from kvreplay.schema.native_defaults import RANK_DEFAULTS as RANK
+from kvreplay.schema.native_defaults import ROUTER_DEFAULTS as ROUTER
+from kvreplay.schema.native_defaults import SGLANG_DEFAULTS as SGLANG
+from kvreplay.schema.native_defaults import TRTLLM_DEFAULTS as TRTLLM
+from kvreplay.schema.schema_facts import (
     APPLIED_DEFAULT,
     MAX_NUM,
     bounded,
@@ -43,7 +43,7 @@ from kvreplay.schema_facts import (
     switch,
     text,
 )
-from kvreplay.sla import Sla
+from kvreplay.schema.sla import Sla
 
 Backend = Literal["vllm", "sglang", "trtllm"]
 RoleName = Literal["aggregated", "prefill", "decode"]
@@ -168,7 +168,7 @@ class TrtllmOptions:
 
 # --- rank and role -----------------------------------------------------------------------------
 # RankCore and RoleCore are the field groups a native rank and role are made of; the Spec's role
-# (kvreplay/spec.py) is both at once, so they are plain (not slotted) classes it can inherit.
+# (schema/spec.py) is both at once, so they are plain (not slotted) classes it can inherit.
 
 @attrs.frozen(slots=False)
 class RankCore:

@@ -1,7 +1,7 @@
 """The normalized Spec: one model that YAML, the Python API and native JSON all lower into, and
 that the rules and the engine read.
 
-It is the native document (kvreplay/native_model.py) seen per role: a Role is a native role and
+It is the native document (schema/native_model.py) seen per role: a Role is a native role and
 its rank at once (RoleCore + RankCore fields, native names, `host_offload` for
 `native_host_offload`) with its name and worker count; MTP speculation is folded into
 `speculation`; the router is the placement's policy with its knobs. `spec_from_document` builds it
@@ -17,26 +17,26 @@ from typing import Any, Literal
 
 import attrs
 
-from kvreplay import native_model as n
-from kvreplay.native_defaults import (
+from kvreplay.schema import native_model as n
+from kvreplay.schema.native_defaults import (
     RANK_DEFAULTS,
     TRAFFIC_DEFAULTS,
     block_size_default,
     load_type_default,
 )
-from kvreplay.native_model import AGENTIC_FORMATS as AGENTIC_FORMATS
-from kvreplay.native_model import ROUTER_KNOB_DEFAULTS as ROUTER_KNOB_DEFAULTS
-from kvreplay.native_model import AgenticProfile as AgenticProfile
-from kvreplay.native_model import G3Offload as G3Offload
-from kvreplay.native_model import HostOffload as HostOffload
-from kvreplay.native_model import HostOffloadOptions as HostOffloadOptions
-from kvreplay.native_model import Router as Router
-from kvreplay.native_model import SglangOptions as SglangOptions
-from kvreplay.native_model import Speculation as Speculation
-from kvreplay.native_model import Timing as Timing
-from kvreplay.native_model import Traffic as Traffic
-from kvreplay.native_model import TrtllmOptions as TrtllmOptions
-from kvreplay.sla import Sla as Sla  # the one Sla class (re-exported)
+from kvreplay.schema.native_model import AGENTIC_FORMATS as AGENTIC_FORMATS
+from kvreplay.schema.native_model import ROUTER_KNOB_DEFAULTS as ROUTER_KNOB_DEFAULTS
+from kvreplay.schema.native_model import AgenticProfile as AgenticProfile
+from kvreplay.schema.native_model import G3Offload as G3Offload
+from kvreplay.schema.native_model import HostOffload as HostOffload
+from kvreplay.schema.native_model import HostOffloadOptions as HostOffloadOptions
+from kvreplay.schema.native_model import Router as Router
+from kvreplay.schema.native_model import SglangOptions as SglangOptions
+from kvreplay.schema.native_model import Speculation as Speculation
+from kvreplay.schema.native_model import Timing as Timing
+from kvreplay.schema.native_model import Traffic as Traffic
+from kvreplay.schema.native_model import TrtllmOptions as TrtllmOptions
+from kvreplay.schema.sla import Sla as Sla  # the one Sla class (re-exported)
 
 ROLE_ORDER = ("aggregated", "prefill", "decode")
 # Topology key of each role (the aggregated pool is called `workers`).
