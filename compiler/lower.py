@@ -8,7 +8,6 @@ import attrs
 
 from kvreplay.compiler import model as m
 from kvreplay.compiler.kv_bytes import estimate_bytes_per_token
-from kvreplay.compiler.origin import Origin
 from kvreplay.schema import spec as s
 from kvreplay.schema.diagnostics import Diagnostic, Span
 from kvreplay.schema.layout import derive_layout_id
@@ -21,6 +20,7 @@ from kvreplay.schema.native_defaults import (
     max_num_seqs_default,
 )
 from kvreplay.schema.native_model import RoleName
+from kvreplay.schema.origin import Origin
 from kvreplay.schema.spec import canonical_json
 
 T = TypeVar("T", bound=attrs.AttrsInstance)

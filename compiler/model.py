@@ -4,8 +4,8 @@ Fields that config.md marks required are Optional here only so that a document w
 still be modelled and checked by the rules; `compile` refuses such documents before emitting.
 
 The model is the single source of schema/config.schema.json: each field's description and bounds
-are its metadata (the kvreplay.schema.schema_facts helpers), each class's description, required keys and
-conditional overlays its `described` decorator; compiler/schema_gen.py walks them.
+are its metadata (the kvreplay.schema.schema_facts helpers), each class's description, required
+keys and conditional overlays its `described` decorator; compiler/schema_gen.py walks them.
 """
 
 from __future__ import annotations

@@ -13,12 +13,13 @@ from typing import Any
 
 import attrs
 
-from kvreplay.compiler.origin import Origin, SpecPath
+from kvreplay.compiler.origin import SourceOrigin
 from kvreplay.compiler.source import Path, SourceMap
 from kvreplay.schema import native_model as n
 from kvreplay.schema import spec as s
 from kvreplay.schema.convert import native_converter
 from kvreplay.schema.diagnostics import Diagnostic
+from kvreplay.schema.origin import SpecPath
 from kvreplay.schema.schema_facts import json_key
 from kvreplay.schema.spec import TOPOLOGY_KEY
 
@@ -65,13 +66,13 @@ def native_path(spec_path: SpecPath, plain: bool) -> Path:
 
 
 def spec_from_native(data: Mapping[str, Any], source: SourceMap | None,
-                     file: str | None = None) -> tuple[s.Spec, Origin, list[Diagnostic]]:
+                     file: str | None = None) -> tuple[s.Spec, SourceOrigin, list[Diagnostic]]:
     """Build the Spec of a (schema-valid, pruned) native document, its origin and shape findings."""
     doc = data.get("spec") or {}
     engine = doc.get("engine") or {}
     topology = doc.get("topology") or {}
     plain, named = roles_of(engine)
-    origin = Origin(source, lambda p: native_path(p, plain), file=file)
+    origin = SourceOrigin(source, lambda p: native_path(p, plain), file=file)
     diagnostics: list[Diagnostic] = []
 
     def shape(message: str, at: SpecPath, hint: str | None = None) -> None:

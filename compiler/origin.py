@@ -1,8 +1,7 @@
 """Where each Spec field came from: maps Spec paths back to spans in the user's source.
 
-A Spec path names a field of the normalized model, e.g. ("roles", "prefill", "host_offload",
-"scope") or ("traffic", "load_type"). Each entry point supplies the function that turns such a
-path into a path of its own document (YAML config, native JSON, Python engine args).
+Each entry point supplies the function that turns a Spec path (kvreplay.schema.origin) into a
+path of its own document (YAML config, native JSON, Python engine args).
 """
 
 from __future__ import annotations
@@ -11,12 +10,12 @@ from collections.abc import Callable
 
 from kvreplay.compiler.source import Path, SourceMap, format_path
 from kvreplay.schema.diagnostics import Span
+from kvreplay.schema.origin import SpecPath
 
-SpecPath = tuple[str, ...]
 
-
-class Origin:
-    """Resolves Spec paths to spans through an entry point's path mapping and source map."""
+class SourceOrigin:
+    """An Origin (kvreplay.schema.origin): Spec paths to spans through an entry point's path
+    mapping and source map."""
 
     def __init__(self, source: SourceMap | None, to_source: Callable[[SpecPath], Path],
                  file: str | None = None) -> None:
@@ -140,5 +139,5 @@ def yaml_path(spec_path: SpecPath, source: SourceMap | None = None) -> Path:
     return (head,) + rest
 
 
-def yaml_origin(source: SourceMap) -> Origin:
-    return Origin(source, lambda p: yaml_path(p, source))
+def yaml_origin(source: SourceMap) -> SourceOrigin:
+    return SourceOrigin(source, lambda p: yaml_path(p, source))

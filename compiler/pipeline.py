@@ -7,10 +7,10 @@ from typing import Any
 
 import attrs
 
-from kvreplay.compiler.origin import Origin
 from kvreplay.compiler.source import Loaded
 from kvreplay.compiler.unknown import forget_refused, refused_paths
 from kvreplay.schema.diagnostics import Diagnostic, has_errors, sort_unique
+from kvreplay.schema.origin import Origin
 from kvreplay.schema.spec import Spec
 
 # Loader findings that replaced a value by null: the schema must not report those values again.

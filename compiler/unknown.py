@@ -17,9 +17,9 @@ from typing import Any, TypeVar
 import attrs
 from attrs import AttrsInstance
 
-from kvreplay.compiler.origin import Origin, SpecPath
 from kvreplay.compiler.source import Path, parse_path
 from kvreplay.schema.diagnostics import Diagnostic
+from kvreplay.schema.origin import Origin, SpecPath
 from kvreplay.schema.spec import Spec
 
 # Findings whose value was dropped (or replaced by null by the loader).

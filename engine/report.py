@@ -19,13 +19,13 @@ from typing import Any, Protocol
 
 import attrs
 
-from kvreplay import __version__
 from kvreplay.engine.canonical_json import canonical_json
 from kvreplay.engine.collect import fewer_collections
 from kvreplay.engine.metrics import Distribution, StreamingDistribution, exact_distribution
 from kvreplay.engine.records import RequestRecord, SharedGaps
 from kvreplay.engine.simtime import NS_PER_MS
 from kvreplay.schema.sla import Sla as Sla  # re-exported: report callers name it here
+from kvreplay.schema.version import VERSION
 
 REPORT_VERSION = 1
 PD_TIMES = ("prefill_admit_ms", "source_held_ms", "destination_reserved_ms",
@@ -368,7 +368,7 @@ def report_meta(summary: Mapping[str, Any], facts: RunFacts,
     meta: dict[str, Any] = {
         "report_version": REPORT_VERSION,
         "generator": "kvreplay",
-        "kvreplay_version": version if version is not None else __version__,
+        "kvreplay_version": version if version is not None else VERSION,
         "wall_time_ms": facts.wall_time_ms,
         "processed_tokens_per_s": None,
         "processed_output_tokens_per_s": None,

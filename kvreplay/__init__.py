@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from kvreplay.schema.version import VERSION as _VERSION
+
+__version__ = _VERSION
+
 HOMEPAGE = "https://github.com/kvreplay/kvreplay"
 
 # The public API is imported lazily so that `kvreplay lint` starts fast.

@@ -1,5 +1,6 @@
 """`python -m kvreplay`."""
 
+from kvreplay.cli import exits
 from kvreplay.io import signals
 
 signals.install()  # before the CLI's own imports, so that an early Ctrl-C exits quietly too
@@ -9,4 +10,4 @@ try:
     entry()
 except signals.STOPS as exc:
     signals.uninstall()
-    raise SystemExit(signals.stopped(exc)) from None
+    raise SystemExit(exits.stopped(exc)) from None

@@ -6,6 +6,7 @@ The examples are the rule's cases (corpus.example), shown with what lint reports
 
 from __future__ import annotations
 
+from kvreplay.rule_docs import render_text, rule_doc
 from kvreplay.rules import unparse
 
 
@@ -22,8 +23,6 @@ def _rule_source(rule_id: str) -> list[str]:
 
 def explain(rule_id: str) -> str | None:
     """The explanation of one catalog ID (rule or code), or None when no ID matches."""
-    from kvreplay.rule_docs import render_text, rule_doc
-
     doc = rule_doc(rule_id)
     if doc is None:
         return None

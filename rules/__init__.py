@@ -8,7 +8,6 @@ Public API (imported lazily, so `import kvreplay.rules` costs nothing until used
 - rule_ids() -> tuple[str, ...]
 - catalog() -> {rule ID: (short description, severity)};  rule_infos() -> {rule ID: RuleInfo}
 - render_matrix(format="markdown" | "json") -> str
-- explain(rule_id) -> str | None
 - RuleFileError (malformed rule files: file:line:col, expected tokens)
 """
 
@@ -26,13 +25,11 @@ _LAZY = {
     "rule_infos": "kvreplay.rules.registry",
     "RuleInfo": "kvreplay.rules.registry",
     "render_matrix": "kvreplay.rules.matrix",
-    "explain": "kvreplay.explainer",
     "RuleFileError": "kvreplay.rules.errors",
     "Problem": "kvreplay.rules.errors",
 }
 
 if TYPE_CHECKING:
-    from kvreplay.explainer import explain
     from kvreplay.rules.errors import Problem, RuleFileError
     from kvreplay.rules.matrix import render_matrix
     from kvreplay.rules.registry import RuleInfo, catalog, rule_infos
@@ -44,7 +41,6 @@ __all__ = [
     "RuleInfo",
     "Runner",
     "catalog",
-    "explain",
     "make_runner",
     "render_matrix",
     "rule_ids",

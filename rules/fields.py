@@ -74,7 +74,7 @@ def _kind(tp: Any) -> tuple[Kind, type | None]:
 @functools.cache
 def fields_of(cls: type) -> dict[str, FieldInfo]:
     """The readable fields of one Spec class (attrs fields plus derived ones)."""
-    attrs.resolve_types(cls)  # each class's annotations in its own module (kvreplay.schema.native_model)
+    attrs.resolve_types(cls)  # each class's annotations in its own module (schema/native_model.py)
     out: dict[str, FieldInfo] = {}
     for f in attrs.fields(cls):
         kind, sub = _kind(f.type)

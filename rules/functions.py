@@ -13,9 +13,9 @@ from typing import Any
 
 import attrs
 
-from kvreplay.compiler.origin import SpecPath
 from kvreplay.schema import spec as s
 from kvreplay.schema.layout import derive_layout_id
+from kvreplay.schema.origin import SpecPath
 
 
 @attrs.frozen

@@ -42,9 +42,9 @@ KEY_MODULES = (
     "kvreplay.schema.schema_facts",  # kvreplay.schema.sla's field helpers
     "kvreplay.schema.suggest",
     "kvreplay.schema.layout",
-    "kvreplay.compiler.origin",
-    "kvreplay.compiler.source",
+    "kvreplay.schema.origin",
     "kvreplay.schema.diagnostics",
+    "kvreplay.schema.version",
 )
 
 
@@ -89,11 +89,11 @@ def key_inputs() -> list[tuple[str, str]]:
 
 
 def cache_key(files: list[tuple[str, str]]) -> str:
-    from kvreplay import __version__
+    from kvreplay.schema.version import VERSION
 
     digest = hashlib.sha256()
     grammar = GRAMMAR_PATH.read_text(encoding="utf-8")
-    parts = (sys.implementation.cache_tag or "", __version__, grammar,
+    parts = (sys.implementation.cache_tag or "", VERSION, grammar,
              *(f"{n}\0{t}" for n, t in (*key_inputs(), *files)))
     for part in parts:
         data = part.encode("utf-8")

@@ -6,10 +6,10 @@ import functools
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from kvreplay.compiler.origin import Origin, SpecPath
 from kvreplay.rules.functions import resolve_keys
 from kvreplay.rules.loader import shipped_module
 from kvreplay.schema.diagnostics import Diagnostic, Related, Severity, sort_unique
+from kvreplay.schema.origin import Origin, SpecPath
 from kvreplay.schema.spec import Spec
 
 CheckFn = Callable[[Spec, list[Any]], None]

@@ -11,7 +11,7 @@ from kvreplay.io.output import write_stderr, write_stdout
 
 def run(args: argparse.Namespace) -> int:
     from kvreplay.catalog import catalog
-    from kvreplay.rules import explain
+    from kvreplay.explainer import explain
     from kvreplay.schema.suggest import hint_for
 
     text = explain(args.rule.strip().upper())

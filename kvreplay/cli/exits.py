@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import signal
+import sys
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
+
+from kvreplay.io.signals import Terminated
 
 if TYPE_CHECKING:  # imported before the signal handlers are installed: keep it light
     from kvreplay.schema.diagnostics import Diagnostic
@@ -41,3 +46,16 @@ def for_diagnostics(diagnostics: Iterable[Diagnostic], *, strict: bool = False) 
 def for_signal(signum: int) -> int:
     """A command stopped by a signal exits 128 + its number, as a shell reports it."""
     return 128 + signum
+
+
+def stopped(exc: BaseException) -> int:
+    """Say on stderr why the command stops (SIGINT or SIGTERM, as kvreplay.io.signals raises
+    them), in one line, and return its exit code."""
+    if isinstance(exc, Terminated):
+        message, code = f"terminated ({signal.Signals(exc.signum).name})", exc.signum
+    else:
+        message, code = "interrupted", signal.SIGINT
+    with contextlib.suppress(OSError, ValueError):
+        sys.stderr.write(f"kvreplay: {message}\n")
+        sys.stderr.flush()
+    return for_signal(code)

@@ -290,7 +290,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         code: int = module.run(args)
         return code
     except signals.STOPS as exc:
-        return signals.stopped(exc)
+        return exits.stopped(exc)
     except OutputError as exc:
         write_stderr(f"kvreplay: {escape_inline(str(exc))}\n")
         return exits.USAGE
@@ -318,7 +318,7 @@ def entry() -> None:
             code = exits.USAGE
     except signals.STOPS as exc:
         signals.uninstall()
-        code = signals.stopped(exc)
+        code = exits.stopped(exc)
         discard_pending()
     signals.uninstall()
     sys.exit(code)

@@ -1,16 +1,14 @@
 """SIGINT and SIGTERM as exceptions: every phase stops at once, cleanup runs in `finally` blocks,
-and the command exits 130 / 143 with one line on stderr instead of a traceback."""
+and the command exits 130 / 143 (kvreplay.cli.exits.stopped) with one line on stderr instead of
+a traceback."""
 
 from __future__ import annotations
 
 import contextlib
 import signal
-import sys
 from collections.abc import Callable, Iterable, Iterator
 from types import FrameType
 from typing import Any
-
-from kvreplay.cli import exits
 
 # SIGHUP (the terminal closed) stops a command like SIGTERM does: no traceback, no temp file.
 _HANDLED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -52,18 +50,6 @@ def _set(signum: int, handler: Callable[[int, FrameType | None], Any] | signal.H
     with contextlib.suppress(ValueError):  # not the main thread: leave the handlers alone
         if signal.getsignal(signum) != signal.SIG_IGN:
             signal.signal(signum, handler)
-
-
-def stopped(exc: BaseException) -> int:
-    """Say on stderr why the command stops, in one line, and return its exit code."""
-    if isinstance(exc, Terminated):
-        message, code = f"terminated ({signal.Signals(exc.signum).name})", exc.signum
-    else:
-        message, code = "interrupted", signal.SIGINT
-    with contextlib.suppress(OSError, ValueError):
-        sys.stderr.write(f"kvreplay: {message}\n")
-        sys.stderr.flush()
-    return exits.for_signal(code)
 
 
 @contextlib.contextmanager

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kvreplay.compiler.origin import Origin
+from kvreplay.compiler.origin import SourceOrigin
 from kvreplay.rules.loader import load
 from kvreplay.rules.runner import Runner
 from kvreplay.schema.spec import Spec
@@ -15,9 +15,9 @@ def runner_for(text: str, name: str = "rules/test.rules") -> Runner:
     return Runner(rules=load([(name, text)], use_cache=False)["RULES"])
 
 
-def path_origin() -> Origin:
+def path_origin() -> SourceOrigin:
     """An origin that shows Spec paths as they are (no source document)."""
-    return Origin(None, lambda path: tuple(path), file="spec")
+    return SourceOrigin(None, lambda path: tuple(path), file="spec")
 
 
 def fires(condition: str, spec: Spec, binders: str = "") -> bool:

@@ -15,9 +15,9 @@ import pytest
 from kvreplay import HOMEPAGE
 from kvreplay.catalog import catalog
 from kvreplay.cli.main import main
+from kvreplay.explainer import explain
 from kvreplay.formats.sarif import render_sarif
 from kvreplay.rule_docs import RuleDoc, heading, rule_docs
-from kvreplay.rules import explain
 from kvreplay.rules.corpus import CASES_DIR
 
 REPO = Path(__file__).resolve().parents[2]

@@ -289,12 +289,12 @@ def test_predicates_expand_with_their_arguments() -> None:
 
 def test_key_names_a_field_as_the_entry_point_writes_it() -> None:
     """`key(p)` goes through the origin: each entry point sees its own key, role paths too."""
-    from kvreplay.compiler.origin import Origin
+    from kvreplay.compiler.origin import SourceOrigin
 
     runner = runner_for(RULE_HEAD + "  for each role r\n  when r.dp_size > 3\n  at r.dp_size\n"
                         '  message "set {key(r.dp_size)}"\n  hint "or {key(traffic.stop_requests)}"'
                         "\n}\n")
-    (found,) = runner(TWO_ROLES, Origin(None, lambda p: ("doc",) + p, file="spec"))
+    (found,) = runner(TWO_ROLES, SourceOrigin(None, lambda p: ("doc",) + p, file="spec"))
     assert (found.message, found.hint) == ("set doc.roles.decode.dp_size",
                                            "or doc.traffic.stop_requests")
 

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from kvreplay.rules import catalog, explain, render_matrix, rule_infos
+from kvreplay.explainer import explain
+from kvreplay.rules import catalog, render_matrix, rule_infos
 from kvreplay.rules.corpus import cases
 from kvreplay.rules.loader import shipped_ruleset
 

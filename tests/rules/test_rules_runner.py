@@ -112,10 +112,7 @@ def _kvreplay_imports(module: str) -> set[str]:
 
 
 def test_cache_key_covers_every_module_code_generation_reads() -> None:
-    """The import closure of the code generator is hashed: rules/*.py and KEY_MODULES.
-
-    (`kvreplay` itself only supplies `__version__`, hashed as such.)
-    """
+    """The import closure of the code generator is hashed: rules/*.py and KEY_MODULES."""
     seen: set[str] = {"kvreplay"}
     todo = ["kvreplay.rules.codegen", "kvreplay.rules.analysis", "kvreplay.rules.parser"]
     while todo:
@@ -130,11 +127,11 @@ def test_cache_key_covers_every_module_code_generation_reads() -> None:
 
 def test_cache_key_changes_with_the_package_version(monkeypatch: pytest.MonkeyPatch) -> None:
     """A new release never reuses the previous release's compiled rules."""
-    import kvreplay
+    from kvreplay.schema import version
 
     files = sources()
     before = cache_key(files)
-    monkeypatch.setattr(kvreplay, "__version__", kvreplay.__version__ + ".post1")
+    monkeypatch.setattr(version, "VERSION", version.VERSION + ".post1")
     assert cache_key(files) != before
 
 
@@ -170,7 +167,7 @@ def test_cache_key_changes_with_a_spec_default(tmp_path: Path,
 # used and whether ROUTER-KV-ONLY fires on `router.temperature: 0.5` with policy round_robin.
 _PROBE = textwrap.dedent("""
     import importlib.util, sys
-    import kvreplay
+    import kvreplay.schema
     found = importlib.util.spec_from_file_location("kvreplay.schema.native_defaults", sys.argv[1])
     module = importlib.util.module_from_spec(found)
     sys.modules[found.name] = module
