@@ -1,7 +1,7 @@
 """Run mypy --strict on the library as one `kvreplay` package (python tools/typecheck.py).
 
 The source folders map into one namespace (pyproject's package-dir), which mypy cannot follow from
-the repository layout, so this builds that layout from symlinks in a temporary folder.
+the repository layout, so this runs it on that layout built from symlinks (package_tree.py).
 """
 
 from __future__ import annotations
@@ -12,19 +12,12 @@ import sys
 import tempfile
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-MAPPED = {"compiler": "compiler", "engine": "engine", "rules": "rules", "schema": "schema"}
+from package_tree import stage
 
 
 def main() -> int:
     with tempfile.TemporaryDirectory(prefix="kvreplay-mypy-") as tmp:
-        package = Path(tmp) / "kvreplay"
-        package.mkdir()
-        for entry in (REPO / "kvreplay").iterdir():
-            if entry.name != "__pycache__":
-                os.symlink(entry, package / entry.name)
-        for name, folder in MAPPED.items():
-            os.symlink(REPO / folder, package / name)
+        stage(Path(tmp))
         command = [sys.executable, "-m", "mypy", "--strict", "--python-version", "3.11",
                    "--no-incremental", "-p", "kvreplay"]
         return subprocess.run(command, cwd=tmp, env={**os.environ, "MYPYPATH": tmp}).returncode
