@@ -5,7 +5,8 @@ bytes); everything that depends on the machine or on how the engine ran (version
 per wall second, engine mode switches) goes to `meta`. Summary keys and their definitions follow
 the reference engine's report; docs/traces-and-reports.md lists them.
 
-The core gives the finished `RequestRecord`s and a `RunFacts` with what only it knows.
+The core gives the finished `RequestRecord`s and its `RunFacts` (engine/result.py);
+`facts_from_core` turns those into the `ReportFacts` the report is built from.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from array import array
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from itertools import chain, islice
-from typing import Any, Protocol
+from typing import Any
 
 import attrs
 
@@ -23,6 +24,7 @@ from kvreplay.engine.canonical_json import canonical_json
 from kvreplay.engine.collect import fewer_collections
 from kvreplay.engine.metrics import Distribution, StreamingDistribution, exact_distribution
 from kvreplay.engine.records import RequestRecord, SharedGaps
+from kvreplay.engine.result import RunFacts, RunResult
 from kvreplay.engine.simtime import NS_PER_MS
 from kvreplay.schema.sla import Sla as Sla  # re-exported: report callers name it here
 from kvreplay.schema.version import VERSION
@@ -37,8 +39,8 @@ class ReportError(ValueError):
 
 
 @attrs.frozen
-class RunFacts:
-    """What the core knows about a run beyond its request records.
+class ReportFacts:
+    """What the report needs of a run beyond its request records (from the core's RunFacts).
 
     Workers: the reference reports an aggregated deployment as decode workers (prefill 0).
     `*_worker_seconds` is provisioned worker time; None means a static pool, `workers x duration`.
@@ -179,7 +181,7 @@ class SummaryAccumulator:
             self.good_requests, self.good_tokens = good_requests, good_tokens
             self.last_terminal = last_terminal
 
-    def finish(self, num_requests: int, facts: RunFacts) -> dict[str, Any]:
+    def finish(self, num_requests: int, facts: ReportFacts) -> dict[str, Any]:
         """The summary of `num_requests` records (terminal or not) given so far."""
         duration_ms = facts.duration_ms if facts.duration_ms is not None else self.last_terminal
         duration_s = max(duration_ms / 1000.0, 1e-9)
@@ -273,7 +275,7 @@ class SummaryAccumulator:
         return gaps
 
 
-def _billing(facts: RunFacts, duration_s: float) -> dict[str, Any]:
+def _billing(facts: ReportFacts, duration_s: float) -> dict[str, Any]:
     """Provisioned worker time and GPU hours (static pools: workers x duration)."""
     prefill_ws = (facts.prefill_worker_seconds if facts.prefill_worker_seconds is not None
                   else facts.prefill_workers * duration_s)
@@ -338,7 +340,7 @@ def _admission(entry: dict[str, Any]) -> dict[str, Any]:
     return entry
 
 
-def build_report(records: Iterable[RequestRecord], facts: RunFacts, *,
+def build_report(records: Iterable[RequestRecord], facts: ReportFacts, *,
                  per_request: bool = True, version: str | None = None) -> dict[str, Any]:
     """The report of a finished run.
 
@@ -363,7 +365,7 @@ def listed(r: RequestRecord) -> bool:
     return r.terminal_status is not None and r.terminal_time_ms is not None
 
 
-def report_meta(summary: Mapping[str, Any], facts: RunFacts,
+def report_meta(summary: Mapping[str, Any], facts: ReportFacts,
                 version: str | None = None) -> dict[str, Any]:
     meta: dict[str, Any] = {
         "report_version": REPORT_VERSION,
@@ -384,30 +386,11 @@ def report_meta(summary: Mapping[str, Any], facts: RunFacts,
     return meta
 
 
-class CoreFacts(Protocol):
-    """What the adapter reads of the core's run facts (`kvreplay.engine.result.RunFacts`)."""
-
-    pools: list[Any]
-    end_ms: float
-    committed_prefill_tokens: int
-    kv_eviction_policy: str
-
-
-class CoreResult(Protocol):
-    records: list[RequestRecord]
-    facts: Any
-
-
-# Core facts that describe how the engine ran (mode switches, counters) and go to `meta`.
-_CORE_META = ("mode", "router", "stepwise", "passes", "fast_forwarded_passes",
-              "approximations", "preemptions_total", "requests_released", "requests_terminal",
-              "max_sim_time_ms", "stopped_at_time_cap", "end_ms")
-
-
-def facts_from_core(core: CoreFacts, *, sla: Sla | None = None,
-                    wall_time_ms: float | None = None) -> RunFacts:
-    """RunFacts from the core's run facts: static pools are billed until the clock stopped
-    (`end_ms`), as the reference does; the summary's duration keeps the reference definition."""
+def facts_from_core(core: RunFacts, *, sla: Sla | None = None,
+                    wall_time_ms: float | None = None) -> ReportFacts:
+    """The report's facts from the core's: static pools are billed until the clock stopped
+    (`end_ms`), as the reference does; the summary's duration keeps the reference definition;
+    the core's mode switches and counters go to `meta`."""
     workers = {"prefill": 0, "decode": 0}
     gpus = {"prefill": 0, "decode": 0}
     for pool in core.pools:
@@ -415,30 +398,32 @@ def facts_from_core(core: CoreFacts, *, sla: Sla | None = None,
         workers[role] += pool.workers
         gpus[role] = max(gpus[role], pool.gpus_per_worker)
     end_s = max(core.end_ms / 1000.0, 1e-9)
-    meta = {key: getattr(core, key) for key in _CORE_META if hasattr(core, key)}
+    meta = {"mode": core.mode, "router": core.router, "stepwise": core.stepwise,
+            "passes": core.passes, "fast_forwarded_passes": core.fast_forwarded_passes,
+            "approximations": core.approximations, "preemptions_total": core.preemptions_total,
+            "requests_released": core.requests_released,
+            "requests_terminal": core.requests_terminal, "max_sim_time_ms": core.max_sim_time_ms,
+            "stopped_at_time_cap": core.stopped_at_time_cap, "end_ms": core.end_ms}
     extra: dict[str, Any] = {}
-    domains = getattr(core, "g2_domains", None)
-    if domains is not None:  # the reference reports the shared pool only
-        extra["g2_domains"] = domains
-    transfers = getattr(core, "host_transfers", None)
-    if transfers is not None:
-        extra["g2_transfers"] = transfers
-    timeline = getattr(core, "g2_timeline", None)
-    if timeline is not None:
-        extra["g2_timeline"] = timeline
-    extra.update(getattr(core, "workload_summary", None) or {})
-    return RunFacts(
+    if core.g2_domains is not None:  # the reference reports the shared pool only
+        extra["g2_domains"] = core.g2_domains
+    if core.host_transfers is not None:
+        extra["g2_transfers"] = core.host_transfers
+    if core.g2_timeline is not None:
+        extra["g2_timeline"] = core.g2_timeline
+    extra.update(core.workload_summary or {})
+    return ReportFacts(
         prefill_workers=workers["prefill"], decode_workers=workers["decode"],
         prefill_gpus_per_worker=gpus["prefill"], decode_gpus_per_worker=gpus["decode"],
         prefill_worker_seconds=workers["prefill"] * end_s,
         decode_worker_seconds=workers["decode"] * end_s,
         committed_prefill_tokens=core.committed_prefill_tokens,
-        duration_ms=getattr(core, "reported_duration_ms", None),
+        duration_ms=core.reported_duration_ms,
         kv_eviction_policy=core.kv_eviction_policy, sla=sla, wall_time_ms=wall_time_ms,
         summary_extra=extra, meta=meta)
 
 
-def report_from_run(result: CoreResult, *, sla: Sla | None = None,
+def report_from_run(result: RunResult, *, sla: Sla | None = None,
                     wall_time_ms: float | None = None, per_request: bool = True,
                     version: str | None = None) -> dict[str, Any]:
     """The report of the core's `RunResult` (records + facts), for the CLI."""

@@ -21,7 +21,6 @@ from typing import IO, Any, Protocol
 
 from kvreplay.engine.records import RequestRecord
 from kvreplay.engine.report import (
-    CoreResult,
     ReportError,
     Sla,
     SummaryAccumulator,
@@ -31,6 +30,7 @@ from kvreplay.engine.report import (
     report_meta,
     uuid_for,
 )
+from kvreplay.engine.result import RunResult
 from kvreplay.engine.row_text import mapping_text, row_text
 
 _HELD = 512  # rows held back to be spilled in uuid order, though they end out of order
@@ -254,7 +254,7 @@ class ReportStream:
         if self.rows is not None:
             self.rows.add_texts([(r.ordinal, row_text(r)) for r in batch if listed(r)])
 
-    def finish(self, result: CoreResult, *, wall_time_ms: float | None = None,
+    def finish(self, result: RunResult, *, wall_time_ms: float | None = None,
                version: str | None = None) -> dict[str, Any]:
         """The report: streamed records plus the ones the run left open (never terminal)."""
         facts = facts_from_core(result.facts, sla=self.sla, wall_time_ms=wall_time_ms)

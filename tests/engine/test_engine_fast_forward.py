@@ -18,7 +18,7 @@ from kvreplay.engine import run_native
 from kvreplay.engine.records import RequestRecord, SharedGaps
 from kvreplay.engine.report import dumps_report, report_from_run
 from kvreplay.engine.report_stream import ReportStream, write_report
-from kvreplay.engine.result import RunResult
+from kvreplay.engine.result import PoolFacts, RunFacts, RunResult
 from kvreplay.engine.timing import PassTimer
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "traces"
@@ -117,10 +117,10 @@ def test_shared_gaps_fold_like_their_expansion() -> None:
             setattr(copy, name, getattr(rec, name))
         copy.itl_gaps = list(rec.itl_runs())
         expanded.append(copy)
-    core = SimpleNamespace(pools=[SimpleNamespace(name="agg", workers=1, gpus_per_worker=1)],
-                           end_ms=100.0, committed_prefill_tokens=0, kv_eviction_policy="lru")
-    shared_report = report_from_run(SimpleNamespace(records=records, facts=core), version="t")
-    plain_report = report_from_run(SimpleNamespace(records=expanded, facts=core), version="t")
+    core = RunFacts()
+    core.pools, core.end_ms = [PoolFacts("aggregated", 1, 1, 1, 1, "vllm", 16, 100)], 100.0
+    shared_report = report_from_run(RunResult(records, core), version="t")
+    plain_report = report_from_run(RunResult(expanded, core), version="t")
     assert shared_report["summary"]["mean_itl_ms"] > 0
     assert json.dumps(shared_report, sort_keys=True) == json.dumps(plain_report, sort_keys=True)
 

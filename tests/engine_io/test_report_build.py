@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import random
-from types import SimpleNamespace
 
 import pytest
 from engine_io_support import record
@@ -12,7 +11,7 @@ from engine_io_support import record
 from kvreplay.engine.records import Admission, RequestRecord, RoutingDecision
 from kvreplay.engine.report import (
     ReportError,
-    RunFacts,
+    ReportFacts,
     Sla,
     build_report,
     dumps_report,
@@ -21,6 +20,7 @@ from kvreplay.engine.report import (
     sla_from_spec,
     uuid_for,
 )
+from kvreplay.engine.result import PoolFacts, RunFacts, RunResult
 
 
 def _scenario() -> list[RequestRecord]:
@@ -37,7 +37,7 @@ def _scenario() -> list[RequestRecord]:
 
 def test_summary_of_the_hand_made_scenario() -> None:
     """Counts, throughputs and distributions, each derived by hand from the token times."""
-    summary = build_report(_scenario(), RunFacts(decode_workers=1, decode_gpus_per_worker=1))[
+    summary = build_report(_scenario(), ReportFacts(decode_workers=1, decode_gpus_per_worker=1))[
         "summary"]
     assert summary["num_requests"] == 4 and summary["completed_requests"] == 4
     assert (summary["total_input_tokens"], summary["total_output_tokens"]) == (24, 9)
@@ -60,10 +60,10 @@ def test_summary_of_the_hand_made_scenario() -> None:
 def test_goodput_counts_requests_within_the_sla() -> None:
     """TTFT <= 13 and average ITL <= 3: B (13, 2) and C (13, one token) pass; A's ITL 4.5 fails."""
     sla = Sla(ttft_ms=13.0, itl_ms=3.0)
-    summary = build_report(_scenario(), RunFacts(sla=sla))["summary"]
+    summary = build_report(_scenario(), ReportFacts(sla=sla))["summary"]
     assert summary["goodput_completed_requests"] == 2
     assert summary["goodput_output_throughput_tok_s"] == 4 / 0.11
-    e2e_only = build_report(_scenario(), RunFacts(sla=Sla(e2e_ms=20.0)))["summary"]
+    e2e_only = build_report(_scenario(), ReportFacts(sla=Sla(e2e_ms=20.0)))["summary"]
     assert e2e_only["goodput_completed_requests"] == 3  # B 17, C 13, D (no tokens) 10
 
 
@@ -72,7 +72,7 @@ def test_only_completed_requests_enter_the_statistics() -> None:
     records = _scenario()
     records.append(record(4, 5.0, [], first_admit=None, terminal=5.0, status="rejected"))
     records.append(record(5, 6.0, [20.0], terminal=None, status=None))
-    report = build_report(records, RunFacts())
+    report = build_report(records, ReportFacts())
     assert (report["summary"]["num_requests"], report["summary"]["completed_requests"]) == (6, 4)
     assert [row["uuid"] for row in report["per_request"]] == [uuid_for(i) for i in range(5)]
 
@@ -81,27 +81,27 @@ def test_reuse_ratios_use_first_and_latest_admission() -> None:
     """prefix ratio = reused / input; first-admission ratio = first admission's reuse / input."""
     records = [record(0, 0.0, [1.0], input_length=8, reused=4, first_reused=0),
                record(1, 0.0, [1.0], input_length=8, reused=4)]
-    summary = build_report(records, RunFacts())["summary"]
+    summary = build_report(records, ReportFacts())["summary"]
     assert summary["prefix_cache_reused_ratio"] == 0.5
     assert summary["first_admission_prefix_cache_reused_ratio"] == 0.25
 
 
 def test_static_pools_bill_workers_for_the_duration() -> None:
     """Static pools bill workers x GPUs x duration; explicit worker-seconds replace that."""
-    facts = RunFacts(prefill_workers=2, decode_workers=3, prefill_gpus_per_worker=4,
-                     decode_gpus_per_worker=2)
+    facts = ReportFacts(prefill_workers=2, decode_workers=3, prefill_gpus_per_worker=4,
+                        decode_gpus_per_worker=2)
     summary = build_report(_scenario(), facts)["summary"]
     assert (summary["prefill_worker_seconds"], summary["decode_worker_seconds"]) == (
         2 * 0.11, 3 * 0.11)
     assert summary["gpu_hours"] == (2 * 0.11 * 4 + 3 * 0.11 * 2) / 3600
-    scaled = build_report(_scenario(), RunFacts(decode_worker_seconds=7.0,
-                                                decode_gpus_per_worker=2))["summary"]
+    scaled = build_report(_scenario(), ReportFacts(decode_worker_seconds=7.0,
+                                                   decode_gpus_per_worker=2))["summary"]
     assert scaled["gpu_hours"] == 14.0 / 3600
 
 
 def test_duration_given_by_the_engine_is_used() -> None:
     """An explicit duration replaces the last completion time in every rate."""
-    summary = build_report(_scenario(), RunFacts(duration_ms=200.0))["summary"]
+    summary = build_report(_scenario(), ReportFacts(duration_ms=200.0))["summary"]
     assert (summary["duration_ms"], summary["request_throughput_rps"]) == (200.0, 20.0)
 
 
@@ -110,7 +110,7 @@ def test_per_request_row_fields() -> None:
     r = record(6, 13.0, [26.0, 28.0, 30.0], first_admit=14.0, session_id="s", turn_index=1)
     r.request_id = "req-7"
     r.routing_history.append(RoutingDecision("agg", 0, 0, 0))
-    (row,) = build_report([r], RunFacts())["per_request"]
+    (row,) = build_report([r], ReportFacts())["per_request"]
     assert row["uuid"] == "00000000-0000-0000-0000-000000000007"
     assert (row["request_id"], row["session_id"], row["turn_index"]) == ("req-7", "s", 1)
     assert (row["ttft_ms"], row["ttst_ms"], row["e2e_latency_ms"], row["itl_ms"]) == (
@@ -129,7 +129,7 @@ def test_host_tier_rows_carry_the_g1_and_host_split() -> None:
     r.first_admission_g1_reused_input_tokens = 0
     r.first_admission_host_reused_input_tokens = 8
     r.admission_history[0] = Admission(0, "agg", 0, 202.0, 8, 0, 8, False)
-    (row,) = build_report([r], RunFacts())["per_request"]
+    (row,) = build_report([r], ReportFacts())["per_request"]
     assert (row["first_admission_g1_reused_input_tokens"],
             row["first_admission_host_reused_input_tokens"]) == (0, 8)
     assert row["admission_history"][0]["host_reused_input_tokens"] == 8
@@ -140,23 +140,23 @@ def test_inconsistent_gaps_are_refused() -> None:
     r = record(2, 0.0, [1.0, 2.0, 3.0])
     r.itl_gaps = [(1.0, 1)]
     with pytest.raises(ReportError, match="00000000-0000-0000-0000-000000000003"):
-        build_report([r], RunFacts())
+        build_report([r], ReportFacts())
 
 
 def test_report_bytes_do_not_depend_on_record_order() -> None:
     """Records in any order give the same canonical text, rows sorted by uuid."""
     records = _scenario()
-    text = dumps_report(build_report(records, RunFacts(), version="x"))
+    text = dumps_report(build_report(records, ReportFacts(), version="x"))
     shuffled = list(records)
     random.Random(3).shuffle(shuffled)
-    assert dumps_report(build_report(shuffled, RunFacts(), version="x")) == text
+    assert dumps_report(build_report(shuffled, ReportFacts(), version="x")) == text
     assert text.endswith("}\n") and json.loads(text)["per_request"][0]["uuid"] == uuid_for(0)
 
 
 def test_only_meta_depends_on_wall_time() -> None:
     """Wall time and per-wall-second rates live in meta; summary and rows are unchanged."""
-    slow = build_report(_scenario(), RunFacts(wall_time_ms=500.0, meta={"mode": "exact"}))
-    fast = build_report(_scenario(), RunFacts(wall_time_ms=5.0, meta={"mode": "fast"}))
+    slow = build_report(_scenario(), ReportFacts(wall_time_ms=500.0, meta={"mode": "exact"}))
+    fast = build_report(_scenario(), ReportFacts(wall_time_ms=5.0, meta={"mode": "fast"}))
     assert slow["summary"] == fast["summary"] and slow["per_request"] == fast["per_request"]
     assert slow["meta"]["processed_tokens_per_s"] == 33 / 0.5
     assert "wall_time_ms" not in slow["summary"]
@@ -164,7 +164,7 @@ def test_only_meta_depends_on_wall_time() -> None:
 
 def test_non_finite_numbers_are_refused_with_their_path() -> None:
     """NaN or infinity anywhere makes dumps_report fail, naming the JSON path."""
-    report = build_report(_scenario(), RunFacts(summary_extra={"g2_domains": [
+    report = build_report(_scenario(), ReportFacts(summary_extra={"g2_domains": [
         {"used_blocks": float("nan")}]}))
     with pytest.raises(ReportError, match=r"\$\.summary\.g2_domains\[0\]\.used_blocks"):
         dumps_report(report)
@@ -173,9 +173,9 @@ def test_non_finite_numbers_are_refused_with_their_path() -> None:
 def test_extra_keys_cannot_replace_computed_ones() -> None:
     """summary_extra and meta may only add keys."""
     with pytest.raises(ReportError):
-        build_report([], RunFacts(summary_extra={"duration_ms": 1.0}))
+        build_report([], ReportFacts(summary_extra={"duration_ms": 1.0}))
     with pytest.raises(ReportError):
-        build_report([], RunFacts(meta={"wall_time_ms": 1.0}))
+        build_report([], ReportFacts(meta={"wall_time_ms": 1.0}))
 
 
 def test_uuid_is_ordinal_plus_one() -> None:
@@ -184,23 +184,51 @@ def test_uuid_is_ordinal_plus_one() -> None:
     assert uuid_for(2**64) == "00000000-0000-0001-0000-000000000001"
 
 
-def test_core_facts_map_to_run_facts() -> None:
-    """Pools map to prefill/decode roles billed until the clock stopped; switches go to meta."""
-    pool = SimpleNamespace
-    core = SimpleNamespace(
-        pools=[pool(name="prefill", workers=2, gpus_per_worker=4),
-               pool(name="decode", workers=3, gpus_per_worker=2)],
-        end_ms=120.0, committed_prefill_tokens=30, kv_eviction_policy="lru", mode="disaggregated",
-        stepwise=False, passes=7)
+def _core_facts() -> RunFacts:
+    """A disaggregated run's core facts: 2 prefill workers of 4 GPUs, 3 decode of 2 (DP x TP)."""
+    core = RunFacts()
+    core.pools = [PoolFacts("prefill", 2, 1, 4, 1, "vllm", 16, 100),
+                  PoolFacts("decode", 3, 2, 1, 1, "vllm", 16, 100)]
+    core.mode, core.router, core.passes, core.fast_forwarded_passes = "disaggregated", "kv", 7, 3
+    core.end_ms, core.committed_prefill_tokens, core.requests_released = 120.0, 30, 4
+    core.requests_terminal, core.preemptions_total, core.approximations = 4, 1, ["timing"]
+    return core
+
+
+def test_core_facts_map_to_report_facts() -> None:
+    """Pools map to prefill/decode roles billed until the clock stopped; every switch and
+    counter of the core goes to meta."""
+    core = _core_facts()
     facts = facts_from_core(core, sla=Sla(e2e_ms=50.0), wall_time_ms=4.0)
     assert (facts.prefill_workers, facts.decode_workers) == (2, 3)
     assert (facts.prefill_gpus_per_worker, facts.decode_gpus_per_worker) == (4, 2)
     assert (facts.prefill_worker_seconds, facts.decode_worker_seconds) == (2 * 0.12, 3 * 0.12)
-    assert facts.meta == {"mode": "disaggregated", "stepwise": False, "passes": 7,
-                          "end_ms": 120.0}
-    report = report_from_run(SimpleNamespace(records=_scenario(), facts=core))
+    assert (facts.committed_prefill_tokens, facts.duration_ms) == (30, None)
+    assert facts.summary_extra == {}
+    assert facts.meta == {
+        "mode": "disaggregated", "router": "kv", "stepwise": False, "passes": 7,
+        "fast_forwarded_passes": 3, "approximations": ["timing"], "preemptions_total": 1,
+        "requests_released": 4, "requests_terminal": 4, "max_sim_time_ms": None,
+        "stopped_at_time_cap": False, "end_ms": 120.0}
+    report = report_from_run(RunResult(_scenario(), core))
     assert report["summary"]["committed_prefill_tokens"] == 30
     assert report["meta"]["passes"] == 7
+
+
+def test_core_g2_and_workload_facts_join_the_summary() -> None:
+    """The core's G2 pool, copy totals and timeline, and its workload's summary keys, are
+    summary keys; a duration the core reports replaces the records' one."""
+    core = _core_facts()
+    core.g2_domains = [{"capacity_blocks": 8}]
+    core.host_transfers = {"copies": 2}
+    core.g2_timeline = {"bins": []}
+    core.workload_summary = {"agentic_plays": 1}
+    core.reported_duration_ms = 90.0
+    facts = facts_from_core(core)
+    assert facts.summary_extra == {"g2_domains": [{"capacity_blocks": 8}],
+                                   "g2_transfers": {"copies": 2}, "g2_timeline": {"bins": []},
+                                   "agentic_plays": 1}
+    assert facts.duration_ms == 90.0
 
 
 def test_sla_from_spec() -> None:

@@ -11,7 +11,7 @@ SCRIPT = r"""
 import random, sys
 sys.path.insert(0, sys.argv[1])
 from engine_io_support import record
-from kvreplay.engine.report import RunFacts, Sla, build_report, dumps_report
+from kvreplay.engine.report import ReportFacts, Sla, build_report, dumps_report
 rng = random.Random(5)
 records = []
 for i in range(200):
@@ -22,8 +22,9 @@ for i in range(200):
     records.append(record(i, start, tokens, input_length=rng.randrange(1, 900),
                           reused=rng.randrange(0, 2) * 64, session_id=f"s{i % 13}",
                           turn_index=i // 13))
-facts = RunFacts(decode_workers=3, decode_gpus_per_worker=2, sla=Sla(ttft_ms=30.0, itl_ms=9.0),
-                 committed_prefill_tokens=12345, summary_extra={"g2_domains": []})
+facts = ReportFacts(decode_workers=3, decode_gpus_per_worker=2,
+                    sla=Sla(ttft_ms=30.0, itl_ms=9.0), committed_prefill_tokens=12345,
+                    summary_extra={"g2_domains": []})
 sys.stdout.write(dumps_report(build_report(records, facts, version="pinned")))
 """
 

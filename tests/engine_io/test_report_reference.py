@@ -14,7 +14,7 @@ import pytest
 from engine_io_support import write_trace
 
 from kvreplay.engine.records import Admission, RequestRecord
-from kvreplay.engine.report import RunFacts, Sla, build_report
+from kvreplay.engine.report import ReportFacts, Sla, build_report
 
 pytestmark = pytest.mark.reference
 
@@ -90,8 +90,9 @@ def test_hand_timeline_with_sla_matches_the_reference(tmp_path: Path) -> None:
                      trace_format="mooncake", trace_block_size=4, sla_ttft_ms=12.0,
                      sla_itl_ms=3.0)
     gaps = {0: [(2.0, 2), (12.0, 1), (2.0, 1)], 1: [(2.0, 2)]}
-    facts = RunFacts(decode_workers=1, decode_gpus_per_worker=1, sla=Sla(ttft_ms=12.0, itl_ms=3.0),
-                     committed_prefill_tokens=report.summary["committed_prefill_tokens"])
+    facts = ReportFacts(decode_workers=1, decode_gpus_per_worker=1,
+                        sla=Sla(ttft_ms=12.0, itl_ms=3.0),
+                        committed_prefill_tokens=report.summary["committed_prefill_tokens"])
     ours = build_report(_records(report.per_request, gaps), facts)["summary"]
     _assert_same_summary(report.summary, ours)
 
@@ -105,8 +106,8 @@ def test_queued_short_requests_match_the_reference(tmp_path: Path) -> None:
             "max_num_batched_tokens": 16, "timing_model": FIXED}
     report = _replay(path, extra_engine_args={"engine": rank}, num_workers=2,
                      trace_format="mooncake", trace_block_size=4, sla_e2e_ms=40.0)
-    facts = RunFacts(decode_workers=2, decode_gpus_per_worker=1, sla=Sla(e2e_ms=40.0),
-                     committed_prefill_tokens=report.summary["committed_prefill_tokens"])
+    facts = ReportFacts(decode_workers=2, decode_gpus_per_worker=1, sla=Sla(e2e_ms=40.0),
+                        committed_prefill_tokens=report.summary["committed_prefill_tokens"])
     ours = build_report(_records(report.per_request), facts)["summary"]
     assert ours["num_tpot_samples"] == 30
     _assert_same_summary(report.summary, ours)
@@ -127,8 +128,8 @@ def test_weka_g2_fixture_matches_the_reference() -> None:
     # The reference bills the worker until its clock stops (304 ms: G2 stores settle after the
     # last completion at 302 ms); the core passes that integral.
     assert summary["decode_worker_seconds"] == pytest.approx(0.304)
-    facts = RunFacts(decode_workers=1, decode_gpus_per_worker=1, committed_prefill_tokens=28,
-                     decode_worker_seconds=summary["decode_worker_seconds"])
+    facts = ReportFacts(decode_workers=1, decode_gpus_per_worker=1, committed_prefill_tokens=28,
+                        decode_worker_seconds=summary["decode_worker_seconds"])
     records = _records(report.per_request)
     ours = build_report(records, facts)
     agentic = frozenset(k for k in summary if k.startswith(("agentic", "weka"))

@@ -11,7 +11,7 @@ import pytest
 from engine_io_support import record
 
 from kvreplay.engine.records import Admission, RoutingDecision
-from kvreplay.engine.report import RunFacts, Sla, build_report, dumps_report
+from kvreplay.engine.report import ReportFacts, Sla, build_report, dumps_report
 
 
 @pytest.fixture(scope="module")
@@ -44,15 +44,15 @@ def _reports() -> dict[str, dict[str, Any]]:
     pd.routing_history += [RoutingDecision("prefill", 0, 0, 0, "queued", 0.0, 3.0, 4, 1, 2),
                            RoutingDecision("decode", 1, 0, 1)]
     return {
-        "empty": build_report([], RunFacts()),
-        "plain": build_report(plain, RunFacts(decode_workers=1, decode_gpus_per_worker=8)),
-        "sla": build_report(plain, RunFacts(sla=Sla(ttft_ms=50.0), wall_time_ms=3.0)),
-        "host tier": build_report([host], RunFacts(summary_extra={"g2_domains": [
+        "empty": build_report([], ReportFacts()),
+        "plain": build_report(plain, ReportFacts(decode_workers=1, decode_gpus_per_worker=8)),
+        "sla": build_report(plain, ReportFacts(sla=Sla(ttft_ms=50.0), wall_time_ms=3.0)),
+        "host tier": build_report([host], ReportFacts(summary_extra={"g2_domains": [
             {"capacity_blocks": 8, "resident_blocks": 6, "used_blocks": 6}],
             "g2_transfers": G2_TRANSFERS, "g2_timeline": G2_TIMELINE})),
-        "disaggregated": build_report([pd], RunFacts(prefill_workers=1, decode_workers=1,
-                                                     meta={"engine_mode": "exact"})),
-        "no rows": build_report(plain, RunFacts(), per_request=False),
+        "disaggregated": build_report([pd], ReportFacts(prefill_workers=1, decode_workers=1,
+                                                        meta={"engine_mode": "exact"})),
+        "no rows": build_report(plain, ReportFacts(), per_request=False),
     }
 
 
