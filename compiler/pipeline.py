@@ -56,8 +56,7 @@ def looks_like_native(data: Any) -> bool:
 
 def compile_yaml_loaded(loaded: Loaded, rules: RuleRunner | None = None) -> Compiled:
     from kvreplay.compiler.convert import structure_config
-    from kvreplay.compiler.lower import lower
-    from kvreplay.compiler.origin import yaml_origin
+    from kvreplay.compiler.lower import lower, yaml_origin
     from kvreplay.compiler.validate import prune, validate
 
     diagnostics = list(loaded.diagnostics)
@@ -76,7 +75,7 @@ def compile_yaml_loaded(loaded: Loaded, rules: RuleRunner | None = None) -> Comp
     if config is None:
         return Compiled(loaded.source.file, "yaml", None, None, tuple(sort_unique(diagnostics)),
                         loaded.text)
-    origin = yaml_origin(loaded.source)
+    origin = yaml_origin(loaded.source, config)
     spec, lowering = lower(config, origin)
     diagnostics.extend(lowering)
     if rules is not None:

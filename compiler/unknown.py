@@ -26,7 +26,8 @@ from kvreplay.schema.spec import Spec
 REFUSING = frozenset({"SCHEMA-TYPE", "SCHEMA-ENUM", "SCHEMA-RANGE", "SCHEMA-LENGTH",
                       "SCHEMA-INVALID", "YAML-NON-FINITE", "YAML-NON-JSON", "YAML-TAG",
                       "YAML-ALIAS", "YAML-SYNTAX", "JSON-NON-FINITE"})
-_KEEP = frozenset({"name"})  # a role's name identifies it; it is never a refused value
+# A role's name identifies it (its worker type is the same name): never a refused value.
+_KEEP = frozenset({"name", "worker_type"})
 
 T = TypeVar("T", bound=AttrsInstance)
 
