@@ -717,6 +717,7 @@ class Simulation:
         need = -(-dseq.input_length // bs)
         if need > rank.num_blocks:
             # The reference aborts the whole run here; kvreplay rejects just this request.
+            dseq.rec.rejection = ("decode_kv_cache", rank.num_blocks * bs)
             self._terminal(self.pools[1], dseq, "rejected")
             self._hand_back_source(dseq.partner)  # type: ignore[arg-type]
             return True

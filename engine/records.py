@@ -174,6 +174,7 @@ class RequestRecord:
         "play_id",
         "prefill_admit_ms",
         "readmission_count",
+        "rejection",
         "request_id",
         "requested_output_length",
         "reused_input_tokens",
@@ -213,6 +214,9 @@ class RequestRecord:
         self.last_token_ms: float | None = None
         self.terminal_time_ms: float | None = None
         self.terminal_status: str | None = None  # completed | rejected | canceled | failed
+        # Why a rejected request was rejected: (reason, the limit in tokens); REJECTIONS lists
+        # the reasons.
+        self.rejection: tuple[str, int] | None = None
         self.reused_input_tokens = 0
         # None when the deployment has no host tier (the report omits them then).
         self.first_admission_g1_reused_input_tokens: int | None = None

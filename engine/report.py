@@ -101,6 +101,7 @@ class SummaryAccumulator:
         self.completed = self.input_tokens = self.output_tokens = self.reused = 0
         self.first_reused = self.host_reused = self.good_requests = self.good_tokens = 0
         self.last_terminal = 0.0
+        self.rejected: dict[tuple[str, int] | None, int] = {}  # RequestRecord.rejection: count
 
     def add(self, r: RequestRecord) -> None:
         """Count a record (only completed ones enter the statistics)."""
@@ -114,7 +115,7 @@ class SummaryAccumulator:
         reused, first_reused, host_reused = self.reused, self.first_reused, self.host_reused
         good_requests, good_tokens = self.good_requests, self.good_tokens
         last_terminal = self.last_terminal
-        gaps, shared = self.gaps, self.shared
+        gaps, shared, rejected = self.gaps, self.shared, self.rejected
         ttfts, ttsts, tpots, e2es = (self.ttfts.append, self.ttsts.append, self.tpots.append,
                                      self.e2es.append)
         try:
@@ -122,6 +123,8 @@ class SummaryAccumulator:
                 terminal = r.terminal_time_ms
                 if (r.first_admit_ms is None or r.terminal_status != "completed"
                         or terminal is None):
+                    if r.terminal_status == "rejected":
+                        rejected[r.rejection] = rejected.get(r.rejection, 0) + 1
                     continue
                 completed += 1
                 input_tokens += r.input_length
@@ -228,6 +231,8 @@ class SummaryAccumulator:
         return {
             "num_requests": num_requests,
             "completed_requests": completed,
+            "rejected_requests": sum(self.rejected.values()),
+            "rejections": rejections(self.rejected),
             "total_input_tokens": tokens_in,
             "total_output_tokens": tokens_out,
             "processed_tokens": tokens_in + tokens_out,
@@ -273,6 +278,48 @@ class SummaryAccumulator:
                 gap = duration / NS_PER_MS  # ns_to_ms; durations are >= 0, so no max(., 0.0)
                 gaps[gap] = get(gap, 0) + count * weight
         return gaps
+
+
+# Why the engine rejects a request (RequestRecord.rejection's reason), as the summary says it.
+REJECTIONS = {
+    "kv_cache": "prompt larger than the KV cache",
+    "decode_kv_cache": "prompt larger than the decode worker's KV cache",
+    "max_model_len": "prompt at or above max_model_len",
+    "other": "prompt the engine refused",
+}
+
+
+def rejections(counts: Mapping[tuple[str, int] | None, int]) -> list[dict[str, Any]]:
+    """The summary's `rejections`: one entry per reason and limit, by reason then limit."""
+    out = []
+    for why in sorted(counts, key=lambda w: ("other", -1) if w is None else w):
+        reason, limit = why if why is not None else ("other", None)
+        text = REJECTIONS[reason] + (f" (max {limit:,} tokens)" if limit is not None else "")
+        if reason == "max_model_len" and limit is not None:
+            text = f"{REJECTIONS[reason]} ({limit:,} tokens)"
+        out.append({"reason": reason, "limit_tokens": limit, "count": counts[why],
+                    "message": text})
+    return out
+
+
+def rejection_text(summary: Mapping[str, Any]) -> str | None:
+    """`2 rejected: prompt larger than the KV cache (max 102,400 tokens)`, or None when the
+    summary counts no rejection (or is from a report without the figure)."""
+    count = summary.get("rejected_requests")
+    if not isinstance(count, int) or isinstance(count, bool) or count <= 0:
+        return None
+    entries = summary.get("rejections")
+    reasons = [e for e in entries if isinstance(e, Mapping)] if isinstance(entries, list) else []
+    if len(reasons) == 1:
+        return f"{count:,} rejected: {reasons[0].get('message')}"
+    parts = [f"{e.get('count')} {_plural(str(e.get('message')), e.get('count') != 1)}"
+             for e in reasons]
+    return f"{count:,} rejected" + (f": {', '.join(parts)}" if parts else "")
+
+
+def _plural(message: str, several: bool) -> str:
+    return "prompts" + message[len("prompt"):] if several and message.startswith("prompt ") \
+        else message
 
 
 def _billing(facts: ReportFacts, duration_s: float) -> dict[str, Any]:

@@ -270,14 +270,14 @@ class Rank:
             if seq is None:
                 break
             if self.max_model_len is not None and seq.input_length >= self.max_model_len:
-                self._reject(seq, outcome)
+                self._reject(seq, outcome, "max_model_len", self.max_model_len)
                 continue
             cached = 0
             if not seq.materialized:
                 known = seq.input_length + seq.generated
                 known_blocks = -(-known // bs)
                 if seq.pool_admissions == 0 and known_blocks > self.num_blocks:
-                    self._reject(seq, outcome)
+                    self._reject(seq, outcome, "kv_cache", self.num_blocks * bs)
                     continue
                 active_hits = 0
                 if self.caching:
@@ -341,7 +341,7 @@ class Rank:
             known = seq.input_length + seq.generated
             known_blocks = -(-known // bs)
             if self.max_model_len is not None and seq.input_length >= self.max_model_len:
-                self._reject(seq, outcome)  # rejected before any G2 lookup
+                self._reject(seq, outcome, "max_model_len", self.max_model_len)  # before G2
                 continue
             hit_base = hit_blocks = raw = 0
             reserved = 0
@@ -365,7 +365,7 @@ class Rank:
                 if seq.pool_admissions == 0 and known_blocks > self.num_blocks:
                     # A prompt the pool can never hold is rejected after its G2 lookup (which
                     # touched the host LRU, or deferred it behind a pending store) (ref).
-                    self._reject(seq, outcome)
+                    self._reject(seq, outcome, "kv_cache", self.num_blocks * bs)
                     continue
                 if found == MISS:
                     hit_blocks = 0
@@ -629,7 +629,8 @@ class Rank:
         else:
             self.waiting.remove(seq)
 
-    def _reject(self, seq: Seq, outcome: PassOutcome) -> None:
+    def _reject(self, seq: Seq, outcome: PassOutcome, reason: str, limit: int) -> None:
+        seq.rec.rejection = (reason, limit)
         self.unqueue(seq)
         if seq.blocks:  # a P/D destination already holding its transferred prompt
             self.capacity_gen += 1

@@ -102,6 +102,8 @@ _CODES = [
              "Split the sweep into several files, or sweep fewer values per path.", no_example=_SWEEP),
     CodeInfo("SWEEP-FIGURE", "An SLA bound or the objective names no number figure of the report summary.", "sweep",
              "Name a number figure of the report's `summary` (the hint names the closest), e.g. `p90_ttft_ms`.", no_example=_SWEEP),
+    CodeInfo("SWEEP-SLA", "A sweep's SLA cannot be met or is written the wrong way: a bound whose min is above its max, or `rejected_requests` bounded as a figure instead of with `max_rejected`.", "sweep",
+             "Give each figure a range some value meets (min <= max); bound rejected requests with `sla.max_rejected: N`.", no_example=_SWEEP),
     CodeInfo("SWEEP-TRACES", "A sweep lists `traces` but its base config does not replay a trace.", "sweep",
              "Remove `traces`, or give the base a trace source.", no_example=_SWEEP),
     CodeInfo("SWEEP-POINT-INVALID", "A sweep point's values do not make a valid config (beyond the support matrix).", "sweep",

@@ -225,10 +225,14 @@ def _agentic_rows(s: dict[str, Any]) -> list[tuple[str, str]]:
 def summary_table(report: dict[str, Any], output: str | None,
                   exported: Sequence[str] = ()) -> str:
     """A terminal summary of the report (the canonical numbers are in the JSON)."""
+    from kvreplay.engine.report import rejection_text
+
     s = report["summary"]
     meta = report["meta"]
+    rejected = rejection_text(s)
     rows = [
-        ("requests", f"{s['completed_requests']:,} completed of {s['num_requests']:,}"),
+        ("requests", f"{s['completed_requests']:,} completed of {s['num_requests']:,}"
+         + (f"; {rejected}" if rejected else "")),
         ("simulated duration", f"{_ms(s['duration_ms'])} ms"),
         ("request throughput", f"{s['request_throughput_rps']:,.3f} req/s"),
         ("output throughput", f"{s['output_throughput_tok_s']:,.1f} tok/s"),

@@ -19,7 +19,8 @@ COST = "gpu_hours"
 TTFT = "p90_ttft_ms"  # the Pareto front's latency, unless the SLA bounds another TTFT figure
 # Shown after the objective and the SLA's figures, when the rows have them.
 KEY_FIGURES = ("gpu_hours", "p90_ttft_ms", "mean_ttft_ms", "p90_tpot_ms",
-               "mean_e2e_latency_ms", "completed_requests", "prefix_cache_reused_ratio")
+               "mean_e2e_latency_ms", "completed_requests", "rejected_requests",
+               "prefix_cache_reused_ratio")
 UNSET = "(base)"  # a parameter the point does not set: the base config's value
 
 Candidate = tuple[int, Any, Any]  # (point, cost, latency) as the rows give them
@@ -131,7 +132,8 @@ def _row(row: Row, axes: Sequence[dict[str, Any]], traces: list[str],
     return {"point": row["point"],
             "trace": traces.index(row["trace"]) if row["trace"] in traces else None,
             "status": row["status"], "rules": row["rules"], "error": row["error"],
-            "sla_ok": row["sla_ok"], "values": [_shown(row, a["path"]) for a in axes],
+            "sla_ok": row["sla_ok"], "rejections": row["rejections"],
+            "values": [_shown(row, a["path"]) for a in axes],
             "x": [_x(row, a) for a in axes],
             "figures": {f: row["figures"].get(f) for f in figures}}
 

@@ -62,6 +62,15 @@ def _notes(data: Mapping[str, Any]) -> str:
     if best["counts"].get("failed"):
         items.append(f'<li class="warn">{best["counts"]["failed"]} point(s) failed; their '
                      "error is in the table (hover the status).</li>")
+    rejecting = [r for r in data["rows"] if r["rejections"]]
+    if rejecting:
+        points = sorted({r["point"] for r in rejecting})
+        allowed = next((b["value"] for b in data["sla"]
+                        if b["figure"] == "rejected_requests" and b["op"] == "max"), None)
+        bound = f" (the SLA allows {allowed:g})" if allowed is not None else ""
+        items.append(f'<li class="warn">{len(points)} point(s) rejected requests{bound}, e.g. '
+                     f'point {points[0]}: {escape(rejecting[0]["rejections"])}; the SLA '
+                     "column says why on hover.</li>")
     left_out = data["pareto"]["left_out"]
     if left_out:
         items.append(f"<li>Not on the Pareto chart (a figure the run could not measure): "
@@ -151,7 +160,7 @@ def _results(data: Mapping[str, Any]) -> str:
                   for a, shown, x in zip(data["axes"], row["values"], row["x"], strict=True)]
         cells.append((status, status, error))
         verdict = {True: "meets", False: "misses", None: NONE}[row["sla_ok"]]
-        cells.append((verdict, verdict, ""))
+        cells.append((verdict, verdict, row["rejections"] or ""))
         cells += [(fmt(v), v, "") for v in (row["figures"][f] for f in data["figures"])]
         cls = f' class="{"best " if row["point"] == best else ""}{row["status"]}"'
         out.append(f"<tr{cls}>" + "".join(_cell(*c) for c in cells) + "</tr>")

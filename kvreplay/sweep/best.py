@@ -7,7 +7,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from kvreplay.sweep.model import SweepPlan
+from kvreplay.sweep.model import REJECTED, SweepPlan
 from kvreplay.sweep.results import Row
 
 
@@ -24,6 +24,7 @@ def choose_best(plan: SweepPlan, rows: Sequence[Row], *, complete: bool) -> dict
     counts = {"points": len(by_point), "meet_sla": 0, "miss_sla": 0, "skipped": 0,
               "failed": 0, "pending": 0}
     ranked: list[tuple[float, int]] = []
+    rejecting: dict[int, str] = {}  # points with more rejections than allowed: the first text
     for index, group in by_point.items():
         statuses = {r["status"] for r in group}
         for status in ("pending", "failed", "skipped"):
@@ -37,24 +38,44 @@ def choose_best(plan: SweepPlan, rows: Sequence[Row], *, complete: bool) -> dict
                 ranked.append((_worst(values, goal.sense), index))
             else:
                 counts["miss_sla"] += 1
+                over = [r for r in group if _over(r, plan.max_rejected)]
+                if over:
+                    rejecting[index] = over[0]["rejections"] or f"{REJECTED} over the SLA"
     sign = 1.0 if goal.sense == "minimize" else -1.0
     ranked.sort(key=lambda item: (sign * item[0], item[1]))
     best = _entry(plan, by_point, ranked[0]) if ranked else None
     runner_up = _entry(plan, by_point, ranked[1]) if len(ranked) > 1 else None
     return {"complete": complete, "objective": goal.as_dict(),
-            "sla": {b.figure: {b.op: b.value} for b in plan.sla},
+            "sla": {b.figure: {b.op: b.value} for b in plan.bounds()},
             "best": best, "runner_up": runner_up, "counts": counts,
-            "explanation": _explain(plan, best, runner_up, counts, complete)}
+            "explanation": _explain(plan, best, runner_up, counts, complete)
+            + _rejecting(rejecting)}
 
 
 def _number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
+def _over(row: Row, allowed: int) -> bool:
+    """A row with more rejected requests than the SLA allows (or no count of them)."""
+    count = row["figures"].get(REJECTED)
+    return not _number(count) or count > allowed
+
+
+def _rejecting(points: dict[int, str]) -> str:
+    """The sentence saying which points miss the SLA by rejecting requests, and why."""
+    if not points:
+        return ""
+    first = min(points)
+    n = len(points)
+    return (f" {n} point{'s' if n != 1 else ''} {'miss' if n != 1 else 'misses'} the SLA by "
+            f"rejecting requests, e.g. point {first}: {points[first]}.")
+
+
 def _entry(plan: SweepPlan, by_point: dict[int, list[Row]],
            item: tuple[float, int]) -> dict[str, Any]:
     value, index = item
-    shown = {plan.objective.figure, *(b.figure for b in plan.sla)}
+    shown = {plan.objective.figure, *(b.figure for b in plan.bounds())}
     return {"point": index, "value": value, "parameters": plan.points[index].parameters(),
             "runs": [{"trace": r["trace"], "report": r["report"],
                       "figures": {k: r["figures"].get(k) for k in sorted(shown)}}
@@ -66,7 +87,7 @@ def _explain(plan: SweepPlan, best: dict[str, Any] | None, runner_up: dict[str, 
     goal = plan.objective
     word = "lowest" if goal.sense == "minimize" else "highest"
     several = len(plan.traces) > 1
-    sla = " and ".join(b.text() for b in plan.sla)
+    sla = " and ".join(b.text() for b in plan.bounds())
     n = counts["meet_sla"]
     points = f"the {n} points that" if n != 1 else "the 1 point that"
     among = (f"of {points} {'meet' if n != 1 else 'meets'} the SLA ({sla})"

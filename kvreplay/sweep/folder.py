@@ -138,6 +138,7 @@ ROW_FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "rules": (_is_strings, "an array of rule IDs"),
     "error": (_optional(_is_str), "a string or null"),
     "sla_ok": (lambda v: v is None or isinstance(v, bool), "a boolean or null"),
+    "rejections": (_optional(_is_str), "a string or null"),
     "parameters": (_is_object, "an object"),
     "figures": (lambda v: _is_object(v) and all(_optional(_is_number)(x) for x in v.values()),
                 "an object of numbers"),
@@ -145,6 +146,8 @@ ROW_FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
 
 
 def _row(value: Any, where: str) -> Row:
+    if isinstance(value, dict):
+        value.setdefault("rejections", None)  # a folder from before rows said it
     return _fields(value, where, "a row of `kvreplay sweep`", ROW_FIELDS)
 
 

@@ -12,6 +12,9 @@ from kvreplay.schema.diagnostics import Diagnostic, has_errors
 # A point's state after planning: compiled and runnable, or never to run.
 PlanStatus = Literal["ok", "skipped", "invalid"]
 
+# The summary figure `sla.max_rejected` bounds.
+REJECTED = "rejected_requests"
+
 
 @attrs.frozen
 class Setting:
@@ -65,6 +68,9 @@ class Bound:
         return got <= self.value if self.op == "max" else got >= self.value
 
     def text(self) -> str:
+        if self.figure == REJECTED and self.op == "max":
+            return "no request rejected" if self.value == 0 else \
+                f"at most {self.value:g} request{'s' if self.value != 1 else ''} rejected"
         return f"{self.figure} {'<=' if self.op == 'max' else '>='} {self.value:g}"
 
 
@@ -87,11 +93,16 @@ class SweepPlan:
     points: tuple[Point, ...] = ()
     axes: tuple[str, ...] = ()  # parameter columns, in order of first appearance
     traces: tuple[Trace, ...] = ()  # empty: synthetic traffic, no trace
-    sla: tuple[Bound, ...] = ()
+    sla: tuple[Bound, ...] = ()  # the file's bounds on figures
     objective: Objective = Objective("gpu_hours", "minimize")
+    max_rejected: int = 0  # sla.max_rejected: the rejected requests a point may have
     base_digest: str | None = None  # the base config's spec digest (after --set)
     overrides: tuple[str, ...] = ()  # the command's --set, applied to the base
 
     @property
     def ok(self) -> bool:
         return not has_errors(self.diagnostics)
+
+    def bounds(self) -> tuple[Bound, ...]:
+        """Every bound a point must meet: the file's, then the rejections it allows."""
+        return (*self.sla, Bound(REJECTED, "max", self.max_rejected))

@@ -34,7 +34,7 @@ from kvreplay.sweep.checks import (
     split_path,
     subtree,
 )
-from kvreplay.sweep.model import Bound, Objective, Point, Setting, SweepPlan, Trace
+from kvreplay.sweep.model import REJECTED, Bound, Objective, Point, Setting, SweepPlan, Trace
 from kvreplay.sweep.schema import DEFAULT_OBJECTIVE, MAX_POINTS
 
 
@@ -81,11 +81,11 @@ def plan_sweep(loaded: Loaded, *, rules: RuleRunner | None,
         return SweepPlan(file, loaded.text, tuple(sort_unique(found.out)))
     folder = os.path.dirname(os.path.abspath(file))
     base = _base(data, loaded, folder, found, overrides)
-    sla, objective = _goals(data, found)
+    sla, objective, max_rejected = _goals(data, found)
     settings = _settings(data, found, base.kind if base else "yaml")
     traces = _traces(data, base, folder, found) if base is not None else ()
     plan = SweepPlan(file, loaded.text, (), axes=_axes(settings), traces=traces, sla=sla,
-                     objective=objective, overrides=tuple(overrides),
+                     objective=objective, max_rejected=max_rejected, overrides=tuple(overrides),
                      base_digest=spec_digest(base.compiled.emitted()) if base else None)
     grid = [axis for axis in settings if axis[0] == "grid"]
     count = _count(grid) + sum(1 for axis in settings if axis[0] == "points")
@@ -145,13 +145,26 @@ def _where(d: Diagnostic) -> str:
     return f"{d.span.file}:{d.span.line}:" if d.span.line is not None else f"{d.span.file}:"
 
 
-def _goals(data: dict[str, Any], found: _Findings) -> tuple[tuple[Bound, ...], Objective]:
+def _goals(data: dict[str, Any], found: _Findings) -> tuple[tuple[Bound, ...], Objective, int]:
     figures = numeric_figures()
     bounds: list[Bound] = []
-    for figure, limits in (data.get("sla") or {}).items():
+    sla = data.get("sla") or {}
+    for figure, limits in sla.items():
+        if figure == "max_rejected":
+            continue
+        if figure == REJECTED:
+            found.add("SWEEP-SLA", f"bound `{REJECTED}` with `max_rejected` (the rejected "
+                      "requests a point may have, default 0)", ("sla", figure), key=True,
+                      hint=f"write `max_rejected: {_allowed(limits)}` under `sla`")
+            continue
         if figure not in figures:
             found.add("SWEEP-FIGURE", f"`{figure}` is not a summary figure of the report",
                       ("sla", figure), key=True, hint=hint_for(figure, figures, "figures"))
+            continue
+        if "max" in limits and "min" in limits and limits["min"] > limits["max"]:
+            found.add("SWEEP-SLA", f"no value meets `{figure}`: its min {limits['min']:g} is "
+                      f"above its max {limits['max']:g}", ("sla", figure), key=True,
+                      hint="swap them, or drop one")
             continue
         bounds.extend(Bound(figure, op, float(limits[op])) for op in ("max", "min")
                       if op in limits)
@@ -160,7 +173,13 @@ def _goals(data: dict[str, Any], found: _Findings) -> tuple[tuple[Bound, ...], O
     if figure not in figures:
         found.add("SWEEP-FIGURE", f"`{figure}` is not a summary figure of the report",
                   ("objective", sense), hint=hint_for(figure, figures, "figures"))
-    return tuple(bounds), Objective(figure, "maximize" if sense == "maximize" else "minimize")
+    return (tuple(bounds), Objective(figure, "maximize" if sense == "maximize" else "minimize"),
+            int(sla.get("max_rejected", 0)))
+
+
+def _allowed(limits: Any) -> str:
+    value = limits.get("max") if isinstance(limits, dict) else None
+    return f"{int(value)}" if isinstance(value, int | float) and value >= 0 else "N"
 
 
 Axis = tuple[str, Any, list[Setting]]  # ("grid", path, values) or ("points", index, settings)

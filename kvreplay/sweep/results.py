@@ -20,19 +20,23 @@ Row = dict[str, Any]
 
 # The columns every row has, before the parameters and the figures.
 FIXED = ("point", "trace", "status", "rules", "error", "spec_digest", "trace_digest", "report",
-         "sla_ok")
+         "sla_ok", "rejections")
 
 
 def make_row(plan: SweepPlan, index: int, trace: str | None, *, status: str,
              rules: Sequence[str] = (), error: str | None = None, trace_digest: str | None = None,
              report: str | None = None, summary: Mapping[str, Any] | None = None) -> Row:
     """One row of the table (its JSONL form)."""
+    from kvreplay.engine.report import rejection_text
+
     point = plan.points[index]
     figures = {name: (summary or {}).get(name) for name in numeric_figures()}
-    sla_ok = None if summary is None else all(b.met(figures) for b in plan.sla)
+    sla_ok = None if summary is None else all(b.met(figures) for b in plan.bounds())
     return {"point": index, "trace": trace, "status": status, "rules": list(rules),
             "error": error, "spec_digest": point.spec_digest, "trace_digest": trace_digest,
-            "report": report, "sla_ok": sla_ok, "parameters": point.parameters(),
+            "report": report, "sla_ok": sla_ok,
+            "rejections": None if summary is None else rejection_text(summary),
+            "parameters": point.parameters(),
             "figures": figures}
 
 

@@ -18,6 +18,7 @@ S = dict[str, Any]
 MAX_POINTS = 10_000
 MAX_TRACES = 64
 PATH_MAX = 4096
+MAX_REJECTED = 2**53  # any count of requests a trace can hold
 
 DEFAULT_OBJECTIVE = {"minimize": "gpu_hours"}
 
@@ -65,7 +66,17 @@ def sweep_schema() -> S:
             "sla": {
                 "type": "object",
                 "description": "Bounds on summary figures a point must meet to be the best "
-                "(on every trace), e.g. `p90_ttft_ms: {max: 200}`.",
+                "(on every trace), e.g. `p90_ttft_ms: {max: 200}`, and the rejected requests "
+                "it may have (`max_rejected`).",
+                "properties": {
+                    "max_rejected": {
+                        "type": "integer", "minimum": 0, "maximum": MAX_REJECTED, "default": 0,
+                        "description": "Requests a point may have rejected (a prompt its KV "
+                        "cache can never hold) on each trace and still meet the SLA: the "
+                        "summary's `rejected_requests`. Default 0: a point that drops a "
+                        "request misses the SLA.",
+                    },
+                },
                 "additionalProperties": {
                     "type": "object", "properties": {"max": _bound("<="), "min": _bound(">=")},
                     "additionalProperties": False, "minProperties": 1,

@@ -27,6 +27,16 @@ def test_readme_main_command_runs(cli_process: Callable[..., Any]) -> None:
     assert "time to first token" in ran.out
 
 
+def test_the_run_summary_names_rejected_requests_and_why(cli: Callable[..., Any]) -> None:
+    """200 blocks of 512 tokens cannot hold two of the example's prompts: the summary says
+    they were rejected and why, beside the completed count."""
+    ran = cli("run", str(MAIN_EXAMPLE), "--set",
+              "engine.workers.aggregated.kv_cache.capacity.blocks=200")
+    assert ran.code == 0, ran.err
+    assert ("198 completed of 200; 2 rejected: prompt larger than the KV cache (max 102,400 "
+            "tokens)") in ran.out
+
+
 def test_report_file_is_canonical_and_valid(cli: Callable[..., Any], tmp_path: Path) -> None:
     """-o writes the canonical report, which validates against `kvreplay schema report`."""
     out = tmp_path / "report.json"

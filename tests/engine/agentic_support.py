@@ -26,7 +26,8 @@ ROW_KEYS = ("request_id", "play_id", "session_id", "agentic", "uuid", "arrival_t
             "first_admission_g1_reused_input_tokens", "first_admission_host_reused_input_tokens",
             "terminal_status")
 NOT_COMPARED = {"wall_time_ms", "processed_tokens_per_s", "processed_output_tokens_per_s",
-                "g2_transfers", "g2_timeline", "first_admission_host_reused_ratio"}
+                "g2_transfers", "g2_timeline", "first_admission_host_reused_ratio",
+                "rejected_requests", "rejections"}
 
 
 @cache

@@ -131,3 +131,10 @@ def test_activation_retries_a_waiting_destination_before_its_blocks_become_hits(
     assert (a.destination_reserved_ms, a.destination_activated_ms) == (2.0, 6.25)
     assert (b.destination_reserved_ms, b.destination_activated_ms, b.first_token_ms) == (
         6.75, 8.25, 8.75)
+
+
+def test_a_prompt_the_decode_worker_can_never_hold_is_rejected_with_its_reason() -> None:
+    """The prefill side holds 12 tokens, the decode worker only 2 blocks of 4: the request is
+    rejected at the handoff, for the decode worker's cache (max 8 tokens)."""
+    (r,) = run([request(0, 0.0, 12, 3, [1, 2, 3])], decode=role(num_gpu_blocks=2))
+    assert (r.terminal_status, r.rejection) == ("rejected", ("decode_kv_cache", 8))

@@ -100,6 +100,7 @@ def test_prompt_larger_than_the_pool_is_rejected_at_pass_end() -> None:
     assert (big.terminal_status, big.terminal_time_ms, big.first_admit_ms) == ("rejected", 10.0,
                                                                                None)
     assert (small.terminal_status, small.terminal_time_ms) == ("completed", 12.0)
+    assert (big.rejection, small.rejection) == (("kv_cache", 8), None)
 
 
 def test_max_model_len_rejects_prompts_and_caps_generation() -> None:
@@ -107,6 +108,7 @@ def test_max_model_len_rejects_prompts_and_caps_generation() -> None:
     long, capped = run([request(0, 0.0, 8, 2, [1, 2]), request(1, 5.0, 7, 5, [4, 5])],
                        max_model_len=8, num_gpu_blocks=20)
     assert (long.terminal_status, long.terminal_time_ms) == ("rejected", 0.0)
+    assert long.rejection == ("max_model_len", 8)
     assert (capped.output_length, capped.terminal_time_ms) == (1, 15.0)
 
 
@@ -190,3 +192,23 @@ def test_prefill_schedule_interval_defers_admissions_on_decoding_dp_ranks(
                   prefill_schedule_interval=interval)
     assert records[1].first_admit_ms == 10.0
     assert [r.first_admit_ms for r in records[2:]] == [admitted_at] * 3
+
+
+def test_the_summary_counts_rejections_by_reason() -> None:
+    """Two prompts too large for 2 blocks of 4 tokens and one at max_model_len: the summary says
+    3 rejected, by reason and limit, in words."""
+    from kvreplay.engine.report import rejection_text, report_from_run
+
+    doc = native(rank(num_gpu_blocks=2, max_model_len=10))
+    requests = [request(0, 0.0, 12, 2, [1, 2, 3]), request(1, 0.0, 9, 2, [4, 5, 6]),
+                request(2, 0.0, 10, 2, [7, 8, 9]), request(3, 0.0, 4, 2, [10])]
+    summary = report_from_run(run_native(doc, workload=ListWorkload(requests)))["summary"]
+    assert (summary["completed_requests"], summary["rejected_requests"]) == (1, 3)
+    assert summary["rejections"] == [
+        {"reason": "kv_cache", "limit_tokens": 8, "count": 1,
+         "message": "prompt larger than the KV cache (max 8 tokens)"},
+        {"reason": "max_model_len", "limit_tokens": 10, "count": 2,
+         "message": "prompt at or above max_model_len (10 tokens)"}]
+    assert rejection_text(summary) == ("3 rejected: 1 prompt larger than the KV cache (max 8 "
+                                       "tokens), 2 prompts at or above max_model_len (10 tokens)")
+    assert rejection_text({**summary, "rejected_requests": 0, "rejections": []}) is None

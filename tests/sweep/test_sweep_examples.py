@@ -65,3 +65,28 @@ def test_docs_show_the_shipped_example() -> None:
     block = re.findall(r"```yaml\n(.*?)```", docs.read_text(encoding="utf-8"), re.S)[0]
     shipped = next(p for p in EXAMPLES if p.name == "kv-router-capacity.yaml")
     assert YAML(typ="safe").load(block) == YAML(typ="safe").load(shipped.read_text())
+
+
+def test_the_router_example_picks_no_point_that_rejects_requests(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """kv-router-capacity: with 200 blocks of 512 tokens two prompts (120,633 and 102,869
+    tokens) can never fit and are rejected, so no blocks=200 point meets the SLA (default
+    `max_rejected: 0`); best.json, the table, the summary line and the page say why."""
+    path = next(p for p in EXAMPLES if p.name == "kv-router-capacity.yaml")
+    ran = invoke(capsys, "sweep", str(path), "-o", str(tmp_path), "-j", "1", "--no-progress",
+                 "--html")
+    assert ran.code == 0, ran.err
+    best = json.loads((tmp_path / "best.json").read_text())
+    blocks = "engine.workers.aggregated.kv_cache.capacity.blocks"
+    assert best["best"]["parameters"][blocks] == 1000
+    assert best["runner_up"]["parameters"][blocks] == 1000
+    assert best["sla"]["rejected_requests"] == {"max": 0}
+    why = "2 rejected: prompt larger than the KV cache (max 102,400 tokens)"
+    assert why in best["explanation"] and why in ran.out
+    rows = [json.loads(line) for line in (tmp_path / "results.jsonl").read_text().splitlines()]
+    small = [r for r in rows if r["parameters"].get(blocks) == 200]
+    assert small and all(r["sla_ok"] is False and r["rejections"] == why
+                         and r["figures"]["rejected_requests"] == 2 for r in small)
+    assert why in (tmp_path / "results.csv").read_text()
+    html = (tmp_path / "sweep.html").read_text()
+    assert "rejected requests" in html and "prompt larger than the KV cache" in html

@@ -97,6 +97,31 @@ def test_unknown_figure_in_sla_and_objective(capsys: Capture, tmp_path: Path) ->
     assert "p90_ttft_ms" in str(found[0]["hint"])
 
 
+def test_an_sla_range_no_value_meets_is_reported(capsys: Capture, tmp_path: Path) -> None:
+    """`{min: 100, max: 1}` (issue 30) is SWEEP-SLA at the figure; bounding rejected_requests
+    as a figure is SWEEP-SLA too, with the `max_rejected` to write instead."""
+    text = BASE + ("points: [{}]\nsla:\n  p90_ttft_ms: {min: 100, max: 1}\n"
+                   "  rejected_requests: {max: 3}\n  max_rejected: 1\n")
+    code, found = _lint(capsys, _write(tmp_path, text))
+    assert code == 1
+    assert [(d["rule"], d["line"], d["column"]) for d in found] == [("SWEEP-SLA", 8, 3),
+                                                                   ("SWEEP-SLA", 9, 3)]
+    assert "min 100 is above its max 1" in str(found[0]["message"])
+    assert "max_rejected: 3" in str(found[1]["hint"])
+
+
+def test_max_rejected_is_a_count(capsys: Capture, tmp_path: Path) -> None:
+    """`sla.max_rejected` takes a count of requests (the schema refuses -1 and 1.5) and is read
+    into the plan (default 0)."""
+    for bad in ("-1", "1.5"):
+        text = BASE + f"points: [{{}}]\nsla: {{max_rejected: {bad}}}\n"
+        code, found = _lint(capsys, _write(tmp_path, text))
+        assert code == 1 and [d["line"] for d in found] == [7], bad
+    assert plan_of(_write(tmp_path, BASE + "points: [{}]\nsla: {max_rejected: 4}\n")
+                   ).max_rejected == 4
+    assert plan_of(_write(tmp_path, BASE + "points: [{}]\n")).max_rejected == 0
+
+
 def test_unreadable_base_is_located_at_base(capsys: Capture, tmp_path: Path) -> None:
     """SWEEP-BASE at the `base` value when the file is missing."""
     code, found = _lint(capsys, _write(tmp_path, "kind: sweep\nbase: nothere.yaml\npoints: [{}]\n"))

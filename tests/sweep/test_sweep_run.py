@@ -64,9 +64,9 @@ def test_csv_matches_the_jsonl_rows(full_run: tuple[Path, Path]) -> None:
     rows = _rows(out)
     assert len(table) == len(rows)
     first = (out / "results.csv").read_text().splitlines()[0].split(",")
-    assert first[:9] == ["point", "trace", "status", "rules", "error", "spec_digest",
-                         "trace_digest", "report", "sla_ok"]
-    assert first[9:12] == ["engine.workers.aggregated.parallelism.replicas",
+    assert first[:10] == ["point", "trace", "status", "rules", "error", "spec_digest",
+                          "trace_digest", "report", "sla_ok", "rejections"]
+    assert first[10:13] == ["engine.workers.aggregated.parallelism.replicas",
                            "engine.workers.aggregated.kv_cache.capacity.blocks", "router.policy"]
     for line, row in zip(table, rows, strict=True):
         assert line["status"] == row["status"]
@@ -77,11 +77,13 @@ def test_csv_matches_the_jsonl_rows(full_run: tuple[Path, Path]) -> None:
 
 
 def test_best_point_is_the_cheapest_that_meets_the_sla(full_run: tuple[Path, Path]) -> None:
-    """best.json names the lowest-gpu_hours point with p90 TTFT <= 200 ms (earliest on a tie)."""
+    """best.json names the lowest-gpu_hours point with p90 TTFT <= 200 ms and no rejected
+    request (earliest on a tie)."""
     _, out = full_run
     rows = _rows(out)
     best = json.loads((out / "best.json").read_text())
-    meeting = [r for r in rows if r["status"] == "ok" and r["figures"]["p90_ttft_ms"] <= 200]
+    meeting = [r for r in rows if r["status"] == "ok" and r["figures"]["p90_ttft_ms"] <= 200
+               and r["figures"]["rejected_requests"] == 0]
     expected = min(meeting, key=lambda r: (r["figures"]["gpu_hours"], r["point"]))
     assert best["complete"] is True
     assert best["best"]["point"] == expected["point"]
@@ -89,7 +91,7 @@ def test_best_point_is_the_cheapest_that_meets_the_sla(full_run: tuple[Path, Pat
     assert best["counts"]["meet_sla"] == len(meeting)
     assert best["counts"]["skipped"] == 1
     assert f"point {expected['point']} (" in best["explanation"]
-    assert "meet the SLA (p90_ttft_ms <= 200)" in best["explanation"]
+    assert "meet the SLA (p90_ttft_ms <= 200 and no request rejected)" in best["explanation"]
 
 
 def test_parquet_holds_the_same_table(full_run: tuple[Path, Path]) -> None:

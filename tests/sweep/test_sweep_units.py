@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import attrs
 import pytest
 
 from kvreplay.sweep.best import choose_best
@@ -112,7 +113,8 @@ def _plan(traces: int = 1, sla: tuple[Bound, ...] = (),
 
 
 def _row(plan: SweepPlan, point: int, trace: str | None, **figures: float) -> dict[str, Any]:
-    return make_row(plan, point, trace, status="ok", summary=figures)
+    return make_row(plan, point, trace, status="ok",
+                    summary={"rejected_requests": 0, **figures})
 
 
 def test_best_is_judged_on_the_worst_trace() -> None:
@@ -165,11 +167,11 @@ def test_csv_cells_of_parameters(value: Any, cell: str) -> None:
     rows = [make_row(plan, 0, None, status="ok"), make_row(plan, 1, None, status="ok")]
     header, first, second = csv_text(rows).splitlines()
     names = header.split(",")
-    assert names.index("x.y") == 9
+    assert names.index("x.y") == 10
     import csv
 
     parsed = list(csv.reader([first, second]))
-    assert parsed[0][9] == cell and parsed[1][9] == ""
+    assert parsed[0][10] == cell and parsed[1][10] == ""
 
 
 def test_results_csv_quotes_and_neutralizes_text() -> None:
@@ -201,3 +203,35 @@ def test_sweep_json_names_the_sweep_file_without_an_absolute_path(given: str, sh
     from kvreplay.sweep.manifest import shown_path
 
     assert shown_path(given) == shown
+
+
+def _rejecting(plan: SweepPlan, point: int, count: int) -> dict[str, Any]:
+    summary = {"gpu_hours": 1.0 + point, "rejected_requests": count, "rejections": [
+        {"reason": "kv_cache", "limit_tokens": 1024, "count": count,
+         "message": "prompt larger than the KV cache (max 1,024 tokens)"}] if count else []}
+    return make_row(plan, point, "t0", status="ok", summary=summary)
+
+
+def test_a_point_that_rejects_requests_misses_the_sla() -> None:
+    """The cheapest point rejected a request: it misses the SLA (max_rejected 0) and the
+    explanation says which point and why."""
+    plan = _plan()
+    rows = [_rejecting(plan, 0, 1), _rejecting(plan, 1, 0), _rejecting(plan, 2, 0),
+            _rejecting(plan, 3, 0)]
+    assert rows[0]["sla_ok"] is False
+    assert rows[0]["rejections"] == "1 rejected: prompt larger than the KV cache (max 1,024 tokens)"
+    best = choose_best(plan, rows, complete=True)
+    assert best["best"]["point"] == 1 and best["sla"] == {"rejected_requests": {"max": 0}}
+    assert "(no request rejected)" in best["explanation"]
+    assert best["explanation"].endswith(
+        " 1 point misses the SLA by rejecting requests, e.g. point 0: 1 rejected: prompt larger "
+        "than the KV cache (max 1,024 tokens).")
+
+
+def test_max_rejected_allows_that_many_rejections() -> None:
+    """`sla.max_rejected: 2` lets a point with 2 rejected requests meet the SLA, not one with 3."""
+    plan = attrs.evolve(_plan(), max_rejected=2)
+    rows = [_rejecting(plan, 0, 3), _rejecting(plan, 1, 2)]
+    assert [r["sla_ok"] for r in rows] == [False, True]
+    best = choose_best(plan, rows, complete=True)
+    assert best["best"]["point"] == 1 and "at most 2 requests rejected" in best["explanation"]
