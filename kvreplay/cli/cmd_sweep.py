@@ -11,6 +11,7 @@ import sys
 
 from kvreplay.cli import exits
 from kvreplay.cli.diagnostics_out import print_diagnostics
+from kvreplay.io import signals
 from kvreplay.io.output import write_stderr, write_stdout
 
 
@@ -97,6 +98,12 @@ def _run(plan: object, args: argparse.Namespace) -> int:
     except ExecutorUnavailable as exc:
         write_stderr(f"kvreplay: {exc}\n")
         return exits.USAGE
+    except signals.STOPS as exc:  # the table of what finished is written: say how to go on
+        show.close()
+        code = signals.stopped(exc)
+        write_stderr(f"kvreplay: the finished points are kept in {args.output}; rerun the "
+                     "same command to resume\n")
+        return code
     finally:
         show.close()
     if outcome.diagnostics:

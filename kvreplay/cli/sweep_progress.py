@@ -56,6 +56,7 @@ class SweepProgress:
 
     def close(self) -> None:
         if self.enabled and self.tty and self.shown:
+            self.shown = False
             try:
                 sys.stderr.write("\r\033[K")
                 sys.stderr.flush()

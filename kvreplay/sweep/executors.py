@@ -9,6 +9,7 @@ killed its worker is told apart from the ones that only shared the pool.
 from __future__ import annotations
 
 import collections
+import contextlib
 import logging
 import os
 import signal
@@ -146,12 +147,22 @@ class LocalBackend:
     def close(self, *, kill: bool) -> None:
         processes = list((getattr(self.pool, "_processes", None) or {}).values()) if kill \
             else []
+        results = getattr(self.pool, "_result_queue", None) if kill else None
         self.pool.shutdown(wait=not kill, cancel_futures=True)
         for process in processes:  # a point in progress is abandoned, not awaited
             if process.is_alive():
                 process.kill()
         for process in processes:
             process.join(5)
+        # A process killed while sending its result (a report is megabytes) leaves the pool's
+        # manager thread reading the rest of the message forever, and the interpreter joins
+        # that thread at exit: the sweep would hang after "interrupted". This process holds the
+        # last write end of the result pipe once the processes are dead; closing it turns the
+        # wait into an end of file, on which the thread marks the pool broken and ends.
+        writer = getattr(results, "_writer", None)
+        if writer is not None:
+            with contextlib.suppress(OSError):
+                writer.close()
 
 
 class RayBackend:

@@ -177,6 +177,7 @@ def test_ctrl_c_leaves_finished_reports_and_a_consistent_table(tmp_path: Path) -
     _, err = child.communicate(timeout=120)
     assert child.returncode == 130, err
     assert "kvreplay: interrupted" in err and "Traceback" not in err
+    assert "rerun the same command to resume" in err
     rows = _rows(out)
     assert [r["point"] for r in rows] == list(range(13))
     statuses = [r["status"] for r in rows]
@@ -186,6 +187,42 @@ def test_ctrl_c_leaves_finished_reports_and_a_consistent_table(tmp_path: Path) -
             assert json.loads((out / row["report"]).read_text())["summary"]
     assert json.loads((out / "best.json").read_text())["complete"] is False
     assert not [p for p in out.rglob(".kvreplay-*")]
+
+
+HALF_SENT = """\
+import os, struct, time
+from kvreplay.sweep.executors import LocalBackend
+from kvreplay.sweep.task import PointJob
+
+if __name__ == "__main__":
+    backend = LocalBackend(2)
+    job = PointJob("p", "{not json", "d", None, None)
+    futures = [backend.submit(job), backend.submit(job)]
+    while not all(f.done() for f in futures):
+        time.sleep(0.05)
+    # The head of a 1 MB result and 16 of its bytes: what a pool process killed while sending
+    # its report leaves in the result pipe (the pool's manager thread now waits for the rest).
+    os.write(backend.pool._result_queue._writer.fileno(), struct.pack("!i", 1 << 20) + bytes(16))
+    time.sleep(0.5)
+    backend.close(kill=True)  # what Ctrl-C does
+"""
+
+
+def test_ctrl_c_while_a_report_is_half_sent_does_not_hang_the_exit(tmp_path: Path) -> None:
+    """Issue 22: after Ctrl-C with --jobs 2, about one sweep in ten waited in `_python_exit`
+    for the pool's manager thread, stuck reading the report of a process killed mid-send.
+    The same state made deterministic: the process exits at once."""
+    script = tmp_path / "half_sent.py"
+    script.write_text(HALF_SENT, encoding="utf-8")
+    child = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        _, err = child.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(child.pid, signal.SIGKILL)
+        child.communicate()
+        pytest.fail("the process hung at exit after closing the pool")
+    assert child.returncode == 0, err
 
 
 def test_without_ray_the_ray_executor_is_a_usage_error(
