@@ -8,11 +8,13 @@ import contextlib
 import json
 import os
 import sys
+from collections.abc import Sequence
 
 from kvreplay.cli import exits
 from kvreplay.cli.diagnostics_out import print_diagnostics
 from kvreplay.io import signals
 from kvreplay.io.output import write_stderr, write_stdout
+from kvreplay.schema.diagnostics import Diagnostic
 
 
 def run(args: argparse.Namespace) -> int:
@@ -47,7 +49,8 @@ def run(args: argparse.Namespace) -> int:
     except OverrideError as exc:
         write_stderr(f"kvreplay: {exc}\n")
         return exits.USAGE
-    print_diagnostics([(plan.file, plan.text, plan.diagnostics)], args)
+    print_diagnostics([(plan.file, plan.text, _unsuppressed(plan.diagnostics, plan.text,
+                                                           plan.file))], args)
     if not plan.ok:
         return exits.for_diagnostics(plan.diagnostics) or exits.FINDINGS
     _refuse_outputs(args, loaded.data.get("base"), plan)
@@ -82,6 +85,18 @@ def _refuse_outputs(args: argparse.Namespace, base: object, plan: object) -> Non
         Output(args.html, inputs)
 
 
+def _unsuppressed(found: Sequence[Diagnostic], text: str | None, file: str) -> list[Diagnostic]:
+    """The findings `kvreplay lint` would show, inline `# kvreplay: ignore[...]` comments
+    applied; an error stays, suppressed or not: the sweep cannot run past it."""
+    from kvreplay import suppressions
+    from kvreplay.schema.diagnostics import sort_unique
+
+    kept = suppressions.apply(found, text, file)
+    shown = set(kept)
+    errors = [d for d in found if d.severity == "error" and d not in shown]
+    return sort_unique([*kept, *errors])
+
+
 def _run(plan: object, args: argparse.Namespace) -> int:
     from kvreplay.cli.sweep_progress import SweepProgress
     from kvreplay.sweep.executors import ExecutorUnavailable
@@ -90,7 +105,7 @@ def _run(plan: object, args: argparse.Namespace) -> int:
 
     assert isinstance(plan, SweepPlan)
     options = SweepOptions(args.output, args.executor, args.jobs, args.address,
-                           args.trace_transport)
+                           args.trace_transport, force=args.force)
     show = SweepProgress(enabled=not args.no_progress and not args.quiet,
                          tty=sys.stderr.isatty())
     try:
@@ -111,6 +126,10 @@ def _run(plan: object, args: argparse.Namespace) -> int:
         return exits.for_diagnostics(outcome.diagnostics) or exits.USAGE
     statuses = [r["status"] for r in outcome.rows]
     failed = statuses.count("failed")
+    if outcome.changed:
+        write_stderr(f"kvreplay: {outcome.changed} report(s) in {args.output} did not match the "
+                     "digest recorded when the sweep wrote them (edited or cut since): run "
+                     "again\n")
     if args.html is not None:
         from kvreplay.cli.cmd_report import sweep_page
 

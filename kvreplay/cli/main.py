@@ -266,6 +266,9 @@ def _sweep_parser(sweep: argparse.ArgumentParser) -> None:
     sweep.add_argument("--format", choices=["table", "json"], default="table",
                        help="stdout: a summary, or best.json")
     sweep.add_argument("--no-progress", action="store_true", help="no progress lines")
+    sweep.add_argument("--force", action="store_true",
+                       help="write into a folder holding another sweep's results (its table "
+                       "is replaced; its reports are kept)")
     sweep.add_argument("--html", nargs="?", const="", default=None, metavar="FILE",
                        help="also write the offline HTML page of the results (default FILE: "
                        "DIR/sweep.html; `kvreplay report DIR` renders it later)")

@@ -196,4 +196,17 @@ MANIFEST_FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
 
 
 def _manifest(value: Any, where: str) -> dict[str, Any]:
-    return _fields(value, where, f"{MANIFEST} of `kvreplay sweep`", MANIFEST_FIELDS)
+    found = _fields(value, where, f"{MANIFEST} of `kvreplay sweep`", MANIFEST_FIELDS)
+    reports = found.get("reports", {})  # absent in a folder from before it was recorded
+    if not (_is_object(reports) and all(_is_str(v) for v in reports.values())):
+        raise _wrong(where, "reports", "an object of report digests", reports)
+    return found
+
+
+def read_manifest(folder: str) -> dict[str, Any] | None:
+    """A results folder's checked sweep.json, or None when it has none (ResultsError when it
+    cannot be read as one)."""
+    path = os.path.join(folder, MANIFEST)
+    if not os.path.lexists(path):
+        return None
+    return _manifest(_document(path), path)

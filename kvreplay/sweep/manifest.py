@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kvreplay.sweep.model import SweepPlan
@@ -23,8 +23,10 @@ def shown_path(path: str) -> str:
     return os.path.basename(path) if os.path.isabs(path) else os.path.normpath(path)
 
 
-def manifest(plan: SweepPlan, rows: Sequence[Row]) -> dict[str, Any]:
-    """sweep.json's content; the traces (label and content digest) as the rows name them."""
+def manifest(plan: SweepPlan, rows: Sequence[Row],
+             digests: Mapping[str, str]) -> dict[str, Any]:
+    """sweep.json's content; the traces (label and content digest) as the rows name them, and
+    the digest of each report the rows name, recorded when the report was written."""
     from kvreplay import __version__
 
     traces: dict[tuple[Any, Any], None] = {}
@@ -36,4 +38,6 @@ def manifest(plan: SweepPlan, rows: Sequence[Row]) -> dict[str, Any]:
     return {"format": MANIFEST_VERSION, "kvreplay_version": __version__,
             "sweep": shown_path(plan.file), "sweep_digest": digest,
             "base_digest": plan.base_digest, "overrides": list(plan.overrides),
-            "traces": [{"trace": label, "digest": d} for label, d in traces]}
+            "traces": [{"trace": label, "digest": d} for label, d in traces],
+            "reports": {r["report"]: digests[r["report"]] for r in rows
+                        if r["report"] is not None and r["report"] in digests}}

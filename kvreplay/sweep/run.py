@@ -19,6 +19,7 @@ from kvreplay.sweep.results import Row, csv_text, jsonl_text, make_row, parquet_
 from kvreplay.sweep.store import (
     REPORTS,
     finished_summary,
+    report_digest,
     report_name,
     report_path,
     write_atomic,
@@ -33,6 +34,7 @@ class SweepOptions:
     jobs: int | None = None  # local default: os.cpu_count(); ray default: the cluster's CPUs
     address: str | None = None
     trace_transport: str = "object-store"  # ray: "object-store" | "path"
+    force: bool = False  # replace the table of another sweep's results folder
 
 
 @attrs.frozen
@@ -56,6 +58,7 @@ class SweepOutcome:
     resumed: int = 0
     to_run: int = 0
     diagnostics: tuple[Diagnostic, ...] = ()  # trace problems: nothing was run
+    changed: int = 0  # reports found but edited since written (or unrecorded): run again
 
 
 def run_sweep(plan: SweepPlan, options: SweepOptions, *,
@@ -68,6 +71,9 @@ def run_sweep(plan: SweepPlan, options: SweepOptions, *,
     traces, problems = _checked_traces(plan)
     if problems:
         return SweepOutcome([], {}, Stats(), diagnostics=problems)
+    recorded = _previous(plan, options)
+    digests: dict[str, str] = {}  # report path (as rows name it) -> digest of its bytes
+    changed = 0
     runs: list[Trace | None] = [*traces] or [None]
     several = len(runs) > 1
     rows: list[Row] = []
@@ -88,8 +94,14 @@ def run_sweep(plan: SweepPlan, options: SweepOptions, *,
             assert point.spec_digest is not None and point.native is not None
             name = report_name(point.spec_digest, digest, several)
             where = os.path.join(options.out_dir, REPORTS, f"{name}.json")
-            summary = finished_summary(where, point.spec_digest, digest, __version__)
+            shown = report_path(name)
+            summary = finished_summary(where, point.spec_digest, digest, __version__,
+                                       recorded.get(shown))
+            if summary is None and name not in jobs and shown in recorded \
+                    and os.path.lexists(where):  # written by a sweep, edited or cut since
+                changed += 1
             if summary is not None:
+                digests[shown] = recorded[shown]
                 resumed += 1
                 rows.append(make_row(plan, point.index, label, status="ok", trace_digest=digest,
                                      report=report_path(name), summary=summary))
@@ -102,7 +114,7 @@ def run_sweep(plan: SweepPlan, options: SweepOptions, *,
     # Started before anything is written: an executor that cannot start leaves no trace.
     backend = _backend(options, len(jobs), traces) if jobs else None
     _make_folder(os.path.join(options.out_dir, REPORTS))
-    outcome = SweepOutcome(rows, {}, Stats(), resumed, len(jobs))
+    outcome = SweepOutcome(rows, {}, Stats(), resumed, len(jobs), changed=changed)
     started = time.perf_counter()
     finished = 0
 
@@ -111,8 +123,9 @@ def run_sweep(plan: SweepPlan, options: SweepOptions, *,
         finished += 1
         if result.ok:
             assert result.report_text is not None
-            write_atomic(os.path.join(options.out_dir, REPORTS, f"{job.name}.json"),
-                         result.report_text)
+            data = result.report_text.encode("utf-8")
+            write_atomic(os.path.join(options.out_dir, REPORTS, f"{job.name}.json"), data)
+            digests[report_path(job.name)] = report_digest(data)
         for i in waiting[job.name]:
             old = rows[i]
             rows[i] = make_row(plan, old["point"], old["trace"],
@@ -141,8 +154,61 @@ def run_sweep(plan: SweepPlan, options: SweepOptions, *,
             backend.close(kill=False)
         complete = True
     finally:
-        outcome.best = write_tables(plan, rows, options.out_dir, complete=complete)
+        outcome.best = write_tables(plan, rows, options.out_dir, complete=complete,
+                                    digests=digests)
     return outcome
+
+
+# What a sweep writes in its results folder, besides reports/<name>.json.
+WRITTEN = ("results.jsonl", "results.csv", "results.parquet", "best.json", "sweep.json",
+           "sweep.html")
+
+
+def _previous(plan: SweepPlan, options: SweepOptions) -> dict[str, str]:
+    """The report digests the sweep that wrote the folder recorded (none for a new folder).
+
+    Refused (OutputError): a symlink where the sweep writes (it would write outside the
+    folder), and, without --force, a folder holding the results of another sweep file."""
+    from kvreplay.io.output import OutputError
+    from kvreplay.sweep.folder import ResultsError, read_manifest
+    from kvreplay.sweep.manifest import manifest, shown_path
+
+    out = options.out_dir
+    _refuse_links(out)
+    try:
+        previous = read_manifest(out) if os.path.isdir(out) else None
+    except ResultsError as exc:
+        if not options.force:
+            raise OutputError(f"refusing to write in {out}: {exc} (--force replaces it)") \
+                from None
+        return {}
+    if previous is None:
+        return {}
+    ours = manifest(plan, [], {})
+    if previous["sweep"] != shown_path(plan.file) and previous["sweep_digest"] != \
+            ours["sweep_digest"] and not options.force:
+        raise OutputError(
+            f"refusing to write in {out}: it holds the results of another sweep "
+            f"({previous['sweep']}, sha256 {previous['sweep_digest']}), whose table this "
+            "sweep would replace; use another -o folder, or --force to replace it (its "
+            "reports are kept)")
+    return dict(previous.get("reports", {}))
+
+
+def _refuse_links(out: str) -> None:
+    from kvreplay.io.output import OutputError
+
+    names = [os.path.join(out, n) for n in (REPORTS, *WRITTEN)]
+    folder = os.path.join(out, REPORTS)
+    if os.path.isdir(folder) and not os.path.islink(folder):
+        with os.scandir(folder) as entries:
+            names.extend(e.path for e in entries if e.name.endswith(".json") and e.is_symlink())
+    for path in names:
+        if os.path.islink(path):
+            raise OutputError(
+                f"refusing to write in {out}: {path} is a symlink (to {os.readlink(path)}); a "
+                "sweep writes its results only inside the folder: remove the link, or use "
+                "another -o folder")
 
 
 def _make_folder(path: str) -> None:
@@ -155,7 +221,7 @@ def _make_folder(path: str) -> None:
 
 
 def write_tables(plan: SweepPlan, rows: list[Row], out_dir: str, *,
-                 complete: bool) -> dict[str, Any]:
+                 complete: bool, digests: dict[str, str]) -> dict[str, Any]:
     """results.csv, results.jsonl, results.parquet (with pyarrow), best.json and sweep.json."""
     from kvreplay.io import signals
     from kvreplay.io.output import write_files
@@ -170,8 +236,8 @@ def write_tables(plan: SweepPlan, rows: list[Row], out_dir: str, *,
             tables.append(("results.parquet", data))
         tables.append(("best.json",
                        json.dumps(best, indent=2, ensure_ascii=False, allow_nan=False) + "\n"))
-        tables.append((MANIFEST,
-                       json.dumps(manifest(plan, rows), indent=2, ensure_ascii=False) + "\n"))
+        tables.append((MANIFEST, json.dumps(manifest(plan, rows, digests), indent=2,
+                                            ensure_ascii=False) + "\n"))
         # Published together: a full disk leaves the previous tables, all of them.
         write_files([(os.path.join(out_dir, name), text) for name, text in tables])
     return best

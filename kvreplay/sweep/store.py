@@ -30,14 +30,30 @@ def _required_summary() -> frozenset[str]:
     return frozenset(required)
 
 
+def report_digest(data: bytes) -> str:
+    """What sweep.json records of a report when the sweep writes it: the first 16 hex digits
+    of the SHA-256 of its bytes."""
+    import hashlib
+
+    return hashlib.sha256(data).hexdigest()[:16]
+
+
 def finished_summary(path: str, spec_digest: str, trace_digest: str | None,
-                     version: str) -> dict[str, Any] | None:
+                     version: str, recorded: str | None) -> dict[str, Any] | None:
     """The summary of a complete report this sweep wrote for this spec and trace with this
-    kvreplay version; None when the file is missing, cut, foreign or from another version."""
+    kvreplay version, still as it was written (its bytes have the digest `recorded`); None
+    when the file is missing, cut, foreign, from another version, edited since or its digest
+    is not recorded."""
     try:
-        with open(path, encoding="utf-8") as fh:
-            report = json.load(fh)
-    except (OSError, ValueError):
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError:
+        return None
+    if recorded is None or report_digest(data) != recorded:
+        return None
+    try:
+        report = json.loads(data)
+    except ValueError:
         return None
     if not isinstance(report, dict) or set(report) != {"summary", "per_request", "meta"}:
         return None
