@@ -208,8 +208,8 @@ class RayBackend:
         if job.trace_digest is not None and job.trace_digest in self.shipped:
             ref = self.remote.remote(attrs.evolve(job, trace_path=None),
                                      self.shipped[job.trace_digest])
-        else:
-            ref = self.remote.remote(job)
+        else:  # the path transport: each task replays a private copy it checked
+            ref = self.remote.remote(attrs.evolve(job, private_copy=True))
         self.pending.add(ref)
         return ref
 

@@ -12,6 +12,7 @@ import hashlib
 import os
 import signal
 import tempfile
+from collections.abc import Callable
 from typing import Any
 
 import attrs
@@ -27,6 +28,9 @@ class PointJob:
     trace_digest: str | None
     trace_path: str | None  # the trace as every worker sees it (None: shipped as bytes)
     trace_suffix: str = ".jsonl"
+    # Replay a private copy of the trace, checked against trace_digest, not the path itself
+    # (Ray's path transport: the path is on a filesystem others write to).
+    private_copy: bool = False
 
 
 @attrs.frozen
@@ -70,19 +74,97 @@ def worker_init() -> None:
     import kvreplay.replay  # noqa: F401
 
 
+class TraceMismatch(ValueError):
+    """The trace a worker was given is not the one the sweep digested."""
+
+
+# This process's private folder for trace copies (mkdtemp: an unpredictable name, mode 0700),
+# and the copies made in it, by digest and suffix: a file planted in a shared temp folder
+# under a name someone could predict is never read.
+_FOLDER: list[str] = []
+_COPIES: dict[str, str] = {}
+
+
+def _private_folder() -> str:
+    if not _FOLDER:
+        import atexit
+        import shutil
+
+        _FOLDER.append(tempfile.mkdtemp(prefix="kvreplay-sweep-traces-"))
+        atexit.register(shutil.rmtree, _FOLDER[0], True)
+    return _FOLDER[0]
+
+
 def _materialize(data: bytes, job: PointJob) -> str:
-    """A trace shipped as bytes, as a file in this worker's temp folder (once per digest)."""
+    """A trace shipped as bytes, checked against its digest and written once per digest into
+    this worker's private folder."""
     if digest_bytes(data) != job.trace_digest:
-        raise ValueError("the shipped trace does not match its digest")
-    folder = os.path.join(tempfile.gettempdir(), "kvreplay-sweep-traces")
-    os.makedirs(folder, exist_ok=True)
-    path = os.path.join(folder, f"{job.trace_digest}{job.trace_suffix}")
-    if not os.path.exists(path):
-        fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
+        raise TraceMismatch("the shipped trace does not match its digest")
+    return _keep(job, lambda target: _write_new(target, data))
+
+
+def _private_copy(job: PointJob) -> str:
+    """The trace at `job.trace_path` copied into this worker's private folder once per digest;
+    the copy's digest is the sweep's or the point fails (the path changed since the sweep
+    digested it, or another file sits there)."""
+    assert job.trace_path is not None
+
+    def copy(target: str) -> None:
+        if os.path.isdir(job.trace_path or ""):
+            _copy_tree(job.trace_path or "", target)
+        else:
+            with open(job.trace_path or "", "rb") as fh:
+                _write_new(target, fh.read())
+        found = trace_digest(target)
+        if found != job.trace_digest:
+            raise TraceMismatch(f"the trace at {job.trace_path} has digest {found}, not the "
+                                f"{job.trace_digest} the sweep read: it changed since")
+
+    return _keep(job, copy)
+
+
+def _keep(job: PointJob, make: Callable[[str], None]) -> str:
+    """The private copy of the job's trace, made by `make(path)` the first time."""
+    name = f"{job.trace_digest}{job.trace_suffix}"
+    path = _COPIES.get(name)
+    if path is None:
+        target = os.path.join(_private_folder(), name)
+        try:
+            make(target)
+        except BaseException:
+            _remove(target)
+            raise
+        path = _COPIES[name] = target
     return path
+
+
+def _write_new(path: str, data: bytes) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
+
+
+def _copy_tree(source: str, target: str) -> None:
+    """A folder of Weka plays, file by file (symlinks read as the files they lead to)."""
+    os.mkdir(target, 0o700)
+    for root, dirs, files in os.walk(source):
+        dirs.sort()
+        here = os.path.join(target, os.path.relpath(root, source))
+        for name in dirs:
+            os.mkdir(os.path.join(here, name), 0o700)
+        for name in sorted(files):
+            with open(os.path.join(root, name), "rb") as fh:
+                _write_new(os.path.join(here, name), fh.read())
+
+
+def _remove(path: str) -> None:
+    import shutil
+
+    if os.path.isdir(path):
+        shutil.rmtree(path, ignore_errors=True)
+    elif os.path.lexists(path):
+        with contextlib.suppress(OSError):
+            os.unlink(path)
 
 
 def run_point(job: PointJob, trace_data: bytes | None = None) -> PointResult:
@@ -100,7 +182,12 @@ def _run(job: PointJob, trace_data: bytes | None, version: str) -> PointResult:
     from kvreplay.engine.report_stream import report_chunks
     from kvreplay.replay import replay
 
-    trace = _materialize(trace_data, job) if trace_data is not None else job.trace_path
+    if trace_data is not None:
+        trace: str | None = _materialize(trace_data, job)
+    elif job.private_copy and job.trace_path is not None:
+        trace = _private_copy(job)
+    else:
+        trace = job.trace_path
     compiled = compile_text(job.native, f"{job.name}.json")
     outcome = replay(compiled, base_dir=os.getcwd(), trace_paths=[trace] if trace else None,
                      stream=True, timed=False)

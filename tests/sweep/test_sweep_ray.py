@@ -104,3 +104,30 @@ def test_a_killed_ray_task_process_is_retried(small_run: tuple[Path, Path], loca
     assert killed and outcome.stats.retried >= 1 and outcome.stats.failed == 0
     assert [r["status"] for r in outcome.rows] == ["ok"] * 12 + ["skipped"]
     same_outputs(local, out)
+
+
+@pytest.mark.parametrize("transport", ["object-store", "path"])
+def test_a_trace_planted_in_the_shared_temp_folder_is_never_replayed(
+        small_run: tuple[Path, Path], small_trace: Path, local_ray: Any, tmp_path: Path,
+        transport: str) -> None:
+    """Issue 30: another trace planted where workers used to keep their copy of the sweep's
+    trace (`$TMPDIR/kvreplay-sweep-traces/<digest>.jsonl`) is not what the points replay:
+    workers copy the trace into a private mkdtemp folder and check its digest, so the results
+    are the undisturbed run's, byte for byte."""
+    import tempfile
+
+    from kvreplay.sweep.task import trace_digest
+
+    sweep, local = small_run
+    shared = Path(tempfile.gettempdir()) / "kvreplay-sweep-traces"
+    shared.mkdir(exist_ok=True)
+    planted = shared / f"{trace_digest(str(small_trace))}.jsonl"
+    lines = small_trace.read_text(encoding="utf-8").splitlines(keepends=True)
+    planted.write_text("".join(lines[:40]), encoding="utf-8")
+    try:
+        out = tmp_path / "ray-planted"
+        assert run_cli("sweep", str(sweep), "-o", str(out), "--executor", "ray",
+                       "--trace-transport", transport, "--no-progress", "-q") == 0
+        same_outputs(local, out)
+    finally:
+        planted.unlink()

@@ -235,3 +235,40 @@ def test_max_rejected_allows_that_many_rejections() -> None:
     assert [r["sla_ok"] for r in rows] == [False, True]
     best = choose_best(plan, rows, complete=True)
     assert best["best"]["point"] == 1 and "at most 2 requests rejected" in best["explanation"]
+
+
+def _trace_job(path: str, digest: str) -> PointJob:
+    from kvreplay.compiler.documents import compile_text
+
+    config = ("engine:\n  model: m\n  workers:\n    aggregated:\n"
+              "      kv_cache: {block_size: 512, capacity: {type: fixed, blocks: 100}}\n"
+              "      timing: {type: fixed, prefill_ms: 20, decode_ms: 5}\n"
+              "traffic:\n  source: {type: trace, format: mooncake, block_size: 512, "
+              "paths: [t.jsonl]}\n  load: {type: trace_timestamps}\n")
+    native = compile_text(config, "c.yaml").emitted()
+    return PointJob("p", native, "d", digest, path, ".jsonl", private_copy=True)
+
+
+def test_a_private_trace_copy_is_checked_and_kept_in_a_0700_folder(tmp_path: Any) -> None:
+    """Ray's path transport: the worker replays a copy of the trace in its own mkdtemp folder
+    (mode 0700, not a predictable name), made once the copy's digest is the sweep's; a trace
+    whose bytes changed since the sweep digested it fails the point, saying so."""
+    import os
+    import stat
+
+    from kvreplay.sweep import task
+
+    trace = tmp_path / "t.jsonl"
+    trace.write_text('{"timestamp": 0, "input_length": 600, "output_length": 3, '
+                     '"hash_ids": [1, 2]}\n', encoding="utf-8")
+    digest = task.trace_digest(str(trace))
+    result = task.run_point(_trace_job(str(trace), digest))
+    assert result.ok, result.error
+    copy = task._COPIES[f"{digest}.jsonl"]
+    folder = os.path.dirname(copy)
+    assert stat.S_IMODE(os.stat(folder).st_mode) == 0o700
+    assert os.path.basename(folder) != "kvreplay-sweep-traces"
+    changed = task.run_point(_trace_job(str(trace), "0123456789abcdef"))
+    assert not changed.ok
+    assert f"the trace at {trace} has digest {digest}, not the 0123456789abcdef" in str(
+        changed.error)
