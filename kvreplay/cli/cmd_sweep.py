@@ -105,7 +105,9 @@ def _run(plan: object, args: argparse.Namespace) -> int:
 
     assert isinstance(plan, SweepPlan)
     options = SweepOptions(args.output, args.executor, args.jobs, args.address,
-                           args.trace_transport, force=args.force)
+                           args.trace_transport, force=args.force,
+                           say=None if args.quiet else lambda line: write_stderr(
+                               f"kvreplay: {line}\n"))
     show = SweepProgress(enabled=not args.no_progress and not args.quiet,
                          tty=sys.stderr.isatty())
     try:

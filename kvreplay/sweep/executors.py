@@ -165,13 +165,40 @@ class LocalBackend:
                 writer.close()
 
 
+CONNECT_TIMEOUT_S = 5.0
+
+
+def reach(address: str, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
+    """ExecutorUnavailable, within `timeout_s`, when nothing listens at a Ray address
+    (`host:port`, `ray://host:port`); `auto` and addresses without a port are left to Ray.
+    Ray itself retries an unreachable cluster for minutes without a word."""
+    import socket
+
+    rest = address.removeprefix("ray://")
+    host, sep, port = rest.rpartition(":")
+    if not sep or not port.isdigit() or not host:
+        return
+    host = host.strip("[]")
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout_s).close()
+    except TimeoutError:
+        raise ExecutorUnavailable(f"cannot reach the Ray cluster at {address}: no answer in "
+                                  f"{timeout_s:g} s (is the head node up and the port open "
+                                  "from here?)") from None
+    except (OSError, ValueError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise ExecutorUnavailable(f"cannot reach the Ray cluster at {address}: {reason} (is "
+                                  "`ray start --head` running there, on that port?)") from None
+
+
 class RayBackend:
     """Each point a Ray task on a local Ray instance or an existing cluster (`address`)."""
 
     isolate_crashes = False
 
     def __init__(self, jobs: int | None, address: str | None, transport: str,
-                 traces: dict[str, tuple[str, str]]) -> None:
+                 traces: dict[str, tuple[str, str]],
+                 say: Callable[[str], None] | None = None) -> None:
         import importlib
 
         try:  # typed as Any: the stubs differ between Ray versions
@@ -182,6 +209,11 @@ class RayBackend:
         self.ray = ray
         self.owned = False
         if not ray.is_initialized():
+            if address:
+                reach(address)
+                if say is not None:
+                    say(f"connecting to the Ray cluster at {address} (Ray waits up to a "
+                        "minute for its GCS to answer)")
             try:
                 if address:
                     ray.init(address=address, logging_level=logging.ERROR, log_to_driver=False)

@@ -35,6 +35,7 @@ class SweepOptions:
     address: str | None = None
     trace_transport: str = "object-store"  # ray: "object-store" | "path"
     force: bool = False  # replace the table of another sweep's results folder
+    say: Callable[[str], None] | None = None  # what the sweep waits for (one line each)
 
 
 @attrs.frozen
@@ -289,7 +290,8 @@ def _backend(options: SweepOptions, count: int, traces: dict[Trace, str]) -> Bac
             if folders:
                 raise ExecutorUnavailable(f"the object-store transport ships trace files; "
                                           f"{folders[0]} is a folder: use --trace-transport path")
-        return RayBackend(options.jobs, options.address, options.trace_transport, shipped)
+        return RayBackend(options.jobs, options.address, options.trace_transport, shipped,
+                          say=options.say)
     from kvreplay.sweep.executors import LocalBackend
 
     return LocalBackend(min(options.jobs or os.cpu_count() or 1, count))

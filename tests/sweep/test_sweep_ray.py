@@ -131,3 +131,35 @@ def test_a_trace_planted_in_the_shared_temp_folder_is_never_replayed(
         same_outputs(local, out)
     finally:
         planted.unlink()
+
+
+def test_an_unreachable_ray_address_fails_at_once_saying_so(small_run: tuple[Path, Path],
+                                                           tmp_path: Path) -> None:
+    """Issue 30: `--executor ray --address` where nothing listens waited a minute and more
+    without a word; now the sweep says it cannot reach the cluster and exits 2, writing
+    nothing (a port just closed on this machine: refused at once)."""
+    import socket
+    import subprocess
+    import sys
+
+    pytest.importorskip("ray")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    sweep, _ = small_run
+    out = tmp_path / "o"
+    child = subprocess.run(
+        [sys.executable, "-m", "kvreplay", "sweep", str(sweep), "-o", str(out), "--executor",
+         "ray", "--address", f"127.0.0.1:{port}", "--no-progress"],
+        capture_output=True, text=True, timeout=60)
+    assert child.returncode == 2
+    assert f"cannot reach the Ray cluster at 127.0.0.1:{port}: Connection refused" in child.stderr
+    assert not out.exists()
+
+
+def test_reach_leaves_addresses_without_a_port_to_ray() -> None:
+    """`auto` and a bare host are Ray's to resolve; a bad port number is not checked either."""
+    from kvreplay.sweep.executors import reach
+
+    for address in ("auto", "head-node", "ray://", "host:port"):
+        reach(address)
