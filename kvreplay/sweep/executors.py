@@ -111,7 +111,7 @@ class LocalBackend:
         from concurrent.futures import ProcessPoolExecutor
 
         return ProcessPoolExecutor(self.capacity, mp_context=multiprocessing.get_context("spawn"),
-                                   initializer=worker_init)
+                                   initializer=worker_init, initargs=(os.getpid(),))
 
     def submit(self, job: PointJob) -> Any:
         from concurrent.futures.process import BrokenProcessPool

@@ -66,12 +66,49 @@ def trace_digest(path: str) -> str:
     return h.hexdigest()[:16]
 
 
-def worker_init() -> None:
-    """A pool worker leaves Ctrl-C to the sweep (which stops the pool) and loads the engine
-    before its first point."""
+def worker_init(parent: int | None = None) -> None:
+    """A pool worker leaves Ctrl-C to the sweep (which stops the pool), dies with the sweep
+    process `parent` (a SIGKILLed sweep cannot stop its pool), and loads the engine before its
+    first point."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if parent is not None:
+        die_with(parent)
     import kvreplay.engine.api
     import kvreplay.replay  # noqa: F401
+
+
+def die_with(parent: int) -> None:
+    """End this process when `parent` ends: at once on Linux (PR_SET_PDEATHSIG), else within
+    a second (a thread watching the parent's pid)."""
+    if not _death_signal():
+        import threading
+
+        threading.Thread(target=_watch, args=(parent,), name="kvreplay-parent-watch",
+                         daemon=True).start()
+    if os.getppid() != parent:  # the parent died before the signal was asked for
+        os._exit(1)
+
+
+def _death_signal() -> bool:
+    """SIGKILL on the parent's death (Linux prctl); False where there is none."""
+    import ctypes
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return bool(libc.prctl(1, signal.SIGKILL, 0, 0, 0) == 0)  # PR_SET_PDEATHSIG = 1
+    except (OSError, AttributeError):
+        return False
+
+
+def _watch(parent: int) -> None:
+    import time
+
+    while os.getppid() == parent:
+        time.sleep(1.0)
+    os._exit(1)
 
 
 class TraceMismatch(ValueError):

@@ -225,6 +225,97 @@ def test_ctrl_c_while_a_report_is_half_sent_does_not_hang_the_exit(tmp_path: Pat
     assert child.returncode == 0, err
 
 
+def _children(pid: int) -> list[int]:
+    """The live processes whose parent is `pid` (from /proc)."""
+    out = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            state = _state(int(name))
+            if state is not None and state[1] == pid and state[0] != "Z":
+                out.append(int(name))
+    return out
+
+
+def _state(pid: int) -> tuple[str, int] | None:
+    """(state letter, parent pid) of a process, None when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return fields[0], int(fields[1])
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="reads /proc")
+def test_the_pool_dies_with_a_sigkilled_sweep(tmp_path: Path) -> None:
+    """Issue 30: SIGKILL of the sweep process (no cleanup can run) left its pool processes
+    replaying; they now end with it."""
+    sweep = write_sweep(tmp_path, SLICE)
+    child = subprocess.Popen(
+        [sys.executable, "-m", "kvreplay", "sweep", str(sweep), "-o", str(tmp_path / "r"),
+         "-j", "2", "--no-progress"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        start_new_session=True)
+    deadline = time.monotonic() + 120
+    pool: list[int] = []
+    while time.monotonic() < deadline and child.poll() is None and len(pool) < 2:
+        pool = [p for p in _children(child.pid)
+                if b"spawn_main" in Path(f"/proc/{p}/cmdline").read_bytes()]
+        time.sleep(0.05)
+    assert len(pool) == 2, "the pool did not start"
+    os.kill(child.pid, signal.SIGKILL)
+    child.wait()
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and any(
+            (_state(p) or ("Z", 0))[0] != "Z" for p in pool):
+        time.sleep(0.05)
+    left = [p for p in pool if (_state(p) or ("Z", 0))[0] != "Z"]
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    assert left == []
+
+
+ORPHAN = """\
+import multiprocessing, os, sys, time
+
+def orphan(parent, armed):
+    from kvreplay.sweep import task
+    task._death_signal = lambda: False  # the watch thread, as where no prctl exists
+    task.die_with(parent)
+    open(armed, "w").close()
+    time.sleep(120)
+
+if __name__ == "__main__":
+    armed = sys.argv[1]
+    child = multiprocessing.get_context("spawn").Process(target=orphan,
+                                                         args=(os.getpid(), armed))
+    child.start()
+    while not os.path.exists(armed) and child.is_alive():
+        time.sleep(0.02)
+    print(child.pid, flush=True)
+    os._exit(0)  # no cleanup, as after SIGKILL
+"""
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="reads /proc")
+def test_without_a_death_signal_a_thread_ends_the_orphan(tmp_path: Path) -> None:
+    """Where the kernel has no parent-death signal, a thread watching the parent's pid ends
+    the worker within a second or two of the parent's death."""
+    script = tmp_path / "orphan.py"
+    script.write_text(ORPHAN, encoding="utf-8")
+    armed = tmp_path / "armed"
+    done = subprocess.run([sys.executable, str(script), str(armed)], capture_output=True,
+                          text=True, timeout=60)
+    assert armed.exists(), done.stderr
+    orphan = int(done.stdout.split()[0])
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and (_state(orphan) or ("Z", 0))[0] != "Z":
+        time.sleep(0.05)
+    alive = (_state(orphan) or ("Z", 0))[0] != "Z"
+    if alive:
+        os.kill(orphan, signal.SIGKILL)
+    assert not alive
+
+
 def test_without_ray_the_ray_executor_is_a_usage_error(
         small_run: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch) -> None:
