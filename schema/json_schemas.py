@@ -3,7 +3,10 @@ validators, shared by the compiler (positioned diagnostics) and the engine (nati
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Iterator
+from contextvars import ContextVar
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -24,11 +27,65 @@ def _is_integer(_checker: object, instance: object) -> bool:
     return isinstance(instance, int) and not isinstance(instance, bool)
 
 
+class ValidMemo:
+    """(subschema, instance) pairs known to give no error, by identity: validating many
+    documents that share subtrees (a sweep's points share the base's objects wherever they do
+    not change it) validates each shared subtree once. Only valid for objects never mutated
+    while the memo is in use; pairs are kept alive so that their ids stay theirs."""
+
+    def __init__(self) -> None:
+        self.valid: dict[tuple[int, int], tuple[Any, Any]] = {}
+        self.recording = True
+
+
+_MEMO: ContextVar[ValidMemo | None] = ContextVar("kvreplay_valid_memo", default=None)
+
+
+@contextlib.contextmanager
+def remembering(memo: ValidMemo) -> Iterator[ValidMemo]:
+    """Validations inside the block skip the pairs `memo` knows valid (and, while
+    `memo.recording`, add the ones they find valid)."""
+    token = _MEMO.set(memo)
+    try:
+        yield memo
+    finally:
+        _MEMO.reset(token)
+
+
+def _properties(validator: Any, properties: Any, instance: Any, schema: Any) -> Iterator[Any]:
+    """The `properties` keyword, skipping subtrees the memo in use knows valid. Exact for the
+    shipped schemas: they use no keyword whose result depends on more than the subschema and
+    the instance (no `unevaluated*`, no `$dynamicRef`; a test checks)."""
+    memo = _MEMO.get()
+    if memo is None:
+        yield from _PROPERTIES(validator, properties, instance, schema)
+        return
+    if not validator.is_type(instance, "object"):
+        return
+    for name, subschema in properties.items():
+        if name not in instance:
+            continue
+        value = instance[name]
+        pair = (id(subschema), id(value))
+        if pair in memo.valid:
+            continue
+        clean = True
+        for error in validator.descend(value, subschema, path=name, schema_path=name):
+            clean = False
+            yield error
+        if clean and memo.recording:
+            memo.valid[pair] = (subschema, value)
+
+
+_PROPERTIES: Any = jsonschema.Draft202012Validator.VALIDATORS["properties"]
+
+
 @cache
 def _validator_class() -> Any:
     base = jsonschema.Draft202012Validator
     checker = base.TYPE_CHECKER.redefine("integer", _is_integer)
-    return jsonschema.validators.extend(base, type_checker=checker)  # type: ignore[no-untyped-call]
+    return jsonschema.validators.extend(  # type: ignore[no-untyped-call]
+        base, validators={"properties": _properties}, type_checker=checker)
 
 
 @cache

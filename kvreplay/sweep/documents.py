@@ -23,7 +23,7 @@ def compile_document(path: str, *, overrides: Sequence[str] = (),
     if kind == "yaml" and looks_like_sweep(loaded.data):
         from kvreplay.sweep.plan import plan_sweep
 
-        plan = plan_sweep(loaded, rules=rules, overrides=overrides)
+        plan = plan_sweep(loaded, rules=rules, overrides=overrides, emit=False)
         return Compiled(path, "sweep", None, None, plan.diagnostics, text)
     return compile_loaded(kind, loaded, overrides=overrides, rules=rules)
 

@@ -6,7 +6,7 @@ the value, through source-map overlays, as `--set` values do.
 
 from __future__ import annotations
 
-import copy
+import functools
 import hashlib
 import itertools
 import os
@@ -26,6 +26,7 @@ from kvreplay.compiler.pipeline import (
 )
 from kvreplay.compiler.source import Loaded, Path, SourceMap
 from kvreplay.schema.diagnostics import Diagnostic, Severity, has_errors, sort_unique
+from kvreplay.schema.json_schemas import ValidMemo, remembering
 from kvreplay.schema.suggest import hint_for
 from kvreplay.sweep.checks import (
     TRACE_KEYS,
@@ -57,6 +58,14 @@ class _Findings:
     def __init__(self, source: SourceMap) -> None:
         self.source = source
         self.out: list[Diagnostic] = []
+        self._subtrees: dict[Path, SourceMap] = {}
+
+    def subtree(self, where: Path) -> SourceMap:
+        """The source map of the sweep file's value at `where` (made once: points share it)."""
+        found = self._subtrees.get(where)
+        if found is None:
+            found = self._subtrees[where] = subtree(self.source, where)
+        return found
 
     def add(self, rule: str, message: str, where: Path, *, key: bool = False,
             hint: str | None = None, severity: Severity = "error") -> None:
@@ -65,8 +74,9 @@ class _Findings:
 
 
 def plan_sweep(loaded: Loaded, *, rules: RuleRunner | None,
-               overrides: Sequence[str] = ()) -> SweepPlan:
-    """Every finding about a loaded sweep file and, when it has no error, its points."""
+               overrides: Sequence[str] = (), emit: bool = True) -> SweepPlan:
+    """Every finding about a loaded sweep file and, when it has no error, its points (with
+    their native JSON and spec digest, unless `emit` is false: lint needs only findings)."""
     from kvreplay.compiler.validate import prune, validate
 
     file = loaded.source.file or "<sweep>"
@@ -80,7 +90,10 @@ def plan_sweep(loaded: Loaded, *, rules: RuleRunner | None,
     if not isinstance(data, dict):
         return SweepPlan(file, loaded.text, tuple(sort_unique(found.out)))
     folder = os.path.dirname(os.path.abspath(file))
-    base = _base(data, loaded, folder, found, overrides)
+    memo = ValidMemo()  # the base's valid subtrees, which the points share (validated once)
+    with remembering(memo):
+        base = _base(data, loaded, folder, found, overrides)
+    memo.recording = False
     sla, objective, max_rejected = _goals(data, found)
     settings = _settings(data, found, base.kind if base else "yaml")
     traces = _traces(data, base, folder, found) if base is not None else ()
@@ -98,8 +111,9 @@ def plan_sweep(loaded: Loaded, *, rules: RuleRunner | None,
                   f"{MAX_POINTS:,}; split it into several sweep files", ("grid",), key=True)
     if base is None or has_errors(found.out):
         return attrs.evolve(plan, diagnostics=tuple(sort_unique(found.out)))
-    points = [_compile_point(n, chosen, base, rules, found)
-              for n, chosen in enumerate(_expand(settings))]
+    with remembering(memo):
+        points = [_compile_point(n, chosen, base, rules, found, emit=emit)
+                  for n, chosen in enumerate(_expand(settings))]
     return attrs.evolve(plan, points=tuple(points), diagnostics=tuple(sort_unique(found.out)))
 
 
@@ -264,27 +278,27 @@ def _traces(data: dict[str, Any], base: _Base, folder: str,
 
 
 def _compile_point(index: int, settings: tuple[Setting, ...], base: _Base,
-                   rules: RuleRunner | None, found: _Findings) -> Point:
-    """Apply the settings to a copy of the base and compile it; classify what went wrong."""
-    from kvreplay.rules import catalog
-
-    data = copy.deepcopy(base.loaded.data)
+                   rules: RuleRunner | None, found: _Findings, *, emit: bool = True) -> Point:
+    """Apply the settings to the base, sharing what they leave alone, and compile it; classify
+    what went wrong."""
+    data = dict(base.loaded.data)
     source = attrs.evolve(base.loaded.source, overlays=list(base.loaded.source.overlays))
     point = Point(index, settings, "ok")
     for s in settings:
         parts = split_path(s.path) or ()
+        _unshare(data, parts)
         blocked = assign(data, parts, s.value, remove=s.value is None)
         if blocked is not None:
             message = f"`{'.'.join(map(str, blocked))}` is not a mapping in the base config"
             found.add("SWEEP-POINT-INVALID", f"{point.label()}: {message}", s.where)
             return attrs.evolve(point, status="invalid", message=message)
         if s.value is not None:
-            source.overlays.append((parts, subtree(found.source, s.where)))
+            source.overlays.append((parts, found.subtree(s.where)))
     loaded = Loaded(data, source, base.loaded.text)
     compiled = (compile_native_loaded if base.kind == "native" else compile_yaml_loaded)(
         loaded, rules)
     errors = [d for d in compiled.diagnostics if d.severity == "error"]
-    matrix = catalog()
+    matrix = _matrix_rules()
     invalid = [d for d in errors if d.rule not in matrix]
     here = settings[0].where[:2] if settings else ("points", index)
     if invalid or compiled.spec is None:
@@ -306,6 +320,27 @@ def _compile_point(index: int, settings: tuple[Setting, ...], base: _Base,
             "SWEEP-POINT-SKIPPED", "warning", f"{point.label()} violates {', '.join(ids)} "
             f"({first.message}); `kvreplay sweep` skips it", span))
         return attrs.evolve(point, status="skipped", rules=ids, message=first.message)
+    if not emit:
+        return point
     native = compiled.emitted()
     return attrs.evolve(point, native=native, spec_digest=spec_digest(native))
+
+
+def _unshare(data: dict[str, Any], parts: Sequence[str | int]) -> None:
+    """Copy the mappings along `parts` (below the already copied `data`) so that assigning at
+    `parts` changes this point only: every other subtree stays the base's own object."""
+    node = data
+    for part in parts[:-1]:
+        child = node.get(str(part))
+        if not isinstance(child, dict):
+            return
+        node[str(part)] = child = dict(child)
+        node = child
+
+
+@functools.cache
+def _matrix_rules() -> frozenset[str]:
+    from kvreplay.rules import catalog
+
+    return frozenset(catalog())
 

@@ -199,3 +199,48 @@ def test_jobs_must_be_positive(capsys: Capture, tmp_path: Path) -> None:
     ran = invoke(capsys, "sweep", str(write_sweep(tmp_path, SLICE)), "-o", str(tmp_path / "o"),
                  "-j", "0")
     assert ran.code == 2 and "--jobs" in ran.err
+
+
+WIDE = BASE + """\
+    backend: vllm
+grid:
+  engine.workers.aggregated.parallelism.replicas: [1, 2, -1, 2.5]
+  engine.workers.aggregated.kv_cache.capacity: [{type: fixed, blocks: 10}, {type: fixed},
+                                                {type: nope, blocks: 3}, {blocks: -4}]
+  engine.backend: [vllm, sglang, trtllm]
+points:
+  - {engine.workers.aggregated.kv_cache.block_size: 0}
+  - {engine.backend: sglang, engine.workers.aggregated.kv_cache.host_offload: {num_host_blocks: 4}}
+  - {engine.workers.aggregated: null}
+"""
+
+
+def test_shared_subtrees_give_the_findings_of_a_full_validation(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Points share the base's unchanged objects and each shared subtree is validated once
+    (kvreplay.schema.json_schemas.ValidMemo): the plan, every finding and every point, equals the
+    plan made validating every point in full (valid values, schema errors, combinations,
+    removals)."""
+    import contextlib
+
+    from kvreplay.sweep import plan as plan_module
+
+    path = _write(tmp_path, WIDE)
+    fast = plan_of(path)
+    monkeypatch.setattr(plan_module, "remembering", lambda memo: contextlib.nullcontext())
+    full = plan_of(path)
+    assert len(fast.points) == 4 * 4 * 3 + 3
+    assert fast.diagnostics == full.diagnostics and fast.points == full.points
+    assert {d.rule for d in fast.diagnostics} >= {"SCHEMA-RANGE", "SCHEMA-TYPE",
+                                                 "SWEEP-POINT-SKIPPED"}
+
+
+def test_the_schemas_have_no_context_dependent_keyword() -> None:
+    """The memo skips a (subschema, instance) pair it saw valid: exact only while no keyword's
+    result depends on more than the two (JSON Schema 2020-12's unevaluated* and dynamic
+    references)."""
+    for name in ("config", "native", "sweep", "report"):
+        text = (REPO / "schema" / f"{name}.schema.json").read_text(encoding="utf-8")
+        for keyword in ("unevaluatedProperties", "unevaluatedItems", "$dynamicRef",
+                        "$dynamicAnchor", "$recursiveRef"):
+            assert f'"{keyword}"' not in text, (name, keyword)
