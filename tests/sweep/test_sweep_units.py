@@ -4,6 +4,7 @@ and the table's cell encoding: no processes, no replays."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -272,3 +273,20 @@ def test_a_private_trace_copy_is_checked_and_kept_in_a_0700_folder(tmp_path: Any
     assert not changed.ok
     assert f"the trace at {trace} has digest {digest}, not the 0123456789abcdef" in str(
         changed.error)
+
+
+def test_a_folder_of_plays_is_copied_whole_and_checked(tmp_path: Any) -> None:
+    """The path transport on a folder of Weka plays: the private copy holds every file under
+    its relative name, and its digest is the folder's."""
+    from kvreplay.sweep import task
+
+    plays = tmp_path / "plays"
+    (plays / "b").mkdir(parents=True)
+    (plays / "a.jsonl").write_text("{}\n", encoding="utf-8")
+    (plays / "b" / "c.jsonl").write_text("[]\n", encoding="utf-8")
+    digest = task.trace_digest(str(plays))
+    job = PointJob("p", "{}", "d", digest, str(plays), "", private_copy=True)
+    copy = task._private_copy(job)
+    assert copy != str(plays) and task.trace_digest(copy) == digest
+    assert (Path(copy) / "b" / "c.jsonl").read_text(encoding="utf-8") == "[]\n"
+    assert task._private_copy(job) == copy  # made once per digest
