@@ -117,7 +117,7 @@ def _run(plan: object, args: argparse.Namespace) -> int:
         return exits.USAGE
     except signals.STOPS as exc:  # the table of what finished is written: say how to go on
         show.close()
-        code = signals.stopped(exc)
+        code = exits.stopped(exc)
         write_stderr(f"kvreplay: the finished points are kept in {args.output}; rerun the "
                      "same command to resume\n")
         return code

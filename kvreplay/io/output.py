@@ -119,8 +119,9 @@ class Output:
     file as it was. `within`: a folder the output must resolve inside (a project root)."""
 
     def __init__(self, path: str, inputs: Sequence[tuple[str, str]] | Inputs = (), *,
-                 within: str | None = None) -> None:
+                 within: str | None = None, follow_symlinks: bool = True) -> None:
         self.path = path
+        self.follow_symlinks = follow_symlinks
         self.fd = _descriptor(path)
         self.real = path  # what is replaced: the symlink's target
         self.within = within
@@ -138,6 +139,12 @@ class Output:
     def _resolve(self) -> None:
         if self.within is not None:
             self._stay_within(self.within)
+        if not self.follow_symlinks and os.path.islink(self.path):
+            # The link itself is replaced by a new file; its target is never written.
+            self.real, self.replace = os.path.join(
+                os.path.realpath(os.path.dirname(self.path) or "."),
+                os.path.basename(self.path)), True
+            return
         try:
             found = os.stat(self.path)
         except FileNotFoundError:  # a new file (or a dangling symlink's target)
@@ -427,10 +434,13 @@ def commit_all(outputs: Sequence[Output]) -> None:
             raise failures[0]
 
 
-def write_files(items: Sequence[tuple[str, str | bytes]]) -> None:
-    """Replace each path with its text (or bytes), all published together (`commit_all`)."""
+def write_files(items: Sequence[tuple[str, str | bytes]], *,
+                follow_symlinks: bool = True) -> None:
+    """Replace each path with its text (or bytes), all published together (`commit_all`);
+    `follow_symlinks=False` replaces a symlink at a path instead of writing its target."""
     with contextlib.ExitStack() as stack:
-        outputs = [stack.enter_context(Output(path)) for path, _ in items]
+        outputs = [stack.enter_context(Output(path, follow_symlinks=follow_symlinks))
+                   for path, _ in items]
         for out, (_, data) in zip(outputs, items, strict=True):
             if isinstance(data, bytes):
                 out.write_bytes(data)

@@ -240,7 +240,8 @@ def write_tables(plan: SweepPlan, rows: list[Row], out_dir: str, *,
         tables.append((MANIFEST, json.dumps(manifest(plan, rows, digests), indent=2,
                                             ensure_ascii=False) + "\n"))
         # Published together: a full disk leaves the previous tables, all of them.
-        write_files([(os.path.join(out_dir, name), text) for name, text in tables])
+        write_files([(os.path.join(out_dir, name), text) for name, text in tables],
+                    follow_symlinks=False)
     return best
 
 

@@ -73,4 +73,4 @@ def write_atomic(path: str, text: str | bytes) -> None:
     """Replace `path` with `text` (or bytes) through a temp file beside it."""
     from kvreplay.io.output import write_files
 
-    write_files([(path, text)])
+    write_files([(path, text)], follow_symlinks=False)
