@@ -110,6 +110,15 @@ class SourceMap:
             end_column=pos.end_column,
         )
 
+    def replaced_child(self, path: Path, key: str | None = None) -> Path | None:
+        """The child of `path` (named `key`, or any) that an overlay replaced or removed, last
+        first: a key missing there is the overlay's doing, so findings about it belong there."""
+        for prefix, _ in reversed(self.overlays):
+            if len(prefix) == len(path) + 1 and prefix[:-1] == path \
+                    and key in (None, prefix[-1]):
+                return prefix
+        return None
+
     def has(self, path: Path) -> bool:
         return path in self.values
 

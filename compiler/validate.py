@@ -13,7 +13,7 @@ from typing import Any
 import attrs
 from jsonschema.exceptions import ValidationError
 
-from kvreplay.compiler.source import Path, SourceMap, parse_path
+from kvreplay.compiler.source import Path, SourceMap, format_path, parse_path
 from kvreplay.schema.diagnostics import Diagnostic
 from kvreplay.schema.json_schemas import load_schema as load_schema
 from kvreplay.schema.json_schemas import validator as _validator
@@ -155,8 +155,11 @@ class _Mapper:
         return False
 
     def emit(self, rule: str, message: str, path: Path, *, key: bool = False,
-             hint: str | None = None) -> None:
-        span = self.source.span(path, key=key)
+             hint: str | None = None, at: Path | None = None) -> None:
+        """A finding about `path`, located at `at` when given (a key a --set removed)."""
+        span = self.source.span(path if at is None else at, key=key)
+        if at is not None:
+            span = attrs.evolve(span, path=format_path(path, self.source.style))
         self.out.append(Diagnostic(rule, "error", message, span, hint=hint))
 
     def handle(self, err: ValidationError) -> None:
@@ -195,10 +198,11 @@ class _Mapper:
                 field, value = _variant_from_data(self.data, path)
                 variant = f" with {field} `{value}`"
             self.emit("SCHEMA-REQUIRED", f"missing required key `{missing}` in {where}{variant}",
-                      path, key=True)
+                      path, key=True, at=self.source.replaced_child(path, missing))
         elif kw == "minProperties":
             self.emit("SCHEMA-REQUIRED", f"`{_field(path)}` needs at least one entry", path,
-                      key=True, hint=_roles_hint(_schema(err)))
+                      key=True, hint=_roles_hint(_schema(err)),
+                      at=self.source.replaced_child(path))
         elif kw == "maxProperties":
             given = ", ".join(f"`{k}`" for k in sorted(_instance(err)))
             self.emit("SCHEMA-COMBINATION", f"`{_field(path)}` takes at most {_value(err)} "
@@ -212,12 +216,14 @@ class _Mapper:
             field, value = _variant_from_data(self.data, path)
             present = [n.strip("`") for n in names if n.strip("`") in (_instance(err) or {})]
             what = "both" if len(present) > 1 else "neither"
+            removed = [self.source.replaced_child(path, n.strip("`")) for n in names]
             self.emit(
                 "SCHEMA-COMBINATION",
                 f"`{_field(path)}` with {field} `{value}` needs exactly one of "
                 f"{' or '.join(names)} (found {what})",
                 path,
                 key=True,
+                at=next((r for r in removed if r is not None), None) if not present else None,
             )
         elif kw == "type":
             self.type_error(path, err)

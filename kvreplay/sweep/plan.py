@@ -16,7 +16,7 @@ from typing import Any
 import attrs
 
 from kvreplay.compiler.documents import looks_like_sweep
-from kvreplay.compiler.overrides import apply_overrides, assign
+from kvreplay.compiler.overrides import apply_overrides, assign, from_argument
 from kvreplay.compiler.pipeline import (
     Compiled,
     RuleRunner,
@@ -146,6 +146,9 @@ def _base(data: dict[str, Any], loaded: Loaded, folder: str, found: _Findings,
     base_loaded = apply_overrides(base_loaded, overrides)
     compiled = (compile_native_loaded if kind == "native" else compile_yaml_loaded)(base_loaded)
     errors = [d for d in compiled.diagnostics if d.severity == "error"]
+    if errors and all(from_argument(d.span) for d in errors):
+        found.out.extend(errors)  # the command's own --set: its findings as lint prints them
+        return None
     if errors or compiled.spec is None:
         first = errors[0] if errors else None
         at = "" if first is None else f" (first: {_where(first)} {first.rule} {first.message})"
