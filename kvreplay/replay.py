@@ -5,6 +5,7 @@ Shared by `kvreplay run` and `kvreplay.run_spec`. The engine only sees native JS
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -79,7 +80,9 @@ def replay(
             block_size=_engine_block_size(native), source_file=compiled.file,
             model=native["spec"].get("model"))
     except WorkloadError as exc:
-        return RunOutcome(None, tuple(sort_unique([*found, *exc.diagnostics])))
+        explained = explain_trace_paths(exc.diagnostics, compiled.kind, native["traffic"],
+                                        base_dir, trace_paths)
+        return RunOutcome(None, tuple(sort_unique([*found, *explained])))
     found.extend(getattr(workload, "diagnostics", ()))
     if lifecycle is not None:
         transcript = getattr(workload, "lifecycle", None)
@@ -113,3 +116,30 @@ def replay(
     report["meta"].setdefault("stepwise", stepwise)
     report["meta"]["per_request"] = "full" if keep_rows else "summary-only"
     return RunOutcome(report, tuple(sort_unique(found)))
+
+
+def explain_trace_paths(diagnostics: Sequence[Diagnostic], kind: str, traffic: dict[str, Any],
+                        base_dir: str, trace_paths: Sequence[str] | None) -> list[Diagnostic]:
+    """A trace that is not where a relative path led says which folder the path was read from
+    and why (the config's, the spec's own, or the current one for `--trace`), and how to point
+    it elsewhere."""
+    if trace_paths is not None:
+        written = [(p, os.path.normpath(p)) for p in trace_paths]
+        why = f"a --trace path is read from the current folder, {os.getcwd()}"
+        hint = None
+    elif kind == "native":
+        written = [(p, os.path.normpath(os.path.join(base_dir, p)))
+                   for p in traffic.get("trace_paths") or [] if isinstance(p, str)]
+        why = f"a native spec's trace paths are read relative to the spec's folder, {base_dir}"
+        hint = ("give the trace with `kvreplay run SPEC --trace PATH`, or recompile with "
+                "`kvreplay compile CONFIG -o SPEC`, which writes the paths relative to SPEC's "
+                "folder (a spec written to stdout keeps them relative to the config's folder)")
+    else:
+        written = [(p, os.path.normpath(os.path.join(base_dir, p)))
+                   for p in traffic.get("trace_paths") or [] if isinstance(p, str)]
+        why = f"`traffic.source.paths` are read relative to the config's folder, {base_dir}"
+        hint = "give the trace with `kvreplay run CONFIG --trace PATH`, or fix the path"
+    lost = {shown for given, shown in written
+            if not os.path.isabs(given) and not os.path.lexists(shown)}
+    return [attrs.evolve(d, message=f"{d.message} ({why})", hint=d.hint or hint)
+            if d.rule == "TRACE-PATH" and d.span.file in lost else d for d in diagnostics]

@@ -12,6 +12,7 @@ import shlex
 from kvreplay.cli import exits
 from kvreplay.cli.diagnostics_out import print_diagnostics
 from kvreplay.compiler.overrides import OverrideError
+from kvreplay.compiler.pipeline import Compiled
 from kvreplay.formats.display import escape_inline
 from kvreplay.io.output import Output, commit_all, same_file, write_stderr, write_stdout
 from kvreplay.schema.files import open_regular
@@ -104,7 +105,9 @@ def _compile_one(args: argparse.Namespace, config: str, check: str | None,
         code = exits.for_diagnostics(result.diagnostics)
         if code != exits.OK or result.spec is None:
             return code or exits.FINDINGS
-        text = result.emitted()
+        # A file (replaced by a rename) gets paths for its folder; a stream keeps the config's.
+        target = check or (args.output if out is not None and out.replace else None)
+        text = result.emitted() if not target else _written_for(result, config, target)
         # The traces the spec names are not compile's inputs, but an output must not be one.
         folder = os.path.dirname(os.path.abspath(config))
         inputs = [("the config", config),
@@ -120,6 +123,16 @@ def _compile_one(args: argparse.Namespace, config: str, check: str | None,
         out.write(text)
         out.commit()
     return exits.OK
+
+
+def _written_for(result: Compiled, config: str, output: str) -> str:
+    """The JSON as written to the file `output`: trace paths relative to its folder (stdout, a
+    FIFO or a device keeps the config's paths, relative to the config's folder)."""
+    from kvreplay.compiler.emit import dumps
+    from kvreplay.compiler.relocate import relocated_trace_paths
+
+    return dumps(relocated_trace_paths(result.native(), os.path.dirname(config) or os.curdir,
+                                       os.path.dirname(output) or os.curdir))
 
 
 def _check(path: str, expected: str, config: str, args: argparse.Namespace,

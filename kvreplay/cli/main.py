@@ -41,6 +41,7 @@ EXAMPLES = {
     "compile": """examples:
   kvreplay compile examples/agentx-g2-local.yaml              # canonical JSON on stdout
   kvreplay compile cfg.yaml -o cfg.json                       # written atomically
+  kvreplay compile cfg.yaml -o build/spec.json   # trace paths rewritten relative to build/
   kvreplay compile cfg.yaml --check cfg.json                  # CI: fail (and diff) when stale
   kvreplay compile cfg.json                                   # re-emit a native spec canonically
   kvreplay compile --check-pairs                              # every configured pair
@@ -49,7 +50,8 @@ EXAMPLES = {
 """,
     "run": """examples:
   kvreplay run examples/kv-router-mooncake.yaml
-  kvreplay run spec.json --trace other.jsonl -o report.json
+  kvreplay run build/spec.json                 # its trace paths: relative to build/
+  kvreplay run spec.json --trace other.jsonl -o report.json   # another trace (from the cwd)
   kvreplay run cfg.yaml --format json | jq .mean_ttft_ms   # stdout holds the summary alone
   kvreplay run cfg.yaml -o report.json && jq .summary.mean_ttft_ms report.json
   kvreplay run cfg.yaml --per-request summary-only -o report.json --export rows.csv
@@ -157,7 +159,9 @@ def build_parser() -> argparse.ArgumentParser:
     comp.add_argument("config", metavar="CONFIG", nargs="*",
                       help="the config (with --check-pairs: any number of configs and outputs)")
     target = comp.add_mutually_exclusive_group()
-    target.add_argument("-o", "--output", metavar="OUT", help="write the JSON here (atomically)")
+    target.add_argument("-o", "--output", metavar="OUT",
+                        help="write the JSON here (atomically), its relative trace paths "
+                        "rewritten for OUT's folder (stdout keeps the config's paths)")
     target.add_argument("--check", metavar="OUT",
                         help="exit 1 with a unified diff when OUT is not what CONFIG compiles to")
     target.add_argument("--check-pairs", "--check-sibling", dest="check_pairs",
@@ -176,7 +180,8 @@ def build_parser() -> argparse.ArgumentParser:
     run = add("run", "replay a config or native spec with the bundled engine")
     run.add_argument("config", metavar="CONFIG_OR_SPEC")
     run.add_argument("--trace", action="append", default=[], metavar="PATH",
-                     help="replay this trace instead of the spec's (repeatable)")
+                     help="replay this trace instead of the spec's (repeatable; a relative "
+                     "PATH is read from the current folder, the spec's own from its folder)")
     run.add_argument("-o", "--output", metavar="REPORT", help="write the canonical report here")
     run.add_argument("--format", choices=["table", "json"], default="table",
                      help="stdout: a summary table or the summary as JSON")

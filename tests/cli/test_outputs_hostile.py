@@ -19,7 +19,9 @@ import pytest
 from cli_support import snapshot
 
 REPO = Path(__file__).resolve().parents[2]
-GOOD = REPO / "examples" / "agentx-g2-local.yaml"
+# Synthetic traffic: no trace path to rewrite for the output's folder, so `-o FILE` writes the
+# bytes stdout prints.
+GOOD = REPO / "examples" / "shared-g2-aggregated.yaml"
 MOONCAKE = REPO / "examples" / "g2-restore-mooncake.yaml"
 OLD = '{"old": "content"}\n'
 
