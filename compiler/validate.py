@@ -13,6 +13,7 @@ from typing import Any
 import attrs
 from jsonschema.exceptions import ValidationError
 
+from kvreplay.compiler.number_hints import number_hint
 from kvreplay.compiler.source import Path, SourceMap, format_path, parse_path
 from kvreplay.schema.diagnostics import Diagnostic
 from kvreplay.schema.json_schemas import load_schema as load_schema
@@ -235,6 +236,7 @@ class _Mapper:
                 f"`{_field(path)}` must be {_describe(_schema(err))}, "
                 f"found {_show(_instance(err))}",
                 path,
+                hint=_either_hint(_field(path), _value(err), _instance(err)),
             )
             self.prune.add(path)
         elif kw in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
@@ -281,7 +283,7 @@ class _Mapper:
         elif _value(err) == "integer" and isinstance(_instance(err), float):
             hint = "write a whole number without a decimal point"
         elif _value(err) in ("integer", "number") and isinstance(_instance(err), str):
-            hint = "remove the quotes to write a number"
+            hint = number_hint(_field(path), _instance(err), integer=_value(err) == "integer")
         elif _value(err) == "boolean" and isinstance(_instance(err), str):
             hint = "write `true` or `false` (unquoted)"
         found = _show(_instance(err))
@@ -301,6 +303,21 @@ class _Mapper:
                   f"`{_field(path)}` must be one of {', '.join(f'`{c}`' for c in choices)}, "
                   f"found {_show(value)}", path, hint=hint)
         self.prune.add(path)
+
+
+def _either_hint(key: str, branches: Any, value: Any) -> str | None:
+    """A string where a number or a named value belongs (`bytes_per_token: auto | N`): the
+    name it is close to, else what number would parse."""
+    mappings = [b for b in branches if isinstance(b, Mapping)] if isinstance(branches, list) \
+        else []
+    kinds = {b.get("type") for b in mappings}
+    if not isinstance(value, str) or not kinds & {"integer", "number"}:
+        return None
+    names = [str(b["const"]) for b in mappings if isinstance(b.get("const"), str)]
+    close = hint_for(value, names) if names else None
+    if close and close.startswith("did you mean"):
+        return close
+    return number_hint(key, value, integer="number" not in kinds)
 
 
 def _variant_from_data(data: Any, path: Path) -> tuple[str, str]:

@@ -68,7 +68,7 @@ _CODES = [
     CodeInfo("SCHEMA-REQUIRED", "A required key is missing.", "schema",
              "Add the missing key."),
     CodeInfo("SCHEMA-TYPE", "A value has the wrong type (no silent coercion).", "schema",
-             "Write the value with the expected type: no quotes around numbers and booleans, quotes around strings that look like numbers."),
+             "Write the value with the expected type: no quotes around numbers and booleans, a number without its unit (the key's name gives it: `prefill_ms: 20`), quotes around strings that look like numbers."),
     CodeInfo("SCHEMA-ENUM", "A value is not one of the allowed names.", "schema",
              "Use one of the allowed names (the hint lists them or names the closest)."),
     CodeInfo("SCHEMA-RANGE", "A number is out of its allowed range.", "schema",
