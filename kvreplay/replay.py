@@ -15,6 +15,10 @@ import attrs
 from kvreplay.compiler.pipeline import Compiled
 from kvreplay.schema.diagnostics import Diagnostic, has_errors, sort_unique
 
+# Where a config (False) or a native spec (True) sets the trace block size and format.
+_TRAFFIC_KEYS = {False: ("traffic.source.block_size", "traffic.source.format"),
+                 True: ("traffic.trace_block_size", "traffic.trace_format")}
+
 
 @attrs.frozen
 class RunOutcome:
@@ -66,6 +70,7 @@ def replay(
     from kvreplay.engine.report import report_from_run, sla_from_spec
     from kvreplay.engine.report_stream import ReportStream
     from kvreplay.engine.traces import WorkloadError, workload_from_traffic
+    from kvreplay.trace_hints import explain_trace_findings
 
     found = list(compiled.diagnostics)
     if compiled.spec is None or has_errors(found):
@@ -80,8 +85,10 @@ def replay(
             block_size=_engine_block_size(native), source_file=compiled.file,
             model=native["spec"].get("model"))
     except WorkloadError as exc:
-        explained = explain_trace_paths(exc.diagnostics, compiled.kind, native["traffic"],
-                                        base_dir, trace_paths)
+        explained = explain_trace_findings(
+            explain_trace_paths(exc.diagnostics, compiled.kind, native["traffic"], base_dir,
+                                trace_paths),
+            native["traffic"], *_TRAFFIC_KEYS[compiled.kind == "native"])
         return RunOutcome(None, tuple(sort_unique([*found, *explained])))
     found.extend(getattr(workload, "diagnostics", ()))
     if lifecycle is not None:

@@ -9,11 +9,13 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+import attrs
+
 from kvreplay import HOMEPAGE, __version__
 from kvreplay.cli import exits
 from kvreplay.cli.rule_select import keeps, unknown_patterns
 from kvreplay.io.output import Output, write_stderr
-from kvreplay.schema.diagnostics import Diagnostic, Span, sort_unique
+from kvreplay.schema.diagnostics import Diagnostic, Span, collapse_repeats, sort_unique
 
 if TYPE_CHECKING:  # kept out of start-up
     from kvreplay.cli.selection import Selection
@@ -112,7 +114,9 @@ def _lint(args: argparse.Namespace, resolver: Resolver, paths: Sequence[str]) ->
 
             text = render_statistics(results, as_json=name == "json")
         else:
-            text = render(name, results, color=use_color(is_tty, args.no_color, os.environ),
+            shown = [attrs.evolve(r, diagnostics=tuple(collapse_repeats(r.diagnostics)))
+                     for r in results]
+            text = render(name, shown, color=use_color(is_tty, args.no_color, os.environ),
                           root=args.root or os.getcwd(), cwd=os.getcwd(),
                           version=__version__, information_uri=HOMEPAGE)
         target_out = out or stack.enter_context(Output("-"))

@@ -21,8 +21,9 @@ def print_diagnostics(items: Sequence[Findings], args: argparse.Namespace) -> No
     if not kept:
         return
     from kvreplay.formats import FileResult, render, use_color
+    from kvreplay.schema.diagnostics import collapse_repeats
 
-    files = [FileResult(f or "<input>", t, tuple(ds)) for f, t, ds in kept]
+    files = [FileResult(f or "<input>", t, tuple(collapse_repeats(ds))) for f, t, ds in kept]
     is_tty = sys.stderr.isatty()
     color = use_color(is_tty, args.no_color, os.environ)
     write_stderr(render("text" if is_tty else "concise", files, color=color))

@@ -31,11 +31,11 @@ class Summary:
 def summarize(results: Sequence[FileResult]) -> Summary:
     errors = warnings = notes = 0
     for result in results:
-        for d in result.diagnostics:
+        for d in result.diagnostics:  # a finding that stands for repeats counts each of them
             if d.severity == "error":
-                errors += 1
+                errors += d.count
             elif d.severity == "warning":
-                warnings += 1
+                warnings += d.count
             else:
-                notes += 1
+                notes += d.count
     return Summary(len(results), errors, warnings, notes)

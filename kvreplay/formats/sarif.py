@@ -147,6 +147,8 @@ def _result(
     }
     if file:
         result["locations"] = [{"physicalLocation": _physical(file, d.span, root, cwd)}]
+    if d.count > 1:  # repeats folded into one finding (its message names their lines)
+        result["occurrenceCount"] = d.count
     related = []
     for i, r in enumerate(d.related):
         entry: dict[str, Any] = {"id": i, "message": {"text": r.message}}
