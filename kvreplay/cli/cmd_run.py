@@ -222,6 +222,12 @@ def _agentic_rows(s: dict[str, Any]) -> list[tuple[str, str]]:
     return rows
 
 
+# The sample count that says whether a latency row has figures (ITL comes from the requests
+# that give TPOT: those with two output tokens or more).
+_SAMPLES = {"itl": "tpot"}
+_ABBREVIATIONS = {"ttft": "TTFT", "tpot": "TPOT", "itl": "ITL", "e2e_latency": "end to end"}
+
+
 def summary_table(report: dict[str, Any], output: str | None,
                   exported: Sequence[str] = ()) -> str:
     """A terminal summary of the report (the canonical numbers are in the JSON)."""
@@ -244,12 +250,22 @@ def summary_table(report: dict[str, Any], output: str | None,
     lines = [f"{name:<22}{value}" for name, value in rows]
     lines.append("")
     lines.append(f"{'latency (ms)':<22}{'mean':>10}{'p50':>10}{'p90':>10}{'p99':>10}{'max':>10}")
+    empty: list[str] = []
     for label, key in (("time to first token", "ttft"), ("time per output token", "tpot"),
                        ("inter-token latency", "itl"), ("end to end", "e2e_latency")):
         values = [s.get(f"{p}_{key}_ms") for p in ("mean", "median", "p90", "p99", "max")]
+        # The report writes 0.0 for a figure without samples (as the reference does): shown
+        # as 0.00 it would read as a measured zero.
+        if s.get(f"num_{_SAMPLES.get(key, key)}_samples") == 0:
+            values = [None] * len(values)
+            empty.append(_ABBREVIATIONS[key])
         lines.append(f"{label:<22}" + "".join(f"{_ms(v):>10}" for v in values))
     wall = meta.get("wall_time_ms")
     footer = f"\nreplayed in {wall / 1000:.2f} s of wall time" if wall is not None else ""
+    if empty:
+        footer += f"\nnote: no sample for {' and '.join(empty)} (-): " + (
+            "no request completed" if "TTFT" in empty else
+            "no completed request has two output tokens")
     if meta.get("approximations"):
         footer += "\nnote: " + "; ".join(meta["approximations"])
     if output:

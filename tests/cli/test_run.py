@@ -219,3 +219,18 @@ def test_trace_convert_writes_the_v2_graph(cli: Callable[..., Any], tmp_path: Pa
     bad.write_text(source.read_text().replace('"in":9', '"in":0', 1))
     refused = cli("trace", "convert", str(bad))
     assert refused.code == 2 and "zero-length request" in refused.err and refused.out == ""
+
+
+def test_a_latency_without_samples_is_a_dash_not_zero(cli: Callable[..., Any]) -> None:
+    """No request has two output tokens: TPOT and ITL show `-` with a note saying why, not
+    0.00 (the report keeps its 0.0 with num_tpot_samples 0); TTFT keeps its figures."""
+    ran = cli("run", str(REPO / "examples" / "g2-restore-mooncake.yaml"), "--no-progress")
+    assert ran.code == 0
+    rows = {line[:22].strip(): line[22:].split() for line in ran.out.splitlines()}
+    assert rows["time per output token"] == ["-"] * 5 == rows["inter-token latency"]
+    assert rows["time to first token"] == ["2.50", "2.00", "4.00", "4.00", "4.00"]
+    assert ("note: no sample for TPOT and ITL (-): no completed request has two output tokens"
+            in ran.out)
+    kept = cli("run", str(REPO / "examples" / "kv-router-mooncake.yaml"), "--no-progress")
+    assert "no sample" not in kept.out and "-" not in "".join(
+        line[22:] for line in kept.out.splitlines() if line.startswith("time per output"))
