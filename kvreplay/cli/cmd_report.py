@@ -5,16 +5,30 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
+import sys
 
 from kvreplay.cli import exits
 from kvreplay.formats.display import escape_inline
-from kvreplay.io.output import Output, write_stderr
+from kvreplay.io.output import Output, write_stderr, write_stdout
 
 
 def run(args: argparse.Namespace) -> int:
+    code = _render(args)
+    if code == exits.OK and args.output and not args.quiet and args.output != "-":
+        write_stdout(f"HTML report written to {args.output}\n")
+    return code
+
+
+def _render(args: argparse.Namespace) -> int:
     from kvreplay.html import ReportShapeError, render_html
     from kvreplay.report_file import ReportInputError, load_report
 
+    if not args.output and sys.stdout.isatty():
+        suggested = shlex.join(["kvreplay", "report", *args.reports, "-o", _html_name(args)])
+        write_stderr("kvreplay: the HTML page is not printed to a terminal: write it to a file "
+                     f"with -o (`{suggested}`), or redirect stdout\n")
+        return exits.USAGE
     folders = [p for p in args.reports if os.path.isdir(p)]
     if folders:
         if len(args.reports) > 1 or args.label:
@@ -45,6 +59,14 @@ def run(args: argparse.Namespace) -> int:
         out.write(text)
         out.commit()
     return exits.OK
+
+
+def _html_name(args: argparse.Namespace) -> str:
+    """A file name for the page: the one report's (or folder's) name with `.html`."""
+    if len(args.reports) != 1:
+        return "report.html"
+    base = os.path.splitext(os.path.basename(os.path.normpath(args.reports[0])))[0]
+    return (base or "report") + ".html"
 
 
 def run_labels(paths: list[str], given: list[str]) -> list[str]:

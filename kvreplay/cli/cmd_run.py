@@ -93,7 +93,8 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "json":
         write_stdout(json.dumps(outcome.report["summary"], sort_keys=True, indent=2) + "\n")
     elif not args.quiet:
-        write_stdout(summary_table(outcome.report, args.output, args.export))
+        write_stdout(summary_table(outcome.report, args.output, args.export,
+                                   html=args.html, lifecycle=args.lifecycle))
     phases = outcome.report["summary"].get("agentic_phases")
     if phases is not None and phases["phase"] == "aborted":
         write_stderr(f"kvreplay: the agentic warmup aborted ({phases['failure_reason']}): "
@@ -229,8 +230,10 @@ _ABBREVIATIONS = {"ttft": "TTFT", "tpot": "TPOT", "itl": "ITL", "e2e_latency": "
 
 
 def summary_table(report: dict[str, Any], output: str | None,
-                  exported: Sequence[str] = ()) -> str:
-    """A terminal summary of the report (the canonical numbers are in the JSON)."""
+                  exported: Sequence[str] = (), *, html: str | None = None,
+                  lifecycle: str | None = None) -> str:
+    """A terminal summary of the report (the canonical numbers are in the JSON), ending with
+    every file the run wrote."""
     from kvreplay.engine.report import rejection_text
 
     s = report["summary"]
@@ -272,5 +275,9 @@ def summary_table(report: dict[str, Any], output: str | None,
         footer += f"\nreport written to {output}"
     for path in exported:
         footer += f"\nper-request rows exported to {path}"
+    if lifecycle:
+        footer += f"\nlifecycle transcript written to {lifecycle}"
+    if html:
+        footer += f"\nHTML report written to {html}"
     return "\n".join(lines) + footer + "\n"
 

@@ -222,7 +222,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="report JSON written by `kvreplay run -o` (several are overlaid), "
                         "or one results folder of `kvreplay sweep -o DIR`")
     report.add_argument("-o", "--output", metavar="OUT",
-                        help="write the HTML here (atomically; default stdout)")
+                        help="write the HTML here (atomically; default stdout, when it is "
+                        "not a terminal)")
     report.add_argument("--label", action="append", default=[], metavar="NAME",
                         help="a run's name in the plots, in REPORT order (default: file name)")
 
