@@ -29,7 +29,7 @@ def test_run_html_equals_report_of_the_same_run(cli: Callable[..., Any], tmp_pat
     assert ran.code == 0, ran.err
     again = tmp_path / "again.html"
     ran = cli("report", str(report), "--label", "kv-router-mooncake", "-o", str(again))
-    assert (ran.code, ran.out, ran.err) == (0, "", "")
+    assert (ran.code, ran.out, ran.err) == (0, f"HTML report written to {again}\n", "")
     assert page.read_bytes() == again.read_bytes()
     (run,) = data_of(page.read_text())["runs"]
     assert run["label"] == "kv-router-mooncake" and run["timeline"]["arrived"][-1] == 200
