@@ -16,7 +16,8 @@ from kvreplay.io.output import Output, write_stderr, write_stdout
 def run(args: argparse.Namespace) -> int:
     code = _render(args)
     if code == exits.OK and args.output and not args.quiet and args.output != "-":
-        write_stdout(f"HTML report written to {args.output}\n")
+        what = "sweep page" if any(os.path.isdir(p) for p in args.reports) else "HTML report"
+        write_stdout(f"{what} written to {args.output}\n")
     return code
 
 

@@ -18,7 +18,7 @@ def test_report_of_the_folder_is_the_sweep_page(cli: Callable[..., Any],
     _, out = small_sweep
     page = tmp_path / "page.html"
     ran = cli("report", str(out), "-o", str(page))
-    assert (ran.code, ran.out, ran.err) == (0, "", "")
+    assert (ran.code, ran.out, ran.err) == (0, f"sweep page written to {page}\n", "")
     assert page.read_bytes() == (out / "sweep.html").read_bytes()
     ran = cli("report", str(out) + "/")
     assert ran.code == 0 and ran.out == (out / "sweep.html").read_text()
