@@ -7,7 +7,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-from kvreplay import __version__
+from kvreplay import HOMEPAGE, __version__
 from kvreplay.cli import exits
 from kvreplay.cli.project_cli import add_project_options, add_walk_options
 from kvreplay.formats.display import escape_inline
@@ -33,9 +33,11 @@ EXAMPLES = {
   kvreplay lint --show-settings deploy/         # the settings and where each came from
   # suppress one finding on its line:  scope: cluster_shared  # kvreplay: ignore[G2-SHARED-LINK]
 """,
-    "completion": """examples:
+    "completion": """examples (the folder must exist: a fresh machine may not have it yet):
+  mkdir -p ~/.local/share/bash-completion/completions
   kvreplay completion bash > ~/.local/share/bash-completion/completions/kvreplay
   kvreplay completion zsh > "${fpath[1]}/_kvreplay"
+  mkdir -p ~/.config/fish/completions
   kvreplay completion fish > ~/.config/fish/completions/kvreplay.fish
 """,
     "compile": """examples:
@@ -80,6 +82,12 @@ EXAMPLES = {
   kvreplay trace convert plays.jsonl -o plays-v2.jsonl       # Weka -> Agentic Mooncake v2
   kvreplay trace convert corpus/ --basis relative            # a directory of plays
 """,
+    "trace convert": """examples:
+  kvreplay trace convert examples/traces/weka-g2-restore.jsonl           # the v2 file on stdout
+  kvreplay trace convert plays.jsonl -o plays-v2.jsonl                   # written atomically
+  kvreplay trace convert corpus/ --basis relative -o corpus-v2.jsonl     # a directory of plays
+  kvreplay trace convert plays.jsonl --block-size 64                     # refuse other sizes
+""",
     "matrix": """examples:
   kvreplay matrix                   # markdown table
   kvreplay matrix --format json
@@ -92,6 +100,16 @@ EXAMPLES = {
   kvreplay schema native
 """,
 }
+
+
+TOP_EXAMPLES = f"""examples:
+  kvreplay lint examples/                          # every config below: schema and matrix
+  kvreplay compile examples/kv-router-mooncake.yaml -o spec.json   # canonical native JSON
+  kvreplay run examples/kv-router-mooncake.yaml -o report.json     # replay over its trace
+
+`kvreplay COMMAND -h` for a command's options and examples; documentation:
+{HOMEPAGE}/blob/main/docs/cli.md
+"""
 
 
 def _common(top: bool) -> argparse.ArgumentParser:
@@ -117,7 +135,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="kvreplay",
         description="Lint, compile and replay KV-cache-aware LLM serving deployments.",
-        parents=[_common(top=True)],
+        parents=[_common(top=True)], epilog=TOP_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"kvreplay {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -153,7 +172,8 @@ def build_parser() -> argparse.ArgumentParser:
     _overrides(lint)
 
     completion = add("completion", "print a shell completion script")
-    completion.add_argument("shell", choices=["bash", "zsh", "fish"])
+    completion.add_argument("shell", choices=["bash", "zsh", "fish"],
+                            help="the shell to print the script for")
 
     comp = add("compile", "compile a YAML config (or native spec) into canonical native JSON")
     comp.add_argument("config", metavar="CONFIG", nargs="*",
@@ -178,7 +198,8 @@ def build_parser() -> argparse.ArgumentParser:
     _overrides(comp)
 
     run = add("run", "replay a config or native spec with the bundled engine")
-    run.add_argument("config", metavar="CONFIG_OR_SPEC")
+    run.add_argument("config", metavar="CONFIG_OR_SPEC",
+                     help="a YAML config, or a native spec that `kvreplay compile` wrote")
     run.add_argument("--trace", action="append", default=[], metavar="PATH",
                      help="replay this trace instead of the spec's (repeatable; a relative "
                      "PATH is read from the current folder, the spec's own from its folder)")
@@ -207,7 +228,9 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--fail-on", action="append", default=[], metavar="GATE",
                          help='exit 1 when the change trips GATE, e.g. "mean_ttft_ms > +5%%" '
                          '(repeatable; docs/cli.md)')
-    compare.add_argument("--format", choices=["text", "json", "github"], default="text")
+    compare.add_argument("--format", choices=["text", "json", "github"], default="text",
+                         help="text: the table (default); json: the comparison as one JSON "
+                         "document; github: a workflow command per tripped gate, then the text")
     compare.add_argument("--changed-only", action="store_true",
                          help="list only the figures that differ between the two reports")
     compare.add_argument("--top", type=int, default=10, metavar="N",
@@ -236,8 +259,11 @@ def build_parser() -> argparse.ArgumentParser:
         description="Lower Weka / AgentX plays (a .json, a .jsonl or a directory) to the Agentic "
         "Mooncake v2 dependency graph the engine replays: one header line, then one row per "
         "request with its dependencies. Replaying the v2 file gives the same graph and the same "
-        "replay as the Weka source.")
-    convert.add_argument("trace", metavar="TRACE")
+        "replay as the Weka source.", epilog=EXAMPLES["trace convert"],
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    convert.add_argument("trace", metavar="TRACE",
+                         help="Weka / AgentX plays: a .json or .jsonl file, or a directory of "
+                         "them")
     convert.add_argument("-o", "--output", metavar="OUT", help="write here (atomically)")
     convert.add_argument("--basis", choices=["auto", "absolute", "relative"], default="auto",
                          help="how subagent request timestamps are read (default auto)")
@@ -245,13 +271,18 @@ def build_parser() -> argparse.ArgumentParser:
                          help="require this trace block size")
 
     matrix = add("matrix", "render the support matrix from the rule files")
-    matrix.add_argument("--format", choices=["markdown", "json"], default="markdown")
+    matrix.add_argument("--format", choices=["markdown", "json"], default="markdown",
+                        help="a markdown table (default) or the rules as JSON")
 
     explain = add("explain", "explain a rule: its text, rationale and examples")
-    explain.add_argument("rule", metavar="RULE-ID")
+    explain.add_argument("rule", metavar="RULE-ID",
+                         help="a rule ID or code, e.g. G2-BACKEND (`kvreplay matrix` lists the "
+                         "rules, docs/diagnostics.md the codes)")
 
     schema = add("schema", "print a JSON Schema (config for editors, native, report, sweep)")
-    schema.add_argument("which", choices=["config", "native", "report", "sweep"])
+    schema.add_argument("which", choices=["config", "native", "report", "sweep"],
+                        help="config (for editors), native (compiled specs), report (run -o), "
+                        "sweep (sweep files)")
     return parser
 
 

@@ -94,3 +94,27 @@ def test_every_option_is_in_every_script(scripts: dict[str, Path]) -> None:
                     word = f"-l {flag[2:]}" if shell == "fish" and flag.startswith("--") \
                         else f"-s {flag[1:]}" if shell == "fish" else flag
                     assert word in text, (shell, command.path, flag)
+
+
+def test_every_argument_has_help_and_every_command_examples() -> None:
+    """`--help` of each command (and of `trace convert`) ends with examples, every positional
+    and option says what it is, and the top-level help has three examples and the docs link."""
+    import argparse
+
+    from kvreplay import HOMEPAGE
+    from kvreplay.cli.main import build_parser
+
+    def walk(parser: argparse.ArgumentParser, path: tuple[str, ...]) -> None:
+        assert parser.epilog and parser.epilog.startswith("examples"), path
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    walk(sub, (*path, name))
+            else:
+                assert action.help, (path, action.option_strings or action.dest)
+
+    parser = build_parser()
+    walk(parser, ())
+    top = parser.format_help()
+    assert top.split("examples:", 1)[1].count("\n  kvreplay ") == 3
+    assert f"{HOMEPAGE}/blob/main/docs/cli.md" in top
