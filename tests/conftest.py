@@ -16,6 +16,34 @@ from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 # The reference engine logs every request at INFO unless told otherwise.
 os.environ.setdefault("DYN_LOG", "error")
 
+# Under pytest-xdist (`pytest -n auto`, the README's test command) the tests of one of these
+# files run on one worker, so that what they share is set up once: the local Ray instance and
+# the sweeps the Ray tests compare against, the small sweep, the browser, the built wheel. Every
+# other test goes to whichever worker is free. (A scheduler rather than `xdist_group` marks:
+# xdist 3.8 renames node ids for those, which pytest 9.2's node ids no longer allow.)
+XDIST_GROUPS = {
+    "tests/sweep/test_sweep_ray.py": "sweep-runs",
+    "tests/sweep/test_sweep_run.py": "sweep-runs",
+    "tests/html/test_sweep_page.py": "small-sweep",
+    "tests/cli/test_sweep_html.py": "small-sweep",
+    "tests/html/test_html_browser.py": "browser",
+    "tests/packaging/test_wheel_layout.py": "wheel",
+}
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """`--dist load` (xdist's default with -n), with the files above as one unit each."""
+    if config.getvalue("dist") != "load":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class Grouped(LoadScopeScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            return XDIST_GROUPS.get(nodeid.split("::", 1)[0], nodeid)
+
+    return Grouped(config, log)
+
 REPO = Path(__file__).resolve().parent.parent
 # Leading rows of the Mooncake FAST'25 traces (Apache-2.0), see tests/cases/mooncake/README.md.
 MOONCAKE = REPO / "tests" / "cases" / "mooncake"
