@@ -14,6 +14,7 @@ from json.decoder import scanstring  # type: ignore[attr-defined]
 from typing import Any
 
 from kvreplay.compiler.numbers import bounded_int, number_text
+from kvreplay.compiler.reading import MAX_CONFIG_VALUES, too_many_values
 from kvreplay.compiler.source import Loaded, Path, PathStyle, Position, SourceMap, format_path
 from kvreplay.schema.diagnostics import Diagnostic, Related, Span
 
@@ -30,10 +31,17 @@ class _Fail(Exception):
         self.message = message
 
 
+class _TooMany(Exception):
+    def __init__(self, offset: int) -> None:
+        super().__init__(offset)
+        self.offset = offset
+
+
 class _Parser:
     def __init__(self, text: str, source: SourceMap) -> None:
         self.text = text
         self.source = source
+        self.values = 0
         self.lines = [0] + [m.end() for m in re.finditer("\n", text)]
         self.diagnostics: list[Diagnostic] = []
         self.recording = True
@@ -60,6 +68,9 @@ class _Parser:
         if depth > _MAX_DEPTH:
             raise _Fail(i, f"document nests deeper than {_MAX_DEPTH} levels")
         i = self.ws(i)
+        self.values += 1
+        if self.values > MAX_CONFIG_VALUES:
+            raise _TooMany(i)
         if i >= len(self.text):
             raise _Fail(i, "unexpected end of document, expected a value")
         ch = self.text[i]
@@ -196,6 +207,10 @@ def load_json(text: str, file: str | None, style: PathStyle = "pointer") -> Load
         diagnostic = Diagnostic("JSON-SYNTAX", "error", f"JSON syntax error: {exc.message}",
                                 Span(file, format_path((), style), line, col, line, col + 1))
         return Loaded(None, source, text, (*parser.diagnostics, diagnostic))
+    except _TooMany as exc:
+        line, col = parser.lc(exc.offset)
+        return Loaded(None, source, text, (
+            too_many_values(file, line, col, format_path((), style)),))
     except RecursionError:
         return Loaded(None, source, text, (Diagnostic(
             "JSON-SYNTAX", "error", "document nests too deeply", Span(file)),))

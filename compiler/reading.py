@@ -7,6 +7,10 @@ from kvreplay.schema.files import NotRegularFile, read_capped
 
 # Configs and specs are small; anything bigger is almost certainly the wrong file.
 MAX_CONFIG_BYTES = 8 * 1024 * 1024
+# A config holds hundreds of values and a 10,000-point sweep file tens of thousands; each value
+# read costs about a kilobyte and 15 us, so a flow list that fills MAX_CONFIG_BYTES would take a
+# minute and gigabytes. The loaders stop counting at this bound instead.
+MAX_CONFIG_VALUES = 200_000
 
 # Rules whose findings mean "input could not be read" (exit code 2, not 1).
 IO_RULES = frozenset({"FILE-UNREADABLE", "FILE-TOO-LARGE", "FILE-BINARY", "FILE-ENCODING"})
@@ -47,6 +51,16 @@ def read_config_text(path: str, display: str | None = None) -> tuple[str | None,
             )
         ]
     return decode_config_bytes(raw, name)
+
+
+def too_many_values(file: str | None, line: int, column: int, path: str = "$") -> Diagnostic:
+    """The finding of a document holding more than MAX_CONFIG_VALUES values, at the first value
+    past the bound."""
+    return Diagnostic("FILE-TOO-LARGE", "error",
+                      f"the document holds more than {MAX_CONFIG_VALUES:,} values, the limit "
+                      "for configs, specs and sweep files",
+                      Span(file, path, line, column, line, column + 1),
+                      hint="is this a trace or a data file? a bigger sweep is several files")
 
 
 def decode_config_bytes(raw: bytes, name: str) -> tuple[str | None, list[Diagnostic]]:

@@ -14,7 +14,7 @@ from ruamel.yaml.reader import ReaderError
 
 from kvreplay.compiler.numbers import bounded_int, number_text
 from kvreplay.compiler.source import Loaded, Path, Position, SourceMap, format_path
-from kvreplay.compiler.yaml_errors import MAX_DEPTH, too_deep, unprintable
+from kvreplay.compiler.yaml_errors import MAX_DEPTH, oversized, too_deep, unprintable
 from kvreplay.schema.diagnostics import Diagnostic, Related, Span
 
 # A config has hundreds of nodes; an alias bomb has billions. Cap the nodes that aliases add
@@ -279,6 +279,9 @@ def load_yaml_value(text: str, file: str | None) -> Loaded:
 
 def _load(text: str, file: str | None, want_mapping: bool) -> Loaded:
     source = SourceMap(file=file)
+    refused = oversized(file, text)
+    if refused is not None:
+        return Loaded(None, source, text, (refused,))
     try:
         documents = _compose(text, pure=False)
     except YAMLError:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import tracemalloc
+
 import pytest
 
-from kvreplay.compiler import yaml_loader
+from kvreplay.compiler import json_loader, reading, yaml_errors, yaml_loader
 from kvreplay.compiler.json_loader import load_json
 from kvreplay.compiler.yaml_loader import MAX_EXPANDED_NODES, load_yaml
 
@@ -66,3 +68,62 @@ def test_alias_expansion_is_still_capped() -> None:
     below = "a: &a [" + ", ".join(["1"] * width) + "]\nb: [" + ", ".join(
         ["*a"] * (MAX_EXPANDED_NODES // width - 1)) + "]\n"
     assert load_yaml(below, "c.yaml").diagnostics == ()
+
+
+@pytest.fixture
+def small_bound(monkeypatch: pytest.MonkeyPatch) -> int:
+    """MAX_CONFIG_VALUES scaled down 200 times (1,000 values stand for 200,000)."""
+    for module in (reading, yaml_errors, json_loader):
+        monkeypatch.setattr(module, "MAX_CONFIG_VALUES", 1_000)
+    return 1_000
+
+
+@pytest.mark.parametrize("style", ["flow", "block", "json"])
+def test_values_past_the_bound_are_file_too_large(small_bound: int, style: str) -> None:
+    """A document of exactly MAX_CONFIG_VALUES values loads; one more is FILE-TOO-LARGE at the
+    value past the bound (mapping keys do not count: root + list + items)."""
+    def text(items: int) -> str:
+        if style == "flow":
+            return "a: [" + ", ".join(["1"] * items) + "]\n"
+        if style == "block":
+            return "a:\n" + "".join(f"  - {i}\n" for i in range(items))
+        return '{"a": [' + ", ".join(["1"] * items) + "]}\n"
+
+    load = load_json if style == "json" else load_yaml
+    assert load(text(small_bound - 2), "c").diagnostics == ()
+    refused = load(text(small_bound - 1), "c")
+    assert refused.data is None
+    (d,) = refused.diagnostics
+    line, column = {"flow": (1, 5 + 3 * (small_bound - 2)), "block": (small_bound, 5),
+                    "json": (1, 8 + 3 * (small_bound - 2))}[style]
+    assert (d.rule, d.span.line, d.span.column, d.message) == (
+        "FILE-TOO-LARGE", line, column, "the document holds more than 1,000 values, the limit "
+        "for configs, specs and sweep files")
+
+
+def test_a_huge_flow_list_is_refused_before_it_is_composed(small_bound: int) -> None:
+    """A flow list of 300,000 items is refused in memory about its text's size: the values are
+    counted from the parser's events and nothing is composed (a composed node costs about a
+    kilobyte, some 300 times the text here)."""
+    text = "a: [" + ", ".join(["1"] * 300_000) + "]\n"
+    tracemalloc.start()
+    try:
+        loaded = load_yaml(text, "c.yaml")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert [d.rule for d in loaded.diagnostics] == ["FILE-TOO-LARGE"]
+    assert peak < 4 * len(text) + 1_000_000, peak
+
+
+def test_a_config_with_few_indicators_is_not_scanned(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The event scan is skipped for a short text with at most MAX_DEPTH collection indicators
+    (configs, `--set` values), and run once either bound could be passed."""
+    scans: list[bool] = []
+    real = yaml_errors._scan
+    monkeypatch.setattr(yaml_errors, "_scan", lambda text, pure: scans.append(pure) or real(
+        text, pure))
+    assert load_yaml("engine:\n  model: m\n", "c.yaml").diagnostics == ()
+    assert scans == []
+    assert load_yaml("a: [" + ", ".join(["[1]"] * 200) + "]\n", "c.yaml").diagnostics == ()
+    assert scans == [False]
