@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kvreplay.engine.simtime import HORIZON_MS
-from kvreplay.engine.traces.jsonl import json_type
+from kvreplay.engine.traces.jsonl import MAX_NESTING, TOO_DEEP, json_type, too_deep
 from kvreplay.formats.display import escape_inline
 
 SUPPORTED_VERSIONS = frozenset({1})
@@ -52,7 +52,12 @@ def parse_report(data: bytes, label: str) -> dict[str, Any]:
                                "a truncated or hand-edited report?") from None
     except _NumberError as exc:
         raise ReportInputError(f"{label}{_where(text, exc.literal)}: {exc}") from None
-    except (ValueError, RecursionError) as exc:
+    except RecursionError:
+        at = too_deep(text)
+        line, column = text.count("\n", 0, at) + 1, at - text.rfind("\n", 0, at)
+        raise ReportInputError(f"{label}:{line}:{column}: not valid JSON ({TOO_DEEP}, past "
+                               f"{MAX_NESTING} levels here)") from None
+    except ValueError as exc:
         raise ReportInputError(f"{label}: not valid JSON ({exc})") from None
     check_shape(report, label)
     return report  # type: ignore[no-any-return]

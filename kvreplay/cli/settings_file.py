@@ -12,7 +12,7 @@ from typing import Any
 
 import attrs
 
-from kvreplay.cli.toml_lines import Position, key_positions, locate
+from kvreplay.cli.toml_lines import Position, key_positions, locate, too_deep
 from kvreplay.cli.upward import closest
 from kvreplay.schema.diagnostics import Diagnostic, Span
 
@@ -20,6 +20,7 @@ KVREPLAY_TOML = "kvreplay.toml"
 PYPROJECT = "pyproject.toml"
 RULE = "SETTINGS-INVALID"
 LINT_FORMATS = ("auto", "text", "concise", "json", "sarif", "github")
+MAX_DEPTH = 200  # the configs' bound (compiler/yaml_errors.py); tomllib recurses a level at a time
 
 
 @attrs.frozen
@@ -98,10 +99,15 @@ def load(path: str) -> ProjectFile | None:
     pyproject = os.path.basename(path) == PYPROJECT
     if pyproject and "kvreplay" not in text:
         return None
+    deep = too_deep(text, MAX_DEPTH)
+    if deep is not None:
+        raise SettingsError(name, text, [_too_deep(name, deep)])
     try:
         document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise SettingsError(name, text, [_syntax(name, exc)]) from None
+    except RecursionError:  # past the scan (a string it misread): located at the file only
+        raise SettingsError(name, text, [_too_deep(name, None)]) from None
     table: tuple[str, ...] = ("tool", "kvreplay") if pyproject else ()
     data: Any = document.get("tool", {}).get("kvreplay") if pyproject else document
     if data is None:
@@ -116,6 +122,12 @@ def load(path: str) -> ProjectFile | None:
         raise SettingsError(name, text, checker.found)
     lines = {key: (locate(positions, table + (key,)) or (1, 1))[0] for key in values}
     return ProjectFile(os.path.abspath(path), values, lines, text, positions, table)
+
+
+def _too_deep(name: str, where: Position | None) -> Diagnostic:
+    line, column = where or (None, None)
+    return Diagnostic(RULE, "error", f"TOML nests deeper than {MAX_DEPTH} levels",
+                      Span(file=name, line=line, column=column))
 
 
 def _syntax(name: str, exc: tomllib.TOMLDecodeError) -> Diagnostic:

@@ -60,3 +60,31 @@ def locate(positions: dict[tuple[str, ...], Position], path: tuple[str, ...]) ->
         if path[:n] in positions:
             return positions[path[:n]]
     return None
+
+
+# Strings and comments (skipped whole), and the brackets that open and close arrays, inline
+# tables and table headers.
+_NESTING_TOKEN = re.compile(r'"""|\'\'\'|"(?:[^"\\\n]|\\.)*"|\'[^\'\n]*\'|#[^\n]*|[\[\]{}]')
+
+
+def too_deep(text: str, limit: int) -> Position | None:
+    """Where brackets and braces outside strings and comments first open more than `limit`
+    levels, without recursing (tomllib recurses once or more a level)."""
+    if text.count("[") + text.count("{") <= limit:
+        return None
+    depth = i = 0
+    while (match := _NESTING_TOKEN.search(text, i)) is not None:
+        token, i = match.group(), match.end()
+        if token in ('"""', "'''"):
+            end = text.find(token, i)
+            if end < 0:
+                return None
+            i = end + 3
+        elif token in "[{":
+            depth += 1
+            if depth > limit:
+                at = match.start()
+                return text.count("\n", 0, at) + 1, at - text.rfind("\n", 0, at)
+        elif token in "]}":
+            depth = max(depth - 1, 0)
+    return None
