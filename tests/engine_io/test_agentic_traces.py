@@ -123,6 +123,8 @@ BAD_CASES = {
     "mixed_block_file.jsonl": ("TRACE-BLOCK-SIZE", 2, "mixes block sizes"),
     "mixed_block_dir": ("TRACE-BLOCK-SIZE", 1, "b.jsonl#000000 has 8, expected 4"),
     "no_requests.jsonl": ("TRACE-EMPTY", 1, "has no model requests"),
+    "in_too_large.jsonl": ("TRACE-VALUE", 1, "`$.requests[0].in`: `in` must be in "
+                           "0..10000000, found 10000001"),
 }
 
 
@@ -151,6 +153,54 @@ def test_symlinks_are_refused(tmp_path: Path) -> None:
     os.symlink(target, corpus / "b.jsonl")
     g, found = read_weka(str(corpus))
     assert g is None and "may not contain symlinks" in found[0].message
+
+
+WEKA_LINE = ('{"id":"x","models":["m"],"block_size":4,"hash_id_scope":"local","requests":['
+             '{"t":0.0,"type":"s","model":"m","in":8,"out":2,"hash_ids":[1,2],"api_time":0.004},'
+             '{"t":0.1,"type":"subagent","agent_id":"w","subagent_type":"E","status":"completed",'
+             '"duration_ms":30,"requests":[{"t":0.1,"type":"s","model":"m","in":8,"out":2,'
+             '"hash_ids":[3,4],"api_time":0.004}]},'
+             '{"t":0.2,"type":"s","model":"m","in":12,"out":2,"hash_ids":[1,2,3]}]}')
+
+
+@pytest.mark.parametrize(("old", "new", "field", "message"), [
+    ('"t":0.2,', '"t":1e300,', "$.requests[2].t", "request timestamp 1e+300 s, past the 1e+12 s"),
+    ('"t":0.2,', '"t":1.5e12,', "$.requests[2].t", "request timestamp 1.5e+12 s, past"),
+    ('"api_time":0.004},{"t":0.1', '"api_time":1e300},{"t":0.1', "$.requests[0].api_time",
+     "api_time 1e+300 s, past the 1e+12 s"),
+    ('"t":0.1,"type":"subagent"', '"t":1e300,"type":"subagent"', "$.requests[1].t",
+     "subagent timestamp 1e+300 s, past"),
+    ('"t":0.1,"type":"s"', '"t":1e300,"type":"s"', "$.requests[1].requests[0].t",
+     "request timestamp 1e+300 s, past"),
+    ('"duration_ms":30', '"duration_ms":1' + "0" * 300, "$.requests[1].duration_ms",
+     "`duration_ms` must be at most 1e+15, found a 301-digit number"),
+    ('"out":2,"hash_ids":[1,2,3]', '"out":10000001,"hash_ids":[1,2,3]', "$.requests[2].out",
+     "`out` must be in 0..10000000, found 10000001"),
+])
+def test_weka_values_out_of_range_are_located(tmp_path: Path, old: str, new: str, field: str,
+                                              message: str) -> None:
+    """Times past 1e12 s (Mooncake's 1e15 ms) and lengths past 10,000,000 tokens are TRACE-VALUE
+    at the play's file, line and field (a time of 1e300 s overflowed the lowering)."""
+    assert old in WEKA_LINE
+    (tmp_path / "t.jsonl").write_text("\n" + WEKA_LINE.replace(old, new, 1) + "\n")
+    g, found = read_weka(str(tmp_path / "t.jsonl"))
+    assert g is None
+    (d,) = found
+    assert (d.rule, d.file, d.line) == ("TRACE-VALUE", str(tmp_path / "t.jsonl"), 2)
+    assert message in d.message and f"`{field}`" in d.message, d.message
+
+
+def test_relative_inner_times_past_the_bound_are_located(tmp_path: Path) -> None:
+    """Under the relative basis an inner request's marker + offset past 1e12 s is refused."""
+    line = WEKA_LINE.replace('"t":0.1,"type":"subagent"', '"t":9e11,"type":"subagent"').replace(
+        '"t":0.1,"type":"s"', '"t":2e11,"type":"s"').replace('"duration_ms":30', '"duration_ms":1')
+    (tmp_path / "t.jsonl").write_text(line + "\n")
+    g, found = read_weka(str(tmp_path / "t.jsonl"), basis="relative")
+    assert g is None
+    (d,) = found
+    assert (d.rule, d.line) == ("TRACE-VALUE", 1)
+    assert "starts at 1.1e+12 s relative to its marker, past" in d.message
+    assert "`$.requests[1].requests[0].t`" in d.message
 
 
 def test_every_problem_is_listed_not_only_the_first(tmp_path: Path) -> None:
@@ -216,6 +266,53 @@ def test_invalid_v2_files_are_refused_with_their_line(tmp_path: Path, rows: tupl
     g, found = read_agentic_mooncake(str(v2(tmp_path, *rows)))
     assert g is None
     assert any(message in d.message for d in found), [d.message for d in found]
+
+
+@pytest.mark.parametrize(("old", "new", "message"), [
+    ('"delay_ms":5.0', '"delay_ms":1e300',
+     "trace line 3 has dependency delay (on a) 1e+300 ms, past the 1e+15 ms (about 31,700 "
+     "years) a trace time may reach"),
+    ('"delay_ms":5.0', '"delay_ms":1' + "0" * 400, "trace line 3 has delay_ms of 401 digits"),
+    ('"not_before_ms":0.0,', '"not_before_ms":2e15,', "has not_before_ms 2e+15 ms, past"),
+    ('"not_before_ms":0.0,', '"not_before_ms":0.0,"recorded_api_time_ms":1e300,',
+     "has recorded_api_time_ms 1e+300 ms, past"),
+    ('"output_length":1,', '"output_length":10000001,',
+     "output_length must be in 0..10000000, found 10000001"),
+])
+def test_v2_values_out_of_range_are_located(tmp_path: Path, old: str, new: str,
+                                            message: str) -> None:
+    """A v2 row's delays and times past 1e15 ms and lengths past 10,000,000 tokens are
+    TRACE-VALUE at the file and line (a 1e300 ms delay reached the engine's clock unlocated)."""
+    dep = '{"request_id":"a","trigger":"completion","delay_ms":5.0,"relation":"sequence"}'
+    text = row("b", dep)
+    assert old in text
+    g, found = read_agentic_mooncake(str(v2(tmp_path, row("a"), text.replace(old, new, 1))))
+    assert g is None
+    (d,) = found
+    assert (d.rule, d.file, d.line) == ("TRACE-VALUE", str(tmp_path / "trace.jsonl"), 3)
+    assert message in d.message, d.message
+
+
+@pytest.mark.parametrize(("ordinals", "line", "message"), [
+    ((0, 2**63), 3, "expected 1, found 9223372036854775808 (play q)"),
+    ((2**63, 2**63), 2, "expected 0, found 9223372036854775808 (play p)"),
+    ((0, None), 3, "source_play_ordinal must be set for every play when it is used (play q "
+                   "has none)"),
+])
+def test_v2_play_ordinals_are_located(tmp_path: Path, ordinals: tuple[int | None, ...],
+                                      line: int, message: str) -> None:
+    """Out-of-order, huge (2**63) or missing source_play_ordinal values name the line of the
+    first row of the play at fault."""
+    rows = []
+    for name, play, ordinal in (("a", "p", ordinals[0]), ("b", "q", ordinals[1])):
+        text = row(name, play=play)
+        rows.append(text if ordinal is None else text.replace(
+            '"play_id"', f'"source_play_ordinal":{ordinal},"play_id"'))
+    g, found = read_agentic_mooncake(str(v2(tmp_path, *rows)))
+    assert g is None
+    (d,) = found
+    assert (d.rule, d.line) == ("TRACE-GRAPH", line)
+    assert message in d.message, d.message
 
 
 def test_legacy_rows_form_plays_by_their_wait_for_edges(tmp_path: Path) -> None:

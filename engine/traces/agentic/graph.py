@@ -226,12 +226,16 @@ def build_graph(header: Header, rows: list[GraphRow], basis: str | None = None) 
         ordinals[play_id] = values.pop()
     given = [o for o in ordinals.values() if o is not None]
     if given and len(given) != len(ordinals):
-        raise GraphError("source_play_ordinal must be set for every play when it is used")
+        unset = next(p for p, o in ordinals.items() if o is None)
+        raise GraphError("source_play_ordinal must be set for every play when it is used "
+                         f"(play {unset} has none)", _first_line(nodes, by_play[unset]))
     if given:
-        for expected, value in enumerate(sorted(given)):
+        by_ordinal = sorted((o, p) for p, o in ordinals.items())
+        for expected, (value, play_id) in enumerate(by_ordinal):
             if value != expected:
                 raise GraphError("source_play_ordinal values must be unique and contiguous from "
-                                 f"0; expected {expected}, found {value}")
+                                 f"0; expected {expected}, found {value} (play {play_id})",
+                                 _first_line(nodes, by_play[play_id]))
         order = sorted(by_play, key=lambda p: ordinals[p])  # type: ignore[arg-type, return-value]
     else:
         order = sorted(by_play, key=lambda p: p.encode())
@@ -244,6 +248,11 @@ def build_graph(header: Header, rows: list[GraphRow], basis: str | None = None) 
                              nodes[members[0]].line)
         plays.append(Play(play_id, rank, members, roots))
     return AgenticGraph(header, nodes, plays, index, basis)
+
+
+def _first_line(nodes: list[GraphRow], members: list[int]) -> int | None:
+    """The first source line of a play's rows (None when they were not read from lines)."""
+    return min((nodes[i].line for i in members if nodes[i].line is not None), default=None)
 
 
 def _check_acyclic(nodes: list[GraphRow], index: dict[str, int]) -> None:

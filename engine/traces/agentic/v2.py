@@ -33,11 +33,13 @@ from kvreplay.engine.traces.agentic.graph import (
     build_graph,
 )
 from kvreplay.engine.traces.jsonl import MAX_NESTING, TOO_DEEP, too_deep
+from kvreplay.engine.traces.mooncake_rows import MAX_TIME_MS, MAX_TOKENS
 from kvreplay.engine.traces.rules import diag
 from kvreplay.schema.diagnostics import Diagnostic
 from kvreplay.schema.files import open_regular
 
 MAX_DIAGNOSTICS = 50
+_PAST = f"past the {MAX_TIME_MS:.0e} ms (about 31,700 years) a trace time may reach"
 
 
 class _Bad(Exception):
@@ -202,7 +204,17 @@ def _uint(value: Any, key: str, high: int = (1 << 64) - 1) -> int:
 def _number(value: Any, key: str) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise _Bad("TRACE-FIELD", f"{key} must be a number, found {value!r}")
-    return float(value)
+    try:
+        return float(value)
+    except OverflowError:  # an integer beyond any float
+        raise _Bad("TRACE-VALUE", f"has {key} of {len(str(value))} digits, {_PAST}") from None
+
+
+def _time(value: float, what: str) -> float:
+    """A time or delay (ms) the engine's clock can reach, else a finding naming it."""
+    if value > MAX_TIME_MS:
+        raise _Bad("TRACE-VALUE", f"has {what} {value:.6g} ms, {_PAST}")
+    return value
 
 
 def _either(value: dict[str, Any], key: str, alias: str) -> Any:
@@ -226,7 +238,7 @@ def _row(value: Any, block_size: int) -> GraphRow:
     length = _either(value, "input_length", "input_tokens")
     if length is None:
         raise _Bad("TRACE-MISSING", "is missing input_length")
-    input_length = _uint(length, "input_length")
+    input_length = _uint(length, "input_length", MAX_TOKENS)
     if input_length == 0:
         raise _Bad("TRACE-VALUE", "has zero input_length")
     need = -(-input_length // block_size)
@@ -242,7 +254,7 @@ def _row(value: Any, block_size: int) -> GraphRow:
     out = _either(value, "output_length", "output_tokens")
     if out is None:
         raise _Bad("TRACE-MISSING", "is missing output_length")
-    output_length = _uint(out, "output_length")
+    output_length = _uint(out, "output_length", MAX_TOKENS)
     tokens = value.get("output_token_ids")
     if tokens is not None:
         if not isinstance(tokens, list):
@@ -256,10 +268,13 @@ def _row(value: Any, block_size: int) -> GraphRow:
     not_before = _number(value["not_before_ms"], "not_before_ms")
     if not math.isfinite(not_before) or not_before < 0:
         raise _Bad("TRACE-VALUE", f"has invalid not_before_ms {not_before}")
+    _time(not_before, "not_before_ms")
     api = value.get("recorded_api_time_ms")
     api_ms = None if api is None else _number(api, "recorded_api_time_ms")
     if api_ms is not None and (not math.isfinite(api_ms) or api_ms < 0):
         raise _Bad("TRACE-VALUE", f"has invalid recorded_api_time_ms {api_ms}")
+    if api_ms is not None:
+        _time(api_ms, "recorded_api_time_ms")
     deps = []
     raw_deps = value.get("dependencies") or []
     if not isinstance(raw_deps, list):
@@ -303,6 +318,7 @@ def _dependency(dep: Any) -> Dependency:
     delay = _number(dep["delay_ms"], "delay_ms")
     if not math.isfinite(delay) or delay < 0:
         raise _Bad("TRACE-VALUE", f"has invalid dependency delay {delay}")
+    _time(delay, f"dependency delay (on {request_id})")
     if trigger == "dispatch" and relation != "spawn":
         raise _Bad("TRACE-VALUE", f"has invalid {relation} dependency with dispatch trigger "
                    "(only spawn may be dispatch-triggered)")
@@ -320,7 +336,7 @@ def _legacy_row(value: Any, block_size: int) -> GraphRow:
     length = _either(value, "input_length", "input_tokens")
     if length is None:
         raise _Bad("TRACE-MISSING", "is missing input_length")
-    input_length = _uint(length, "input_length")
+    input_length = _uint(length, "input_length", MAX_TOKENS)
     out = _either(value, "output_length", "output_tokens")
     if out is None:
         raise _Bad("TRACE-MISSING", "is missing output_length")
@@ -334,6 +350,7 @@ def _legacy_row(value: Any, block_size: int) -> GraphRow:
     delay_ms = (0.0 if delay is None else _number(delay, "delay")) + wait_ms
     if not math.isfinite(delay_ms) or delay_ms < 0:
         raise _Bad("TRACE-VALUE", "dependency delay must be finite and nonnegative")
+    _time(delay_ms, "dependency delay (delay plus tool_wait_ms)")
     wait_for = value.get("wait_for") or []
     if not isinstance(wait_for, list) or not all(isinstance(w, str) for w in wait_for):
         raise _Bad("TRACE-FIELD", "wait_for must be an array of request ids")
@@ -341,6 +358,8 @@ def _legacy_row(value: Any, block_size: int) -> GraphRow:
     deps = [Dependency(w, "completion", delay_ms, relation) for w in wait_for]
     stamp = value.get("timestamp", value.get("created_time"))
     not_before = 0.0 if deps or stamp is None else _number(stamp, "timestamp")
+    if not math.isfinite(not_before) or abs(not_before) > MAX_TIME_MS:
+        raise _Bad("TRACE-VALUE", f"has timestamp {not_before:.6g} ms, {_PAST}")
     session = value.get("session_id")
     row = _row({"request_id": request_id, "play_id": "-", "session_id":
                 session if isinstance(session, str) and session.strip() else "agentic-session",

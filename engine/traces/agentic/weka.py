@@ -38,6 +38,7 @@ from kvreplay.engine.traces.agentic.graph import (
 )
 from kvreplay.engine.traces.agentic.serde import seconds_to_ms
 from kvreplay.engine.traces.jsonl import MAX_NESTING, TOO_DEEP, too_deep
+from kvreplay.engine.traces.mooncake_rows import MAX_TIME_MS, MAX_TOKENS
 from kvreplay.engine.traces.rules import diag
 from kvreplay.schema.diagnostics import Diagnostic
 from kvreplay.schema.files import kind_of, open_regular
@@ -47,6 +48,9 @@ SEAM_MAX_GAP = 3600.0
 SEAM_MIN_OVERLAP = 0.5
 BASES = ("auto", "absolute", "relative")
 MAX_DIAGNOSTICS = 50
+# Times past this are refused where they are written (Mooncake rows' bound, in seconds): the
+# lowering's nanosecond arithmetic overflows near 1.8e299 s, the engine's clock at 2**53 ms.
+MAX_SECONDS = MAX_TIME_MS / 1000.0
 
 
 # -- reading ---------------------------------------------------------------------------------------
@@ -278,6 +282,11 @@ def _float(obj: dict[str, Any], key: str, where: str, required: bool = True) -> 
     return float(value)
 
 
+def _abridged(value: int) -> str:
+    text = str(value) if value.bit_length() < 200 else f"a {len(str(value))}-digit number"
+    return text if len(text) <= 40 else text[:18] + "..." + text[-18:]
+
+
 def _kind(value: Any) -> str:
     if value is None:
         return "null"
@@ -307,8 +316,8 @@ def _request(obj: Any, where: str) -> WekaRequest:
     return WekaRequest(
         t=_float(obj, "t", where) or 0.0,
         model=_str(obj, "model", where),
-        input=_uint(obj, "in", where),
-        output=_uint(obj, "out", where),
+        input=_uint(obj, "in", where, MAX_TOKENS),
+        output=_uint(obj, "out", where, MAX_TOKENS),
         hash_ids=list(hashes or []),
         api_time=_float(obj, "api_time", where, required=False),
         where=where,
@@ -328,6 +337,9 @@ def _entry(obj: Any, where: str) -> WekaRequest | WekaSubagent:
     if duration is not None and (isinstance(duration, bool) or not isinstance(duration, int)):
         raise _Bad("TRACE-FIELD", f"{where}.duration_ms", "`duration_ms` must be an integer, "
                    f"found {_kind(duration)}")
+    if duration is not None and duration > MAX_TIME_MS:
+        raise _Bad("TRACE-VALUE", f"{where}.duration_ms", f"`duration_ms` must be at most "
+                   f"{MAX_TIME_MS:.0e}, found {_abridged(duration)}")
     _str(obj, "subagent_type", where)
     inner = _get(obj, "requests", where)
     if not isinstance(inner, list):
@@ -395,6 +407,9 @@ def _check(play: WekaPlay, bad: Callable[[str, str, str], None]) -> None:
             if not math.isfinite(entry.t) or entry.t < 0:
                 bad("TRACE-VALUE", f"{entry.where}.t", f"Weka trace {src} has invalid subagent "
                     f"timestamp {entry.t!r}")
+            elif entry.t > MAX_SECONDS:
+                bad("TRACE-VALUE", f"{entry.where}.t", f"Weka trace {src} has subagent "
+                    f"timestamp {entry.t:.6g} s, {_PAST}")
             if not entry.agent_id.strip():
                 bad("TRACE-VALUE", f"{entry.where}.agent_id", f"Weka trace {src} has an empty "
                     "subagent agent_id")
@@ -419,6 +434,9 @@ def _check_request(r: WekaRequest, src: str, bad: Callable[[str, str, str], None
     if not math.isfinite(r.t) or r.t < 0:
         bad("TRACE-VALUE", f"{r.where}.t", f"Weka trace {src} has invalid request timestamp "
             f"{r.t!r}")
+    elif r.t > MAX_SECONDS:
+        bad("TRACE-VALUE", f"{r.where}.t", f"Weka trace {src} has request timestamp "
+            f"{r.t:.6g} s, {_PAST}")
     if not r.model.strip():
         bad("TRACE-VALUE", f"{r.where}.model", f"Weka trace {src} has an empty request model")
     if r.input == 0:
@@ -426,6 +444,12 @@ def _check_request(r: WekaRequest, src: str, bad: Callable[[str, str, str], None
     if r.api_time is not None and (not math.isfinite(r.api_time) or r.api_time < 0):
         bad("TRACE-VALUE", f"{r.where}.api_time", f"Weka trace {src} has invalid api_time; "
             "expected a finite non-negative value")
+    elif r.api_time is not None and r.api_time > MAX_SECONDS:
+        bad("TRACE-VALUE", f"{r.where}.api_time", f"Weka trace {src} has api_time "
+            f"{r.api_time:.6g} s, {_PAST}")
+
+
+_PAST = f"past the {MAX_SECONDS:.0e} s (about 31,700 years) a trace time may reach"
 
 
 # -- the whole corpus ------------------------------------------------------------------------------
@@ -770,6 +794,10 @@ def _canonical_inner(inner_t: float, marker_t: float, basis: str, where: str, pl
         if not math.isfinite(t):
             raise _Lowering(f"Weka source {play.source_name}, trace {play.id}, subagent {agent} "
                             f"inner request {j} overflows while converting a relative timestamp")
+        if t > MAX_SECONDS:
+            raise _Lowering(f"Weka source {play.source_name}, trace {play.id}, subagent {agent} "
+                            f"inner request {j} starts at {t:.6g} s relative to its marker, "
+                            f"{_PAST} (`{where}.t`)", "TRACE-VALUE")
         return t
     if inner_t < marker_t - EPS:
         raise _Lowering(
