@@ -252,7 +252,8 @@ def build_graph(header: Header, rows: list[GraphRow], basis: str | None = None) 
 
 def _first_line(nodes: list[GraphRow], members: list[int]) -> int | None:
     """The first source line of a play's rows (None when they were not read from lines)."""
-    return min((nodes[i].line for i in members if nodes[i].line is not None), default=None)
+    lines = [line for i in members if (line := nodes[i].line) is not None]
+    return min(lines, default=None)
 
 
 def _check_acyclic(nodes: list[GraphRow], index: dict[str, int]) -> None:
