@@ -6,7 +6,9 @@ its slowest rank does, and idle ranks wait at the same barrier (checked against 
 Fast-forward: when every running request on every rank is a plain decoder whose next tokens
 need no new block and do not finish it, and no waiting request could be admitted, the next k
 passes are uniform: each emits one token per request, allocates nothing, evicts nothing, emits no
-router event. The worker then schedules one completion k passes ahead instead of k completions.
+router event. Under fixed timing a stretch may also fill new blocks taken from free capacity
+(see _grows), allocated when it ends in the order single passes would take them. The worker then
+schedules one completion k passes ahead instead of k completions.
 Anything that gives the worker new work mid-stretch (`sync`) cuts the stretch at the first pass
 boundary at or after that moment, which is exactly where the step-by-step path would start the
 pass that sees the new work. Tokens of a stretch are stamped when it is cut or completes.
@@ -17,6 +19,7 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_left
 from collections.abc import Callable
+from heapq import heapify, heappop, heappush, heapreplace
 from itertools import accumulate
 
 from kvreplay.engine.records import ItlEntry, SharedGaps
@@ -74,6 +77,7 @@ class Worker:
         "deferred",
         "dp_interval",
         "fixed_decode_ns",
+        "fixed_timing",
         "gid",
         "order",
         "outcome",
@@ -111,7 +115,8 @@ class Worker:
         self.stretch_durations: list[int] = []  # each pass's duration, with stretch_ends
         # Fixed timing on every rank, one decode duration: every pure pass lasts this long.
         decodes = {rank.timer.decode_ns(0) for rank in ranks if rank.timer.fixed}
-        fixed = all(rank.timer.fixed for rank in ranks) and len(decodes) == 1
+        self.fixed_timing = all(rank.timer.fixed for rank in ranks)
+        fixed = self.fixed_timing and len(decodes) == 1
         self.fixed_decode_ns = decodes.pop() if fixed else None
         # With attention DP, prefills are admitted every `interval` passes while a rank decodes.
         self.dp_interval = prefill_schedule_interval if len(ranks) > 1 else 1
@@ -157,6 +162,10 @@ class Worker:
         """How many upcoming passes are pure decode passes (0 when the next one is not)."""
         k = 1 << 62
         any_running = False
+        # Under fixed timing a stretch may also cross block boundaries (see _grows), as far as
+        # the ranks' free capacity holds the new blocks.
+        uniform = self.fixed_timing
+        growing: list[tuple[Rank, int]] = []
         for rank in self.ranks:
             running = rank.running
             if (rank.waiting or (rank.connector and rank.connector_ready())) and (
@@ -177,6 +186,9 @@ class Worker:
             any_running = True
             bs = rank.block_size
             limit = rank.max_model_len
+            may_grow = uniform and host is None and rank.pool.pending is None
+            caching = rank.caching
+            tightest = 1 << 62  # the least slack of a request allowed to grow past it
             for seq in running:
                 generated = seq.generated
                 computed = seq.computed
@@ -187,14 +199,25 @@ class Worker:
                 if limit is not None and limit - known < left:
                     left = limit - known
                 slack = len(seq.blocks) * bs - computed
-                if slack < left:
-                    left = slack
-                else:
+                if slack >= left:
                     left -= 1  # the pass emitting the last token is not pure
+                elif may_grow and (not caching or seq.req.output is None):  # see _grows
+                    left -= 1
+                    if slack < tightest:
+                        tightest = slack
+                else:
+                    left = slack
                 if left < k:
                     k = left
                     if k < MIN_STRETCH:
                         return 0
+            if tightest < 1 << 62:
+                growing.append((rank, tightest))
+        for rank, tightest in growing:
+            if k > tightest:
+                k = _affordable(rank, k, tightest)
+        if k < MIN_STRETCH:
+            return 0
         return k if any_running else 0
 
     def _try_stretch(self, now_ns: int) -> int | None:
@@ -213,7 +236,7 @@ class Worker:
             self.stretch_d = self.fixed_decode_ns
             self.stretch_ends = None
             return now_ns + k * self.stretch_d
-        if all(rank.timer.fixed for rank in self.ranks):
+        if self.fixed_timing:
             self.stretch_d = max(rank.timer.decode_ns(0) for rank in self.ranks if rank.running)
             self.stretch_ends = None
             return now_ns + k * self.stretch_d
@@ -305,6 +328,8 @@ class Worker:
         last = start + j * d if ends is None else ends[-1]
         first_ms = ns_to_ms(first_end)
         last_ms = ns_to_ms(last)
+        if uniform:
+            _grow_through(self.ranks, j)
         for rank in self.ranks:
             bs = rank.block_size
             caching = rank.caching
@@ -337,3 +362,88 @@ class Worker:
         self.stretch_k = 0
         self.stretch_ends = None
         self.stretch_durations = []
+
+
+# -- stretches across block boundaries (fixed timing) ---------------------------------------------
+
+# _grows: a request's stretch may run past its last block when the blocks it fills get
+# identities no router sees and nothing else shares (`not rank.caching or seq.req.output is
+# None`; delta sessions' output blocks can be hit by a later prompt, so they are registered pass
+# by pass), on a rank without G2 under fixed timing (tested inline in Worker._pure_passes).
+
+
+def _demand(rank: Rank, passes: int) -> int:
+    """New blocks the rank's running requests need over the next `passes` decode passes."""
+    bs = rank.block_size
+    need = 0
+    for seq in rank.running:
+        more = -(-(seq.computed + passes) // bs) - len(seq.blocks)
+        if more > 0:
+            need += more
+    return need
+
+
+def _affordable(rank: Rank, k: int, tightest: int) -> int:
+    """The most passes, up to k, whose new blocks fit the rank's free capacity (`tightest`: the
+    least slack of a request that may grow): a stretch never evicts (an eviction can publish a
+    router event and changes what a later lookup finds)."""
+    pool = rank.pool
+    free = pool.capacity - pool.n_copies
+    if free <= 0:  # a full pool (cached blocks count): the first new block would evict
+        return tightest
+    if _demand(rank, k) <= free:
+        return k
+    # The pass that needs block free + 1 ends the stretch before it: request by request, the
+    # passes needing a new block are slack + 1, slack + 1 + bs, ...
+    bs = rank.block_size
+    needs = [len(seq.blocks) * bs - seq.computed + 1 for seq in rank.running]
+    heapify(needs)
+    for _ in range(free):
+        heapreplace(needs, needs[0] + bs)
+    return needs[0] - 1
+
+
+def _grow_through(ranks: list[Rank], j: int) -> None:
+    """Allocate and register the blocks j stretch passes fill, in the order j single passes
+    would (pass by pass, rank by rank, request by request): free handles and fresh identities
+    go to the same blocks as step by step. Before the stretch's tokens are counted in; nothing
+    to do when no request crosses a block boundary (the stretch's end registers its blocks)."""
+    crossing = [(rank, seq) for rank in ranks for seq in rank.running
+                if seq.computed + j > len(seq.blocks) * rank.block_size]
+    if not crossing:
+        return
+    if len(ranks) == 1 and len(ranks[0].running) == 1:
+        _grow_one(*crossing[0], j)
+        return
+    events: list[tuple[int, int, int, int]] = []  # (pass, rank, request, 0 allocate / 1 full)
+    for r, rank in enumerate(ranks):
+        bs = rank.block_size
+        for i, seq in enumerate(rank.running):
+            # Pass p computes token c + p - 1: it needs a new block when that token starts
+            # one, and fills a block when c + p is a multiple of bs.
+            c = seq.computed
+            if c + j > len(seq.blocks) * bs:
+                events.append((len(seq.blocks) * bs - c + 1, r, i, 0))
+            if rank.caching and (c + j) // bs > seq.registered:
+                events.append((bs - c % bs, r, i, 1))
+    heapify(events)
+    while events:
+        p, r, i, kind = heappop(events)
+        rank = ranks[r]
+        seq = rank.running[i]
+        bs = rank.block_size
+        if kind == 0:
+            rank.pool.allocate(1, seq.blocks)
+        else:
+            rank._register_through(seq, (seq.computed + p) // bs)
+        if p + bs <= j:
+            heappush(events, (p + bs, r, i, kind))
+
+
+def _grow_one(rank: Rank, seq: Seq, j: int) -> None:
+    """_grow_through for one request: its allocations and registrations touch no other, so
+    they run in two batches."""
+    bs = rank.block_size
+    rank.pool.allocate(-(-(seq.computed + j) // bs) - len(seq.blocks), seq.blocks)
+    if rank.caching and (seq.computed + j) // bs > seq.registered:
+        rank._register_through(seq, (seq.computed + j) // bs)

@@ -256,3 +256,64 @@ def test_every_bench_regime_fast_forward_equals_step_by_step_on_2000_rows(
     assert fast.facts.fast_forwarded_passes > 0
     assert [record_dict(r) for r in fast.records] == [record_dict(r) for r in slow.records]
     assert report_text(fast) == report_text(slow)
+
+
+def _fixed_rank(**overrides: Any) -> dict[str, Any]:
+    return {"backend": "vllm", "block_size": 4, "num_gpu_blocks": 3000, "max_num_seqs": 8,
+            "max_num_batched_tokens": 64,
+            "timing_model": {"type": "fixed", "prefill_ms": 3.0, "decode_ms": 1.0}, **overrides}
+
+
+def test_a_long_decode_under_fixed_timing_is_one_stretch_across_its_blocks() -> None:
+    """One request decoding 200,000 tokens in 4-token blocks: its prefill pass, one stretch
+    through 50,000 new blocks and the pass of its last token, instead of a pass at every block
+    boundary (50,000); the tokens land where 200,000 passes put them (3 ms + 1 ms a token)."""
+    rows = [{"timestamp": 0, "input_length": 8, "output_length": 200_000, "hash_ids": [1, 2]}]
+    doc = native(_fixed_rank(num_gpu_blocks=60_000))
+    result = run_native(doc, workload=mooncake_workload(rows, 4))
+    assert result.facts.passes <= 3
+    (rec,) = result.records
+    assert (rec.terminal_status, rec.output_length) == ("completed", 200_000)
+    assert (rec.first_token_ms, rec.last_token_ms) == (3.0, 3.0 + 199_999 * 1.0)
+    assert rec.itl_runs() == [(1.0, 199_999)]
+
+
+def test_a_stretch_stops_where_free_capacity_ends() -> None:
+    """Two long decodes that need 2,254 blocks of a 1,300-block rank: stretches take free
+    capacity only (never an eviction), the pass that finds none preempts as single passes do;
+    records equal step by step, with under half of its passes."""
+    rows = [{"timestamp": 0, "input_length": 8, "output_length": 5_000, "hash_ids": [1, 2]},
+            {"timestamp": 1, "input_length": 8, "output_length": 4_000, "hash_ids": [5, 6]}]
+    doc = native(_fixed_rank(num_gpu_blocks=1_300))
+    fast = run_native(doc, workload=mooncake_workload(rows, 4), stepwise=False)
+    slow = run_native(doc, workload=mooncake_workload(rows, 4), stepwise=True)
+    assert [record_dict(r) for r in fast.records] == [record_dict(r) for r in slow.records]
+    assert sum(r.readmission_count for r in fast.records) > 0
+    assert fast.facts.passes < slow.facts.passes // 2
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_fixed_stretches_across_blocks_equal_step_by_step(seed: int) -> None:
+    """Random small workloads under fixed timing (1-2 workers, DP 1-2, prefix caching on and
+    off, capacity from ample to barely the longest request, round robin and KV router):
+    stretches that cross block boundaries give the records and report bytes of single
+    passes."""
+    rnd = random.Random(seed)
+    rows = []
+    t = 0.0
+    for _ in range(rnd.randint(2, 7)):
+        t += rnd.choice([0.0, 1.0, 7.0, 40.0, 300.0])
+        blocks = rnd.randint(1, 4)
+        rows.append({"timestamp": t, "input_length": 4 * blocks - rnd.randint(0, 3),
+                     "output_length": rnd.choice([1, 2, 30, 200, 900]),
+                     "hash_ids": [rnd.randint(1, 6) for _ in range(blocks)]})
+    longest = max(-(-(r["input_length"] + r["output_length"]) // 4) for r in rows)
+    rank = _fixed_rank(num_gpu_blocks=rnd.choice([3000, 2 * longest, longest + 1]),
+                       enable_prefix_caching=rnd.random() < 0.7,
+                       max_num_seqs=rnd.choice([2, 8]))
+    doc = native(rank, workers=rnd.choice([1, 2]), dp_size=rnd.choice([1, 2]),
+                 router=rnd.choice(["round_robin", "kv_router"]))
+    fast = run_native(doc, workload=mooncake_workload(rows, 4), stepwise=False)
+    slow = run_native(doc, workload=mooncake_workload(rows, 4), stepwise=True)
+    assert [record_dict(r) for r in fast.records] == [record_dict(r) for r in slow.records]
+    assert report_text(fast) == report_text(slow)
