@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from array import array
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from itertools import chain, islice
 from typing import Any
 
@@ -253,31 +253,33 @@ class SummaryAccumulator:
 
     def _token_distributions(self) -> tuple[Distribution, Distribution]:
         """ITL and per-user output rate over every token gap (equal gaps added as one run: the
-        moments are exact, the sketch counts per bin)."""
+        moments are exact, the sketch counts per bin, so neither depends on how runs split)."""
         itl = StreamingDistribution()
         rate = StreamingDistribution()
-        gaps = self.gap_counts()
-        ordered = sorted(gaps)
-        itl.add_runs((gap, gaps[gap]) for gap in ordered)
-        rate.add_runs((1000.0 / gap, gaps[gap]) for gap in ordered if gap > 0.0)
+        for runs in self.gap_runs():
+            itl.add_runs(runs)
+            rate.add_runs((1000.0 / gap, count) for gap, count in runs if gap > 0.0)
         return itl.finish(), rate.finish()
 
-    def gap_counts(self) -> dict[float, int]:
-        """Every token gap of the completed records: {gap_ms: count}."""
-        gaps = dict(self.gaps)
-        # Shared gaps counted by nanosecond value per weight (records referencing them): one
-        # C-level count per distinct weight, then one pass over its distinct values.
+    def gap_runs(self) -> Iterator[list[tuple[float, int]]]:
+        """Every token gap of the completed records as (gap_ms, count) runs, a bounded batch at
+        a time: the records' own runs, then the shared gaps counted by nanosecond value per
+        weight (records referencing them), _SHARED_AT_ONCE durations per C-level count. A long
+        polynomial decode has about as many distinct gaps as tokens; nothing holds them all."""
+        yield sorted(self.gaps.items())
         by_weight: dict[int, list[SharedGaps]] = {}
         for shared, weight in self.shared.items():
             by_weight.setdefault(weight, []).append(shared)
-        get = gaps.get
         for weight, group in by_weight.items():
-            counted = Counter(chain.from_iterable(
-                islice(shared.durations, shared.start, None) for shared in group))
-            for duration, count in counted.items():
-                gap = duration / NS_PER_MS  # ns_to_ms; durations are >= 0, so no max(., 0.0)
-                gaps[gap] = get(gap, 0) + count * weight
-        return gaps
+            durations = chain.from_iterable(
+                islice(shared.durations, shared.start, None) for shared in group)
+            while chunk := list(islice(durations, _SHARED_AT_ONCE)):
+                # ns_to_ms; durations are >= 0, so no max(., 0.0)
+                yield sorted((duration / NS_PER_MS, count * weight)
+                             for duration, count in Counter(chunk).items())
+
+
+_SHARED_AT_ONCE = 1 << 16
 
 
 # Why the engine rejects a request (RequestRecord.rejection's reason), as the summary says it.

@@ -317,3 +317,37 @@ def test_fixed_stretches_across_blocks_equal_step_by_step(seed: int) -> None:
     slow = run_native(doc, workload=mooncake_workload(rows, 4), stepwise=True)
     assert [record_dict(r) for r in fast.records] == [record_dict(r) for r in slow.records]
     assert report_text(fast) == report_text(slow)
+
+
+def test_token_distributions_of_distinct_shared_gaps_use_bounded_memory(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """40,000 distinct shared gaps (a long polynomial decode has one a token): the ITL figures
+    are exact, and the report is built in memory for one batch of gaps, not for all of them
+    (the batch scaled down 128 times: 512 gaps stand for 65,536)."""
+    import tracemalloc
+
+    from kvreplay.engine import report
+
+    monkeypatch.setattr(report, "_SHARED_AT_ONCE", 512)
+    n = 40_000
+    durations = array("i", range(5_000_000, 5_000_000 + 7 * n, 7))
+    rec = RequestRecord(0, "r0", 0.0, 10, n + 1)
+    rec.first_admit_ms = rec.first_token_ms = 1.0
+    rec.itl_gaps.append(SharedGaps(durations, 0))
+    rec.output_length = n + 1
+    rec.last_token_ms = rec.first_token_ms + sum(durations) / 1e6
+    rec.terminal_time_ms = rec.last_token_ms
+    rec.terminal_status = "completed"
+    core = SimpleNamespace(pools=[SimpleNamespace(name="agg", workers=1, gpus_per_worker=1)],
+                           end_ms=rec.last_token_ms, committed_prefill_tokens=0,
+                           kv_eviction_policy="lru")
+    tracemalloc.start()
+    try:
+        summary = report_from_run(SimpleNamespace(records=[rec], facts=core), version="t",
+                                  per_request=False)["summary"]
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1 << 20, peak  # all 40,000 in one mapping took 5 MB
+    assert (summary["min_itl_ms"], summary["max_itl_ms"]) == (5.0, (5_000_000 + 7 * (n - 1)) / 1e6)
+    assert summary["mean_itl_ms"] == pytest.approx((5_000_000 + 3.5 * (n - 1)) / 1e6, rel=1e-12)
