@@ -55,6 +55,13 @@ def resolve_keys(text: str, render: Callable[[SpecPath], str]) -> str:
     return _KEY_MARKS.sub(lambda m: render(tuple(m.group(1).split(_KEY_PART))), text)
 
 
+def role_ranks(role: s.Role) -> int | None:
+    """Attention-DP ranks the role simulates (workers x attention DP), unknown while either is."""
+    if role.workers is None or role.dp_size is None:
+        return None
+    return role.workers * role.dp_size
+
+
 def is_blank(text: str | None) -> bool | None:
     return None if text is None else text.strip() == ""
 
@@ -70,6 +77,8 @@ BUILTINS: dict[str, Builtin] = {
                 "the kv_layout_id kvreplay derives for a role (backend, block size, KV bytes per "
                 "token, TP, explicit PCP/DCP); unknown while the bytes per token are unknown",
                 "role_layout_id"),
+        Builtin("ranks", ("role",), "num", "the ranks a role simulates: its workers x attention "
+                "DP", "role_ranks"),
         Builtin("blank", ("str",), "bool", "the text is empty or only spaces", "is_blank"),
         Builtin("json", ("any",), "str", "the value written as JSON (for hints to paste)",
                 "to_json"),
