@@ -21,8 +21,10 @@ import os
 import re
 import stat
 import struct
-from collections.abc import Callable
+from bisect import bisect_left, insort
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from heapq import heapify, heappop, heappush
 from typing import Any
 
 import blake3
@@ -645,6 +647,21 @@ def _detect(items: list[_Item]) -> tuple[list[_Chain], int, list[int]]:
     owner: dict[str, int] = {}
     forks: dict[str, list[int]] = {}
     by_sid: dict[str, _Item] = {}
+    # Chains by the first hash id of their tail, in index order: only those can extend or
+    # share a prefix with a request (a play of n forks compared every chain: O(n^2)).
+    by_first: dict[int, list[int]] = {}
+
+    def place(index: int, item: _Item) -> None:
+        chain = chains[index]
+        before = chain.tail_hashes[0] if chain.tail_hashes else None
+        chain.append(item, owner, index)
+        after = chain.tail_hashes[0] if chain.tail_hashes else None
+        if before != after:
+            if before is not None:
+                by_first[before].remove(index)
+            if after is not None:
+                insort(by_first.setdefault(after, []), index)
+
     for item in items:
         r = item.req
         by_sid[item.sid] = item
@@ -656,20 +673,21 @@ def _detect(items: list[_Item]) -> tuple[list[_Chain], int, list[int]]:
             continue
         if not chains:
             chains.append(_Chain())
-            chains[0].append(item, owner, 0)
+            place(0, item)
             continue
-        target = _extension_target(chains, item)
+        candidates = by_first.get(r.hash_ids[0], [])
+        target = _extension_target(chains, item, candidates)
         if target is not None:
-            chains[target].append(item, owner, target)
+            place(target, item)
             continue
         if all(not c.tail_hashes for c in chains):
-            chains[0].append(item, owner, 0)
+            place(0, item)
             continue
-        parent, depth = _max_lcp_chain(chains, r.hash_ids)
+        parent, depth = _max_lcp_chain(chains, r.hash_ids, candidates)
         fork_sid = chains[parent].tail_sid if parent is not None else None
         index = len(chains)
         chains.append(_Chain(fork=_Fork(parent, fork_sid, depth, item.t)))
-        chains[index].append(item, owner, index)
+        place(index, item)
         if fork_sid is not None and depth > 0:
             forks.setdefault(fork_sid, []).append(index)
     _resolve_seams(chains, forks, owner, by_sid)
@@ -681,10 +699,13 @@ def _detect(items: list[_Item]) -> tuple[list[_Chain], int, list[int]]:
     return chains, main, workers
 
 
-def _extension_target(chains: list[_Chain], item: _Item) -> int | None:
+def _extension_target(chains: list[_Chain], item: _Item, candidates: list[int]) -> int | None:
+    """The chain (of `candidates`, in index order) whose tail the request extends: the longest
+    tail that is a prefix of its hash ids, same model, ended by its start; the first on ties."""
     best, best_len = None, 0
     h = item.req.hash_ids
-    for i, c in enumerate(chains):
+    for i in candidates:
+        c = chains[i]
         tail = len(c.tail_hashes)
         if (tail == 0 or tail > len(h) or tail <= best_len or c.tail_model != item.req.model
                 or c.tail_end > item.t + EPS or c.tail_hashes != h[:tail]):
@@ -693,9 +714,13 @@ def _extension_target(chains: list[_Chain], item: _Item) -> int | None:
     return best
 
 
-def _max_lcp_chain(chains: list[_Chain], hashes: list[int]) -> tuple[int | None, int]:
+def _max_lcp_chain(chains: list[_Chain], hashes: list[int],
+                   candidates: list[int]) -> tuple[int | None, int]:
+    """The chain (of `candidates`, in index order) sharing the longest prefix with `hashes`,
+    then the longest tail, the first on ties; and that prefix's length."""
     best, key = None, (0, 0)
-    for i, c in enumerate(chains):
+    for i in candidates:
+        c = chains[i]
         depth = _lcp(c.tail_hashes, hashes)
         candidate = (depth, len(c.tail_hashes))
         if depth > 0 and candidate > key:
@@ -716,12 +741,16 @@ def _seam_eligible(chain: _Chain, tail: _Item) -> bool:
 
 def _resolve_seams(chains: list[_Chain], forks: dict[str, list[int]], owner: dict[str, int],
                    by_sid: dict[str, _Item]) -> None:
-    keys = set(forks)
+    # Fork points in UTF-8 order, smallest first (a heap: taking the min of a set each time
+    # was O(n^2) in a play of n forks); a point is queued at most once at a time.
+    queued = set(forks)
+    queue = [(sid.encode(), sid) for sid in queued]
+    heapify(queue)
     aliases: dict[int, int] = {}
     processed: set[str] = set()
-    while keys:
-        sid = min(keys, key=str.encode)
-        keys.discard(sid)
+    while queue:
+        sid = heappop(queue)[1]
+        queued.discard(sid)
         if sid in processed:
             continue
         processed.add(sid)
@@ -769,7 +798,9 @@ def _resolve_seams(chains: list[_Chain], forks: dict[str, list[int]], owner: dic
             fork.parent, fork.fork_sid, fork.depth = head, new_tail, depth
             forks.setdefault(new_tail, []).append(candidate)
             processed.discard(new_tail)
-            keys.add(new_tail)
+            if new_tail not in queued:
+                queued.add(new_tail)
+                heappush(queue, (new_tail.encode(), new_tail))
 
 
 def _streams(ns: str, prefix: str, chains: list[_Chain], main: int, workers: list[int],
@@ -924,26 +955,9 @@ def _rows(play: WekaPlay, ordinal: int, ns: str, play_id: str, streams: list[_St
     for s in streams:
         scopes.setdefault(s.scope, []).append(s)
     for scope in sorted(scopes, key=str.encode):
-        members = scopes[scope]
-        for target_stream in members:
-            for target in target_stream.items:
-                frontier: list[_Item] = []
-                for other in members:
-                    if other is target_stream:
-                        continue
-                    best = None
-                    for c in other.items:
-                        if c.t < target.t and c.end <= target.t + EPS and (
-                                best is None
-                                or (c.end, c.t, c.sid.encode()) >= (best.end, best.t,
-                                                                    best.sid.encode())):
-                            best = c
-                    if best is not None:
-                        frontier.append(best)
-                for c in frontier:
-                    if not any(c.t < other.t and c.end <= other.t + EPS for other in frontier):
-                        push(target.sid, Dependency(rid(c.sid), "completion", 0.0,
-                                                    "replay_barrier"))
+        for target, frontier in replay_barriers(scopes[scope]):
+            for c in frontier:
+                push(target.sid, Dependency(rid(c.sid), "completion", 0.0, "replay_barrier"))
     for target_sid, terminals in joins:
         for terminal in terminals:
             push(target_sid, Dependency(rid(terminal), "completion",
@@ -976,6 +990,62 @@ def _rows(play: WekaPlay, ordinal: int, ns: str, play_id: str, streams: list[_St
                 dependencies=deps.pop(item.sid, [])))
     rows.sort(key=lambda row: row.request_id.encode())
     return rows
+
+
+def replay_barriers(members: list[_Stream]) -> Iterator[tuple[_Item, list[_Item]]]:
+    """Each request of a scope with the requests it waits on at replay (the reference's
+    barriers): of every other stream of the scope, the latest-ending request that started
+    before it and ended by its start (+ EPS), less any of those that ended by the start of a
+    later-starting one. Targets come in start order, so every stream's best candidate only
+    grows; the frontier is read from the candidates sorted by start and by end: the latest
+    start M among the other streams' candidates, then those starting at M or ending after M +
+    EPS, in stream order. O(n log n + barriers), where comparing every pair was O(n^3)."""
+    entries = [(item, m) for m, stream in enumerate(members) for item in stream.items]
+    order = sorted(entries, key=lambda e: e[0].t)
+    started: list[tuple[float, int]] = []  # (end, index in order) of those started before t
+    best: list[_Item | None] = [None] * len(members)
+    by_start: list[tuple[float, int]] = []  # (t, stream) of every stream's candidate, sorted
+    by_end: list[tuple[float, int]] = []  # (end, stream), sorted
+    pending = i = 0
+    while i < len(order):
+        t = order[i][0].t
+        j = i
+        while j < len(order) and order[j][0].t == t:
+            j += 1
+        while pending < len(order) and order[pending][0].t < t:
+            heappush(started, (order[pending][0].end, pending))
+            pending += 1
+        limit = t + EPS
+        while started and started[0][0] <= limit:
+            c, m = order[heappop(started)[1]]
+            old = best[m]
+            if old is not None:
+                if (c.end, c.t, c.sid.encode()) <= (old.end, old.t, old.sid.encode()):
+                    continue
+                del by_start[bisect_left(by_start, (old.t, m))]
+                del by_end[bisect_left(by_end, (old.end, m))]
+            best[m] = c
+            insort(by_start, (c.t, m))
+            insort(by_end, (c.end, m))
+        for target, own in order[i:j]:
+            latest = next((start for start, m in reversed(by_start) if m != own), None)
+            if latest is None:
+                continue
+            chosen: set[int] = set()
+            for start, m in reversed(by_start):
+                if m == own:
+                    continue
+                if start != latest:
+                    break
+                chosen.add(m)
+            bound = latest + EPS
+            for end, m in reversed(by_end):
+                if not end > bound:
+                    break
+                if m != own:
+                    chosen.add(m)
+            yield target, [best[m] for m in sorted(chosen)]  # type: ignore[misc]
+        i = j
 
 
 def _unique_hash(domain: str, identity: str, used: dict[Any, Any]) -> int:
