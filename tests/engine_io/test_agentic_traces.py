@@ -335,3 +335,59 @@ def test_legacy_rows_form_plays_by_their_wait_for_edges(tmp_path: Path) -> None:
     assert {d.relation for d in nodes["r3"].dependencies} == {"join"}
     assert nodes["r1"].not_before_ms == 5.0
     assert {n.play_id for n in g.nodes} == {"legacy-play:r1", "legacy-play:x"}
+
+
+@pytest.fixture
+def five_requests(monkeypatch: pytest.MonkeyPatch) -> int:
+    """MAX_REQUESTS scaled down 20,000 times (5 requests stand for 100,000)."""
+    from kvreplay.engine.traces.agentic import graph as graphs
+
+    monkeypatch.setattr(graphs, "MAX_REQUESTS", 5)
+    return 5
+
+
+def _tiny_play(i: int, requests: int = 1) -> str:
+    turns = ",".join(f'{{"t":{k}.0,"type":"s","model":"m","in":8,"out":2}}'
+                     for k in range(requests))
+    return (f'{{"id":"p{i}","models":["m"],"block_size":4,"hash_id_scope":"local",'
+            f'"requests":[{turns}]}}')
+
+
+def test_a_weka_corpus_past_the_request_bound_is_refused_while_read(
+        five_requests: int, tmp_path: Path) -> None:
+    """One play of 6 requests, 6 one-request plays in a JSONL file, and 2 files of 3 that add
+    up past the bound: TRACE-VALUE at the play (or line) past it; exactly the bound reads."""
+    (tmp_path / "one.json").write_text(_tiny_play(0, five_requests + 1))
+    (tmp_path / "many.jsonl").write_text(
+        "".join(_tiny_play(i) + "\n" for i in range(five_requests + 1)))
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for name in ("a", "b"):
+        (corpus / f"{name}.jsonl").write_text(_tiny_play(0, 3) + "\n")
+    (tmp_path / "fits.jsonl").write_text(
+        "".join(_tiny_play(i) + "\n" for i in range(five_requests)))
+    for path, line, words in ((tmp_path / "one.json", 1, "past it at play 'p0'"),
+                              (tmp_path / "many.jsonl", 6, "holds more than 5 plays"),
+                              (corpus, 1, "past it at play 'p0'")):
+        g, found = read_weka(str(path))
+        assert g is None
+        (d,) = found
+        assert (d.rule, d.line) == ("TRACE-VALUE", line), d
+        assert words in d.message and "more than 5 requests, the most an agentic replay " \
+            "takes" in d.message, d.message
+    assert d.file == str(corpus / "b.jsonl")
+    g, found = read_weka(str(tmp_path / "fits.jsonl"))
+    assert g is not None and len(g.nodes) == five_requests, found
+
+
+def test_a_v2_trace_past_the_request_bound_is_refused_while_read(
+        five_requests: int, tmp_path: Path) -> None:
+    """A v2 file of 6 rows is TRACE-VALUE at line 7 before any row is parsed; 5 rows read."""
+    rows = [row(f"r{i}", play=f"p{i}") for i in range(five_requests + 1)]
+    g, found = read_agentic_mooncake(str(v2(tmp_path, *rows)))
+    assert g is None
+    (d,) = found
+    assert (d.rule, d.line) == ("TRACE-VALUE", 7)
+    assert "holds more than 5 requests" in d.message
+    g, found = read_agentic_mooncake(str(v2(tmp_path, *rows[:-1])))
+    assert g is not None, found

@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from kvreplay.engine.traces.agentic import graph as graphs
 from kvreplay.engine.traces.agentic import serde
 from kvreplay.engine.traces.agentic.graph import (
     RELATIONS,
@@ -86,6 +87,11 @@ def read_agentic_mooncake(path: str, display: str | None = None, *,
                     add("TRACE-ENCODING", "the file starts with a byte-order mark", 1)
                     return None, found
                 if text.strip():
+                    if len(lines) > graphs.MAX_REQUESTS:  # the header and MAX_REQUESTS rows
+                        add("TRACE-VALUE", f"agentic trace {display} holds "
+                            f"{graphs.too_many()} (past it at line {number})", number,
+                            hint="replay a part of the trace")
+                        return None, found
                     lines.append((number, text))
     except OSError as exc:
         add("TRACE-PATH", f"cannot read {display}: {exc.strerror or exc}")
@@ -115,6 +121,10 @@ def read_agentic_mooncake(path: str, display: str | None = None, *,
         header = Header(legacy_block_size, "legacy_agentic_mooncake", f"{display}:{len(lines)}")
         rows = lines
         legacy = True
+        if len(rows) > graphs.MAX_REQUESTS:
+            add("TRACE-VALUE", f"agentic trace {display} holds {graphs.too_many()} (past it at "
+                f"line {rows[-1][0]})", rows[-1][0], hint="replay a part of the trace")
+            return None, found
     if not rows:
         add("TRACE-EMPTY", f"agentic trace file {display} did not contain any requests")
         return None, found

@@ -29,6 +29,7 @@ from typing import Any
 
 import blake3
 
+from kvreplay.engine.traces.agentic import graph as graphs
 from kvreplay.engine.traces.agentic import serde
 from kvreplay.engine.traces.agentic.graph import (
     AgenticGraph,
@@ -228,6 +229,11 @@ def _values(file: _File, report: _Report) -> list[tuple[int, Any]]:
         if out and not file.jsonl:
             report.add("TRACE-JSON", f"Weka JSON source {file.display} contains more than one "
                        "object; use a .jsonl extension", file.display, line)
+            return []
+        if len(out) == graphs.MAX_REQUESTS:  # each play has a request: the corpus is too large
+            report.add("TRACE-VALUE", f"Weka source {file.display} holds more than "
+                       f"{graphs.MAX_REQUESTS:,} plays, so {graphs.too_many()}", file.display, line,
+                       hint="replay a part of the corpus")
             return []
         out.append((line, value))
         line += text.count("\n", i, end)
@@ -464,6 +470,7 @@ def read_weka(path: str, display: str | None = None, *, basis: str = "auto",
     report = _Report()
     files = _collect(path, display, report)
     plays: list[WekaPlay] = []
+    requests = 0
     for file in files:
         for index, (line, value) in enumerate(_values(file, report)):
             name = f"{file.relative}#{index:06d}" if file.jsonl else file.relative
@@ -481,6 +488,14 @@ def read_weka(path: str, display: str | None = None, *, basis: str = "auto",
                            play.line)
 
             _check(play, bad)
+            requests += sum(len(e.requests) if isinstance(e, WekaSubagent) else 1
+                            for e in play.entries)
+            if requests > graphs.MAX_REQUESTS:
+                report.add("TRACE-VALUE", f"Weka corpus {display} holds "
+                           f"{graphs.too_many()} (past it at play {play.id!r})", play.display,
+                           play.line,
+                           hint="replay a part of the corpus")
+                return None, _finish(report)
             if plays and play.block_size != plays[0].block_size and play.block_size:
                 report.add("TRACE-BLOCK-SIZE", f"Weka corpus mixes block sizes: {name} has "
                            f"{play.block_size}, expected {plays[0].block_size}", file.display,
