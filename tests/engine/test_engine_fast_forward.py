@@ -338,12 +338,12 @@ def test_token_distributions_of_distinct_shared_gaps_use_bounded_memory(
     rec.last_token_ms = rec.first_token_ms + sum(durations) / 1e6
     rec.terminal_time_ms = rec.last_token_ms
     rec.terminal_status = "completed"
-    core = SimpleNamespace(pools=[SimpleNamespace(name="agg", workers=1, gpus_per_worker=1)],
-                           end_ms=rec.last_token_ms, committed_prefill_tokens=0,
-                           kv_eviction_policy="lru")
+    core = RunFacts()
+    core.pools = [PoolFacts("aggregated", 1, 1, 1, 1, "vllm", 16, 100)]
+    core.end_ms = rec.last_token_ms
     tracemalloc.start()
     try:
-        summary = report_from_run(SimpleNamespace(records=[rec], facts=core), version="t",
+        summary = report_from_run(RunResult([rec], core), version="t",
                                   per_request=False)["summary"]
         peak = tracemalloc.get_traced_memory()[1]
     finally:
