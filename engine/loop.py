@@ -324,7 +324,8 @@ class Simulation:
         seq = self.seq_of.pop(ordinal, None)
         if seq is None:  # still in the router queue
             queue = self.pools[0].queue
-            assert queue is not None and queue.remove(ordinal), ordinal
+            if queue is None or not queue.remove(ordinal):
+                raise EngineError(f"cancel: request #{ordinal} is neither placed nor queued")
             self._end_canceled(self.open[ordinal], ordinal)
             return False
         rec = seq.rec
