@@ -2,10 +2,13 @@
 
 Import-light: the public names below load their modules on first use.
 
-    run_native(document, *, workload, stepwise=False, progress=None, should_stop=None,
-               sink=None) -> RunResult                 # .records, .facts
-    refusals(document) -> list[str]                     # one message per unsupported feature
-    approximations(document) -> list[str]               # what runs through a stand-in model
+    run_spec(spec, *, workload, stepwise=False, progress=None, should_stop=None,
+             sink=None) -> RunResult                   # .records, .facts
+    run_native(document, *, workload, ...) -> RunResult # read_engine_spec + run_spec
+    Replay(spec).run(workload, ...) -> RunResult        # a spec checked once, run later
+    read_engine_spec(document) -> Spec                  # the checked Spec of a native document
+    refusals(spec or document) -> list[str]             # one message per unsupported feature
+    approximations(spec or document) -> list[str]       # what runs through a stand-in model
     CAPABILITIES                                        # frozenset of capability names
     EngineError, EngineConfigError, Unsupported, Interrupted, ReplayStalled
 """
@@ -17,6 +20,9 @@ from typing import Any
 
 _API = {
     "run_native": "kvreplay.engine.api",
+    "run_spec": "kvreplay.engine.api",
+    "Replay": "kvreplay.engine.api",
+    "read_engine_spec": "kvreplay.engine.config",
     "RunResult": "kvreplay.engine.result",
     "RunFacts": "kvreplay.engine.result",
     "PoolFacts": "kvreplay.engine.result",

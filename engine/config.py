@@ -1,11 +1,16 @@
-"""Reading a native document for the engine: the Spec it replays (schema/spec.py), or an
-EngineConfigError that names the first problem by its JSON pointer.
+"""What the engine runs: a Spec (schema/spec.py) that passes `check_spec`, read from a native
+document by `read_engine_spec`, or given typed (api.run_spec). Problems raise EngineConfigError
+naming the first one by its JSON pointer in the native document.
 
-The document is checked against schema/native.schema.json (generated from the native model, so
+A document is checked against schema/native.schema.json (generated from the native model, so
 its types, enums and bounds are the model's), read into the native model by the strict converter
-(schema/convert.py: no coercion, no unknown keys), and checked for what the schema admits but
-this engine does not run. A missing field takes the native engine's own default
-(docs/native-json.md), as the reference normalizer does.
+(schema/convert.py: no coercion, no unknown keys), and checked for what only a document can
+get wrong (a role without its topology pool, a rank naming another role). A missing field takes
+the native engine's own default (docs/native-json.md), as the reference normalizer does.
+
+`check_spec` states the engine's limits on a typed spec, the ones the native engine enforces
+when it reads a rank or builds its pools: each is also a support-matrix rule (named beside it),
+which reports it at lint time with the config's line and column.
 """
 
 from __future__ import annotations
@@ -24,30 +29,18 @@ from kvreplay.schema.spec import TOPOLOGY_KEY, Role, Spec, named_roles, spec_fro
 
 ROLES_OF_MODE = {"aggregated": ["aggregated"], "disaggregated": ["prefill", "decode"]}
 HOST_SCOPES = ("dp_rank_local", "cluster_shared")
+# The terms every participant of a cluster_shared G2 pool must agree on (POOL-* rules).
+POOL_CONTRACT = ("kv_layout_id", "tensor_parallel_size", "block_size", "block_bytes",
+                 "num_host_blocks", "shared_d2h_bandwidth_gbps", "shared_h2d_bandwidth_gbps")
 
 
 def read_engine_spec(document: Mapping[str, Any]) -> Spec:
-    """The Spec of a native document; EngineConfigError for one the engine cannot run."""
-    error = best_match(validator("native").iter_errors(document))
-    if error is not None:
-        raise EngineConfigError(f"{pointer(error.absolute_path)}: {error.message}")
-    try:
-        doc = native_converter().structure(document, n.Document)
-    except BaseValidationError as exc:  # pragma: no cover - the schema admits only what reads
-        raise EngineConfigError(f"unreadable native document: {exc}") from None
+    """The checked Spec of a native document; EngineConfigError for one the engine cannot run."""
+    doc = _read(document)
     spec = spec_from_document(doc)
-    _check(doc, spec)
-    return spec
-
-
-def _check(doc: n.Document, spec: Spec) -> None:
-    names = [name for name, _ in named_roles(doc.spec.engine)]
-    expected = ROLES_OF_MODE[spec.mode]
-    if names != expected:
-        raise EngineConfigError(f"/spec/engine: topology kind {spec.mode!r} needs the roles "
-                                f"{', '.join(expected)}; found {', '.join(names) or 'none'}")
+    _check_roles(spec)
     plain = isinstance(doc.spec.engine, n.Role)
-    for (name, native), role in zip(named_roles(doc.spec.engine), spec.roles, strict=True):
+    for name, native in named_roles(doc.spec.engine):
         where = "/spec/engine" if plain else f"/spec/engine/{name}"
         if getattr(doc.spec.topology, TOPOLOGY_KEY[name]) is None:
             raise EngineConfigError(f"/spec/topology: no `{TOPOLOGY_KEY[name]}` pool for role "
@@ -56,25 +49,84 @@ def _check(doc: n.Document, spec: Spec) -> None:
         if worker_type is not None and worker_type != name:
             raise EngineConfigError(f"{where}/rank/worker_type: {worker_type!r} does not match "
                                     f"its role {name!r}")
+    check_spec(spec, plain=plain)
+    return spec
+
+
+def read_spec(document: Mapping[str, Any]) -> Spec:
+    """The Spec of a native document that reads, unchecked (its limits may still be broken)."""
+    return spec_from_document(_read(document))
+
+
+def _read(document: Mapping[str, Any]) -> n.Document:
+    error = best_match(validator("native").iter_errors(document))
+    if error is not None:
+        raise EngineConfigError(f"{pointer(error.absolute_path)}: {error.message}")
+    try:
+        return native_converter().structure(document, n.Document)
+    except BaseValidationError as exc:  # pragma: no cover - the schema admits only what reads
+        raise EngineConfigError(f"unreadable native document: {exc}") from None
+
+
+def check_spec(spec: Spec, *, plain: bool | None = None) -> None:
+    """EngineConfigError for the first limit of the engine the spec breaks. `plain`: whether the
+    document writes its one aggregated role unnamed (the pointers' form; None: the canonical
+    form's)."""
+    _check_roles(spec)
+    if plain is None:
+        plain = [role.name for role in spec.roles] == ["aggregated"]
+    for role in spec.roles:
+        where = "/spec/engine" if plain else f"/spec/engine/{role.name}"
         _check_host(role, f"{where}/rank/native_host_offload")
+    _check_shared_pool(spec)
+
+
+def _check_roles(spec: Spec) -> None:
+    names = [role.name for role in spec.roles]
+    expected = ROLES_OF_MODE.get(spec.mode)
+    if names != expected:
+        raise EngineConfigError(f"/spec/engine: topology kind {spec.mode!r} needs the roles "
+                                f"{', '.join(expected or [])}; found {', '.join(names) or 'none'}")
 
 
 def _check_host(role: Role, where: str) -> None:
     host = role.host_offload
     if host is None:
         return
-    if role.backend != "vllm":
+    if role.backend != "vllm":  # G2-BACKEND
         raise EngineConfigError(f"{where}: native_host_offload is supported only for "
                                 "backend=vllm")
-    if not role.enable_prefix_caching:
+    if not role.enable_prefix_caching:  # G2-PREFIX-CACHING
         raise EngineConfigError(f"{where}: native_host_offload requires "
                                 "enable_prefix_caching=true")
-    if role.host_block_bytes is None:
+    if role.host_block_bytes is None:  # G2-BYTES
         raise EngineConfigError(f"{where}: native_host_offload requires kv_cache_bytes_per_token "
                                 "to derive the physical host block size")
-    if host.scope not in HOST_SCOPES:
+    if host.scope not in HOST_SCOPES:  # G2-SCOPE
         raise EngineConfigError(f"{where}/scope: unknown host_offload.scope {host.scope!r}; "
                                 "expected 'dp_rank_local' or 'cluster_shared'")
-    if host.scope == "cluster_shared" and not host.kv_layout_id:
+    if host.scope == "cluster_shared" and not host.kv_layout_id:  # NATIVE-LAYOUT-ID
         raise EngineConfigError(f"{where}: cluster_shared native_host_offload requires a "
                                 "nonempty kv_layout_id")
+
+
+def _check_shared_pool(spec: Spec) -> None:
+    """Every cluster_shared role joins one pool: they must agree on its contract (POOL-*)."""
+    contract: tuple[Any, ...] | None = None
+    for role in spec.roles:
+        host = role.host_offload
+        if host is None or host.scope != "cluster_shared":
+            continue
+        terms = (host.kv_layout_id, role.tensor_parallel_size, role.block_size,
+                 role.host_block_bytes, host.num_host_blocks, host.shared_d2h_bandwidth_gbps,
+                 host.shared_h2d_bandwidth_gbps)
+        if contract is None:
+            contract = terms
+        elif terms != contract:
+            raise EngineConfigError(f"cluster_shared host_offload participants are "
+                                    f"incompatible: role {role.name} has {_contract(terms)}, "
+                                    f"the pool {_contract(contract)}")
+
+
+def _contract(terms: tuple[Any, ...]) -> str:
+    return "{" + ", ".join(f"{k}={v!r}" for k, v in zip(POOL_CONTRACT, terms, strict=True)) + "}"

@@ -222,8 +222,8 @@ class HostClient:
                 elif not transfer.cancelled:
                     seq = transfer.seq
                     assert seq is not None
-                    self._activate(seq, transfer)  # type: ignore[arg-type]
-                    activated.append(seq)  # type: ignore[arg-type]
+                    self._activate(seq, transfer)
+                    activated.append(seq)
             self.delivered = []
         if self.progress:
             self.progress = False

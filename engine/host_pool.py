@@ -30,6 +30,7 @@ from kvreplay.engine.pool import REMOVED, STORED
 if TYPE_CHECKING:
     from kvreplay.engine.host_client import HostClient
     from kvreplay.engine.host_timeline import HostTimeline
+    from kvreplay.engine.sequence import Seq
 
 RESIDENT = -1
 STORE, LOAD = 0, 1
@@ -46,7 +47,7 @@ class Transfer:
         self.kind = kind
         self.keys = keys
         self.owner = owner
-        self.seq: object = None  # the request a load restores into
+        self.seq: Seq | None = None  # the request a load restores into
         self.handles: list[int] = []  # G1 blocks a shared store holds until it completes
         self.deadline: int | None = None  # private pools: fixed at submit
         self.done = False  # physically complete

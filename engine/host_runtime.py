@@ -21,10 +21,11 @@ once), then delayed by `kv_event_lag_ms` like device events.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from kvreplay.engine.block_hash import SequenceHasher, TokenInterner
-from kvreplay.engine.errors import EngineConfigError
+from kvreplay.engine.events import HOST_DONE
 from kvreplay.engine.host_client import HostClient, direction_of
 from kvreplay.engine.host_pool import STORE, HostPool, Transfer
 from kvreplay.engine.host_timeline import HostTimeline
@@ -32,7 +33,9 @@ from kvreplay.engine.host_transfer import FairShare
 from kvreplay.engine.simtime import ms_to_ns
 
 if TYPE_CHECKING:
-    from kvreplay.engine.loop import Pool, Simulation
+    from kvreplay.engine.deployment import Pool
+    from kvreplay.engine.identity import BlockIdentities
+    from kvreplay.engine.port import LoopPort
     from kvreplay.engine.scheduler import Rank
     from kvreplay.engine.sequence import Seq
     from kvreplay.engine.worker import Worker
@@ -42,46 +45,42 @@ HOST_TIER = 1
 
 
 class HostRuntime:
-    __slots__ = ("fair", "fair_version", "interner", "names", "pools", "shared", "sim",
+    """The G2 pools of a deployment and their copies, beside the event loop (its `port`).
+
+    Shared-pool participants are assumed to agree on the pool's contract (config.check_spec
+    refuses a spec where they do not): the pool is built from the first one's terms."""
+
+    __slots__ = ("fair", "fair_version", "interner", "names", "pools", "port", "shared",
                  "timeline", "worker_of")
 
-    def __init__(self, sim: Simulation) -> None:
-        self.sim = sim
-        self.interner = TokenInterner(identity=getattr(sim.workload, "dense_tokens", False))
+    def __init__(self, port: LoopPort, pools: Sequence[Pool], identities: BlockIdentities,
+                 dense_tokens: bool) -> None:
+        self.port = port
+        self.interner = TokenInterner(identity=dense_tokens)
         self.pools: list[HostPool] = []
         self.shared: HostPool | None = None
         self.fair: FairShare | None = None
         self.fair_version = 0
         self.worker_of: dict[int, Worker] = {}
         self.names: list[str] = []  # each pool's name in the report's timeline
-        contract: tuple[Any, ...] | None = None
-        for pool in sim.pools:
+        for pool in pools:
             cfg = pool.role.host_offload
             block_bytes = pool.role.host_block_bytes
             if cfg is None:
                 continue
             assert block_bytes is not None and cfg.num_host_blocks is not None  # read_engine_spec
-            hasher = SequenceHasher(sim.identities, self.interner, pool.block_size)
-            terms = (cfg.kv_layout_id, pool.role.tensor_parallel_size, pool.block_size,
-                     block_bytes, cfg.num_host_blocks, cfg.shared_d2h_bandwidth_gbps,
-                     cfg.shared_h2d_bandwidth_gbps)
+            hasher = SequenceHasher(identities, self.interner, pool.block_size)
             for worker in pool.workers:
                 for rank in worker.ranks:
                     self.worker_of[id(rank)] = worker
                     if cfg.scope == "cluster_shared":
                         if self.shared is None:
-                            contract = terms
                             self.shared = HostPool(len(self.pools), cfg.num_host_blocks,
                                                    block_bytes, True, hasher)
                             self.pools.append(self.shared)
                             self.names.append("shared")
                             self.fair = FairShare(cfg.shared_d2h_bandwidth_gbps,
                                                   cfg.shared_h2d_bandwidth_gbps)
-                        elif terms != contract:
-                            raise EngineConfigError(
-                                f"cluster_shared host_offload participants are incompatible: "
-                                f"role {pool.role.name} has {_contract(terms)}, the pool "
-                                f"{_contract(contract)}")
                         host_pool = self.shared
                     else:
                         host_pool = HostPool(len(self.pools), cfg.num_host_blocks,
@@ -89,7 +88,7 @@ class HostRuntime:
                         self.pools.append(host_pool)
                         self.names.append(_rank_name(rank, len(worker.ranks) > 1))
                     self._join(rank, host_pool, cfg, pool)
-        self.timeline = HostTimeline(sim, len(self.pools))
+        self.timeline = HostTimeline(port, len(self.pools))
         for host_pool in self.pools:
             host_pool.timeline = self.timeline
 
@@ -116,8 +115,7 @@ class HostRuntime:
 
     def at_boundary(self, worker: Worker) -> None:
         """The worker's pass ended: every rank ticks, submits its stores, ticks again."""
-        sim = self.sim
-        now = sim.now
+        now = self.port.now
         for rank in worker.ranks:
             client = rank.host
             if client is None:
@@ -169,8 +167,7 @@ class HostRuntime:
         client.tick()
 
     def _flush(self, client: HostClient) -> None:
-        sim = self.sim
-        now = sim.now
+        now = self.port.now
         outbox, client.outbox = client.outbox, []
         pool = client.pool
         for transfer, not_before in outbox:
@@ -184,7 +181,7 @@ class HostRuntime:
                 if deadline <= now:
                     self._complete(transfer)
                 else:
-                    sim._push(deadline, 0, _order(transfer, pool), transfer)
+                    self.port.push(deadline, HOST_DONE, _order(transfer, pool), transfer)
             else:
                 fair = self.fair
                 assert fair is not None
@@ -199,7 +196,8 @@ class HostRuntime:
         fair = self.fair
         shared = self.shared
         assert fair is not None and shared is not None
-        for transfer_id in fair.advance(self.sim.now):
+        now = self.port.now
+        for transfer_id in fair.advance(now):
             transfer = shared.transfers.get(transfer_id)
             if transfer is not None:
                 self._complete(transfer)
@@ -207,10 +205,11 @@ class HostRuntime:
             self.fair_version += 1
             at = fair.next_event()
             if at is not None:
-                if at <= self.sim.now:
+                if at <= now:
                     self._advance_fair()
                 else:
-                    self.sim._push(at, 0, 1 << 62, self.fair_version)
+                    # After every copy completing at the same instant (_order).
+                    self.port.push(at, HOST_DONE, 1 << 62, self.fair_version)
 
     def _complete(self, transfer: Transfer) -> None:
         """Physical completion: the pool changes now; the owner sees it at its next boundary."""
@@ -230,22 +229,17 @@ class HostRuntime:
         self._publish_all()
 
     def _poke(self, rank: Rank) -> None:
-        sim = self.sim
+        """The rank has something to see: an idle worker's ranks tick, and the worker wakes."""
         worker = self.worker_of[id(rank)]
-        if worker.busy:
-            end = worker.sync(sim.now)  # cut a stretch at its next boundary
-            if end is not None:
-                sim._push(end, 1, sim._pass_key(worker, end), (worker, worker.version))
-            return
-        for other in worker.ranks:
-            client = other.host
-            if client is not None:
-                self._tick(other, client)
-        sim._wake(worker)
+        if not worker.busy:
+            for other in worker.ranks:
+                client = other.host
+                if client is not None:
+                    self._tick(other, client)
+        self.port.wake(worker)
 
     def _publish_all(self) -> None:
-        sim = self.sim
-        now = sim.now
+        now = self.port.now
         for pool in self.pools:
             if not pool.published:
                 continue
@@ -256,7 +250,7 @@ class HostRuntime:
                     client.events = []
                     worker = self.worker_of[id(client.rank)]
                     visible = worker.next_boundary(now) if worker.busy else now
-                    sim._publish(client.rank, events, visible, HOST_TIER)
+                    self.port.publish(client.rank, events, visible, HOST_TIER)
 
     # -- report ------------------------------------------------------------------------------
 
@@ -310,10 +304,3 @@ def _rank_name(rank: Rank, ranks: bool) -> str:
     """`pool worker` (`pool worker.rank` with attention DP), as the HTML page names workers."""
     name = f"{rank.pool_name} {rank.worker_id}"
     return f"{name}.{rank.dp_rank}" if ranks else name
-
-
-def _contract(terms: tuple[Any, ...] | None) -> str:
-    assert terms is not None
-    names = ("kv_layout_id", "tensor_parallel_size", "block_size", "block_bytes",
-             "num_host_blocks", "shared_d2h_bandwidth_gbps", "shared_h2d_bandwidth_gbps")
-    return "{" + ", ".join(f"{n}={v!r}" for n, v in zip(names, terms, strict=True)) + "}"

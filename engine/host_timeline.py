@@ -26,7 +26,10 @@ FIRST_WIDTH_NS = NS_PER_MS
 
 
 class Clock(Protocol):
-    now: int  # simulated ns (the Simulation itself)
+    @property
+    def now(self) -> int:
+        """Simulated ns (the loop's port)."""
+        ...
 
 
 class HostTimeline:

@@ -69,6 +69,15 @@ class RoundRobinRouter:
         target = self.ranks[worker * self.dp_size + rank]
         return target, RoutingDecision(self.pool_name, worker, rank, target.scheduler_id)
 
+    def overlaps(self, chain: list[int]) -> Overlaps:
+        """Round robin looks no prefix up."""
+        n = len(self.ranks)
+        return [0] * n, [0] * n
+
+    def all_busy(self) -> bool:
+        """Round robin never holds requests back."""
+        return False
+
     def placed(self, seq: Seq, chain: list[int]) -> None:
         pass
 
@@ -210,7 +219,7 @@ class KvRouter:
 
     def placed(self, seq: Seq, chain: list[int]) -> None:
         """Book the request's load on its scheduler."""
-        s = seq.scheduler.scheduler_id  # type: ignore[attr-defined]
+        s = seq.scheduler.scheduler_id
         tokens = 0
         if self.track_prefill:
             # The booked estimate rounds the weighted overlap in tokens (checked against the

@@ -68,7 +68,6 @@ class Rank:
     __slots__ = (
         "_budget",
         "_capacity_bound",
-        "_cnb",
         "_defer",
         "_last_used",
         "_preempted",
@@ -83,6 +82,7 @@ class Rank:
         "caching",
         "capacity_gen",
         "chunked",
+        "compute_not_before",
         "connector",
         "dp_rank",
         "host",
@@ -146,7 +146,7 @@ class Rank:
         # earliest time this rank may compute (private D2H copies still reading its capacity).
         self.host: HostClient | None = None
         self.connector: list[Seq] = []
-        self._cnb = 0
+        self.compute_not_before = 0
         self._retry_skipped: list[Seq] = []
         # The requests the pass being planned scheduled: (tokens, prompt tokens, prompt before).
         self._scheduled: dict[Seq, tuple[int, int, int]] = {}
@@ -198,7 +198,7 @@ class Rank:
             computed += 1
             seq.computed = computed
             if caching and computed % bs == 0:
-                self._register_through(seq, computed // bs)
+                self.register_through(seq, computed // bs)
             budget -= 1
             scheduled[seq] = DECODE_TOKEN
             cursor += 1
@@ -215,7 +215,7 @@ class Rank:
                 computed += 1
                 seq.computed = computed
                 if caching and computed % bs == 0:
-                    self._register_through(seq, computed // bs)
+                    self.register_through(seq, computed // bs)
                 budget -= 1
                 scheduled[seq] = DECODE_TOKEN
                 decoded += 1
@@ -252,8 +252,8 @@ class Rank:
         # it back to this rank) outliving the pass, so a finished run is freed without the
         # cyclic collector.
         scheduled.clear()
-        if self._cnb > now_ns:  # the whole pass waits for the D2H copies its capacity needs
-            return self._cnb - now_ns + compute_ns
+        if self.compute_not_before > now_ns:  # the pass waits for the D2H copies it needs
+            return self.compute_not_before - now_ns + compute_ns
         return compute_ns
 
     def _admit_waiting(self, now_ns: int, outcome: PassOutcome) -> None:
@@ -525,7 +525,7 @@ class Rank:
             return BLOCKED
         seq.computed = target
         if self.caching and target // bs > seq.registered:
-            self._register_through(seq, target // bs)
+            self.register_through(seq, target // bs)
         prompt_after = target if target < seq.input_length else seq.input_length
         prompt_tokens = prompt_after - prompt_before
         self._scheduled[seq] = (used, prompt_tokens, prompt_before)
@@ -566,11 +566,55 @@ class Rank:
         pending = pool.pending
         for store_id in pool.allocate_tracked(fresh, seq.blocks):
             deadline = pending[store_id]
-            if deadline > self._cnb:
-                self._cnb = deadline
+            if deadline > self.compute_not_before:
+                self.compute_not_before = deadline
         return True
 
-    def _register_through(self, seq: Seq, full: int) -> None:
+    # -- P/D destinations (handoff.py) -------------------------------------------------------
+
+    def reserve_destination(self, dseq: Seq) -> int:
+        """Reserve a destination's prompt blocks, reusing a resident prefix: the fresh blocks it
+        took, or -1 when they do not fit now."""
+        pool = self.pool
+        need = -(-dseq.input_length // self.block_size)
+        hits = pool.lookup(dseq.block_ids, len(dseq.block_ids))[0] if self.caching else 0
+        hit_ids = dseq.block_ids[:hits]
+        fresh = need - hits
+        if not pool.can_allocate(fresh, hit_ids):
+            return -1
+        pool.acquire_hits(hit_ids, dseq.blocks)
+        if pool.pending is not None and pool.allocate_tracked(fresh, dseq.blocks):
+            # Handoff KV is never received into capacity a D2H copy still reads: cancel, and
+            # retry once the rank sees the copy complete (checked against the reference).
+            pool.release(dseq.blocks)
+            dseq.blocks = []
+            return -1
+        if pool.pending is None:
+            pool.allocate(fresh, dseq.blocks)
+        dseq.registered = hits
+        return fresh
+
+    def activate_destination(self, dseq: Seq) -> None:
+        """The destination's KV arrived: its blocks become prefix hits, and it waits for
+        admission with its prompt computed, by acceptance order: ahead of any request the rank
+        accepted later (a preempted one included), behind the rest."""
+        if self.caching:
+            full = dseq.input_length // self.block_size
+            if full > dseq.registered:
+                self.register_through(dseq, full)
+        dseq.computed = dseq.input_length
+        dseq.materialized = True
+        dseq.status = WAITING
+        order = dseq.waiting_order
+        waiting = self.waiting
+        at = len(waiting)
+        for i, queued in enumerate(waiting):
+            if queued.waiting_order > order:
+                at = i
+                break
+        waiting.insert(at, dseq)
+
+    def register_through(self, seq: Seq, full: int) -> None:
         ids = seq.block_ids
         pool = self.pool
         for k in range(seq.registered, full):
@@ -593,8 +637,8 @@ class Rank:
         latest = victim.latest_store
         # A private store still copying the victim's blocks fences this pass's compute.
         if (latest is not None and not latest.done and latest.deadline is not None
-                and latest.deadline > self._cnb):
-            self._cnb = latest.deadline
+                and latest.deadline > self.compute_not_before):
+            self.compute_not_before = latest.deadline
         # The cursor is not moved back when the victim came before it (FIFO): the request
         # after the current one then waits for the next pass (checked against the reference).
         self.running.remove(victim)

@@ -9,6 +9,7 @@ from kvreplay.engine.traces.request import TraceRequest
 
 if TYPE_CHECKING:
     from kvreplay.engine.host_pool import Transfer
+    from kvreplay.engine.scheduler import Rank
 
 WAITING = 0
 RUNNING = 1
@@ -55,7 +56,7 @@ class Seq:
     )
 
     def __init__(self, req: TraceRequest, rec: RequestRecord, block_ids: list[int],
-                 max_output: int, hidden: bool = False) -> None:
+                 max_output: int, hidden: bool, scheduler: Rank) -> None:
         self.req = req
         self.rec = rec
         self.input_length = req.input_length
@@ -75,7 +76,7 @@ class Seq:
         self.waiting_order = 0
         self.last_attempt_gen = -1
         self.partner: Seq | None = None  # P/D: the prefill-side Seq holding the source KV
-        self.scheduler: object = None  # the Rank it was placed on
+        self.scheduler = scheduler  # the Rank it was placed on
         # G2 (host_client.py): write-through cursor in prompt blocks, the latest store cohort,
         # a restore in flight or completed (activated) and what it brought, and the
         # connector-queue state (sleeping = waits for transfer progress).

@@ -225,7 +225,7 @@ class Worker:
         if k < MIN_STRETCH:
             return None
         for rank in self.ranks:
-            if rank._cnb > now_ns:  # a G2 fence delays the next pass
+            if rank.compute_not_before > now_ns:  # a G2 fence delays the next pass
                 return None
         self.busy = True
         self.outcome = None
@@ -357,7 +357,7 @@ class Worker:
                 rec.last_token_ms = last_ms
                 rec.output_length = generated
                 if caching and seq.computed // bs > seq.registered:
-                    rank._register_through(seq, seq.computed // bs)
+                    rank.register_through(seq, seq.computed // bs)
         self.pass_index += j
         self.stretch_k = 0
         self.stretch_ends = None

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 from kvreplay.engine.agentic.lifecycle import Lifecycle
 from kvreplay.engine.agentic.preparation import Preparation, PrepRequest
@@ -37,24 +37,10 @@ from kvreplay.engine.errors import EngineError
 from kvreplay.engine.metrics import exact_distribution
 from kvreplay.engine.simtime import limit_to_ns, ms_to_ns
 from kvreplay.engine.traces.agentic.graph import AgenticGraph
-from kvreplay.engine.traces.request import TraceRequest
+from kvreplay.engine.traces.request import Host, TraceRequest
 
 BLOCKED, READY, EMITTED, COMPLETED, FAILED, SKIPPED, CENSORED = range(7)
 PREP_FEEDBACK = 1 << 62  # preparation requests sort after every graph node
-
-
-class Host(Protocol):
-    """What the driver needs of the simulation (loop.Simulation implements it)."""
-
-    def drained(self) -> bool: ...
-
-    def open_measurement(self) -> None: ...
-
-    def drop_records(self) -> None: ...
-
-    def cancel(self, ordinal: int) -> bool: ...
-
-    def admission(self, ordinal: int) -> tuple[float | None, int | None]: ...
 
 
 class _Node:
@@ -109,6 +95,7 @@ class AgenticWorkload:
     """The Workload of an agentic graph (see the module docstring)."""
 
     dense_tokens = True  # prompt token values are the reference's dense u32 ids
+    acts_at_instants = True  # feedback, the warmup barrier and profile deadlines (at_instant)
 
     def __init__(self, graph: AgenticGraph, *, lanes: int | None, target_model: str,
                  speedup: float = 1.0, snapshot_seed: int | None = None, warmup: bool = False,

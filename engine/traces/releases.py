@@ -6,13 +6,13 @@ import heapq
 from collections.abc import Sequence
 from typing import Any
 
-from kvreplay.engine.traces.request import TraceRequest
+from kvreplay.engine.traces.request import TraceRequest, WorkloadDefaults
 
 # (release_ms, tie-break..., request, session): the last two items are what release() uses.
 Entry = tuple[Any, ...]
 
 
-class HeapReleases:
+class HeapReleases(WorkloadDefaults):
     """The Workload protocol's release side; subclasses refill `_heap` in `_fill()`."""
 
     _heap: list[Entry]

@@ -17,7 +17,7 @@ report's uuid is ordinal + 1.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 
 class TraceRequest:
@@ -66,6 +66,31 @@ class TraceRequest:
                 f"out={self.output_length})")
 
 
+class Host(Protocol):
+    """What a bound workload may ask of the simulation running it (loop.Simulation implements it;
+    the agentic driver uses it for its warmup barrier, profile and cancellation)."""
+
+    def drained(self) -> bool:
+        """No request in flight and no G2 copy outstanding."""
+        ...
+
+    def open_measurement(self) -> None:
+        """What ran so far was preparation; measure from now on."""
+        ...
+
+    def drop_records(self) -> None:
+        """What ran was preparation, and nothing will be measured."""
+        ...
+
+    def cancel(self, ordinal: int) -> bool:
+        """Cancel a released request now; True when a pass already committed work for it."""
+        ...
+
+    def admission(self, ordinal: int) -> tuple[float | None, int | None]:
+        """(first admission time, tokens it reused) of a recent request."""
+        ...
+
+
 class Workload(Protocol):
     """A source of requests the event loop drives (open loop, closed loop or sessions).
 
@@ -79,6 +104,9 @@ class Workload(Protocol):
     canceled and failed end a session, the others go on with its next turn) and `output_tokens`
     actually produced (None = as requested); delta sessions append only produced output to the
     next turn's prompt.
+
+    The rest is what the loop reads of a workload besides its requests; `WorkloadDefaults` gives
+    a plain workload all of it (only the agentic driver sets more).
     """
 
     def next_release_ms(self) -> float | None: ...
@@ -89,6 +117,80 @@ class Workload(Protocol):
                     output_tokens: int | None = None) -> None: ...
 
     def exhausted(self) -> bool: ...
+
+    @property
+    def total_requests(self) -> int | None:
+        """Requests it will release, when known (progress: terminal / total)."""
+        ...
+
+    @property
+    def prepares(self) -> bool:
+        """True: the run starts with preparation (a warmup); records are measured, and may be
+        streamed, only once the workload calls `Host.open_measurement`."""
+        ...
+
+    @property
+    def dense_tokens(self) -> bool:
+        """True: prompt token values are small dense ids (G2 hashes them as they are)."""
+        ...
+
+    @property
+    def acts_at_instants(self) -> bool:
+        """True: `at_instant` is called at the end of every instant, the next release may move
+        at any instant (it is asked again at each), and an announced release may come up
+        empty."""
+        ...
+
+    def bind(self, host: Host) -> None:
+        """The simulation about to run it (before any release)."""
+        ...
+
+    def at_instant(self, now_ms: float) -> bool:
+        """End-of-instant work (with `acts_at_instants`); True stops the run."""
+        ...
+
+    def progress_fraction(self, now_ms: float) -> float | None:
+        """The share of its work done, when it knows better than terminal / total_requests."""
+        ...
+
+    def plays_progress(self) -> tuple[int, int] | None:
+        """(plays settled, plays started) for progress displays; None: not a play workload."""
+        ...
+
+    def observed(self, window_ms: float) -> bool:
+        """Offered the successful requests' span (first arrival to last response); True when
+        that span is the run's reported duration."""
+        ...
+
+    def summary_extra(self) -> dict[str, Any] | None:
+        """Keys the workload adds to the report summary."""
+        ...
+
+
+class WorkloadDefaults:
+    """The non-release side of `Workload` for a workload that only releases requests."""
+
+    prepares = False
+    dense_tokens = False
+    acts_at_instants = False
+
+    def bind(self, host: Host) -> None:
+        pass
+
+    def at_instant(self, now_ms: float) -> bool:
+        return False
+
+    def progress_fraction(self, now_ms: float) -> float | None:
+        return None
+
+    def plays_progress(self) -> tuple[int, int] | None:
+        return None
+
+    def observed(self, window_ms: float) -> bool:
+        return False
+
+    def summary_extra(self) -> dict[str, Any] | None:
+        return None
 
 
 def runs_from_hash_ids(hash_ids: Sequence[int], block_size: int,

@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from kvreplay.engine.records import RequestRecord
-from kvreplay.engine.traces.request import TraceRequest, runs_from_hash_ids
+from kvreplay.engine.traces.request import TraceRequest, WorkloadDefaults, runs_from_hash_ids
 
 
-class ListWorkload:
+class ListWorkload(WorkloadDefaults):
     """Open-loop workload over a fixed list of requests (released at release_ms, ordinal order)."""
 
     def __init__(self, requests: Sequence[TraceRequest]) -> None:

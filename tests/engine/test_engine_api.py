@@ -14,6 +14,7 @@ from kvreplay.engine import (
     Interrupted,
     Unsupported,
     approximations,
+    read_engine_spec,
     refusals,
     run_native,
 )
@@ -33,20 +34,32 @@ def test_public_names_load_lazily() -> None:
 
 def test_unsupported_features_are_refused_by_name() -> None:
     """G3, speculation and the planner each produce a refusal naming the feature (G2 and
-    agentic warmup run); run_native raises Unsupported with all of them before simulating."""
-    doc = native(rank(native_host_offload={"num_host_blocks": 8, "d2h_bandwidth_gbps": 1.0,
-                                           "h2d_bandwidth_gbps": 1.0},
-                      g3_offload={"scope": "x"}, aic_nextn=1))
-    doc["spec"]["engine"]["speculation"] = {"kind": "ngram", "num_speculative_tokens": 2}
+    agentic warmup run); run_native raises Unsupported with all of them before simulating, and
+    the document's typed spec gets the same refusals."""
+    g2 = {"num_host_blocks": 8, "d2h_bandwidth_gbps": 1.0, "h2d_bandwidth_gbps": 1.0}
+    doc = native_pd(rank(native_host_offload=g2,
+                         g3_offload={"scope": "worker_local", "num_g3_blocks": 64}),
+                    rank(aic_nextn=1))
+    doc["spec"]["engine"]["prefill"]["speculation"] = {
+        "kind": "ngram", "num_speculative_tokens": 2, "acceptance_rates": [0.5]}
     doc["spec"]["adapters"]["scaling"] = {"provider": "planner", "config": {}}
     doc["traffic"]["agentic_warmup"] = True
     found = refusals(doc)
     assert not any("G2" in message or "agentic" in message for message in found)
     for word in ("G3", "ngram", "MTP", "planner"):
         assert sum(word in message for message in found) == 1, word
+    assert refusals(read_engine_spec(doc)) == found
     with pytest.raises(Unsupported) as caught:
         run_native(doc, workload=small_workload())
     assert caught.value.refusals == found
+
+
+def test_unreadable_documents_have_no_refusals() -> None:
+    """A document that does not read gets no refusal (reading it reports the problem)."""
+    doc = native(rank(g3_offload={"scope": "x"}))
+    assert refusals(doc) == []
+    with pytest.raises(EngineConfigError, match="/spec/engine/rank/g3_offload"):
+        run_native(doc, workload=small_workload())
 
 
 def test_supported_documents_have_no_refusals() -> None:

@@ -14,10 +14,9 @@ from typing import Any
 
 from engine_support import ListWorkload, native, rank, request
 
-from kvreplay.engine.agentic.driver import Host
 from kvreplay.engine.config import read_engine_spec
 from kvreplay.engine.loop import Simulation
-from kvreplay.engine.traces.request import TraceRequest
+from kvreplay.engine.traces.request import Host, TraceRequest
 
 
 class CancelingWorkload(ListWorkload):

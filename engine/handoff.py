@@ -1,0 +1,230 @@
+"""The prefill -> decode handoff of a disaggregated deployment (engine.md section 4).
+
+A request's prefill side finishes its prompt and holds its KV (the source); the request is
+placed on the decode pool, whose rank accepts it as a destination, reserves blocks for the
+prompt (reusing a resident prefix) when it can, and receives the KV after the transfer delay;
+the destination then waits to be admitted with its prompt computed, and the source lets go.
+
+The steps run as handoff actions, FIFO, after the instant's pass and transfer completions and
+before the workers restart (the reference's pending-action queue); a step that is a command of
+a busy worker (activate, release) waits for that worker's pass end.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
+
+from kvreplay.engine.events import ACTIONS, TRANSFER_DONE, EventKind
+from kvreplay.engine.records import RequestRecord
+from kvreplay.engine.sequence import Seq
+from kvreplay.engine.simtime import ms_to_ns, ns_to_ms
+
+if TYPE_CHECKING:
+    from kvreplay.engine.deployment import Pool
+    from kvreplay.engine.scheduler import Rank
+    from kvreplay.engine.traces.request import TraceRequest
+    from kvreplay.engine.worker import Worker
+
+Action = Callable[[], None]
+
+
+class HandoffLoop(Protocol):
+    """What the handoff does through the event loop."""
+
+    @property
+    def now(self) -> int: ...
+
+    def push(self, at: int, kind: EventKind, key: int, payload: Any) -> None: ...
+
+    def place(self, pool: Pool, req: TraceRequest, rec: RequestRecord, max_output: int,
+              hidden: bool) -> Seq:
+        """Route a request onto one of the pool's ranks."""
+        ...
+
+    def drain(self, pool: Pool) -> None:
+        """Route what the pool's router queue holds while some scheduler is not busy."""
+        ...
+
+    def terminal(self, pool: Pool, seq: Seq, status: str) -> None: ...
+
+    def cut(self, worker: Worker) -> None:
+        """Something for a busy worker at `now`: a stretch in flight ends at its next boundary."""
+        ...
+
+    def poke(self, worker: Worker) -> None:
+        """The worker has new work at `now`: cut a stretch in flight, or start at `now`."""
+        ...
+
+    def restart(self, worker: Worker) -> None:
+        """An idle worker starts with the instant's other restarts, before the arrivals."""
+        ...
+
+    def arrival_number(self, ordinal: int) -> int:
+        """How many requests arrived before this one (same-instant transfer order)."""
+        ...
+
+    def settled(self, ordinal: int) -> None:
+        """The request's source KV is released (its record may be reported now)."""
+        ...
+
+
+class Handoff:
+    __slots__ = ("actions", "actions_due", "decode", "latency_ms", "loop", "prefill")
+
+    def __init__(self, loop: HandoffLoop, prefill: Pool, decode: Pool,
+                 latency_ms: float) -> None:
+        self.loop = loop
+        self.prefill = prefill
+        self.decode = decode
+        self.latency_ms = latency_ms
+        self.actions: deque[Action] = deque()
+        self.actions_due = False
+
+    # -- the action queue --------------------------------------------------------------------
+
+    def enqueue(self, action: Action) -> None:
+        """A handoff action (accept a destination, activate it, release a source, or a command
+        held until a pass end): run in FIFO order after the instant's pass completions and
+        transfer completions, before the workers restart."""
+        self.actions.append(action)
+        if not self.actions_due:
+            self.actions_due = True
+            self.loop.push(self.loop.now, ACTIONS, 0, None)
+
+    def run_actions(self, _: None) -> None:
+        """The ACTIONS event: every action queued so far, and those they queue, in order."""
+        self.actions_due = False
+        actions = self.actions
+        while actions:
+            actions.popleft()()
+
+    def command(self, worker: Worker, action: Action) -> None:
+        """Apply a command to a worker's schedulers now, or when its pass in flight ends.
+
+        The reference applies handoff commands (reserve, activate, release) only between
+        passes: a transfer that completes mid-pass activates at the pass end.
+        """
+        if worker.busy:
+            worker.deferred.append(action)
+            self.loop.cut(worker)
+        else:
+            action()
+
+    # -- the steps ---------------------------------------------------------------------------
+
+    def source_held(self, seq: Seq) -> None:
+        """The prefill side finished: hold its KV, place the request on the decode pool."""
+        loop = self.loop
+        rec = seq.rec
+        rec.source_held_ms = ns_to_ms(loop.now)
+        self.prefill.router.release(seq)
+        loop.drain(self.prefill)
+        dseq = loop.place(self.decode, seq.req, rec, seq.req.output_length, False)
+        dseq.partner = seq
+        rank = dseq.scheduler
+        dseq.waiting_order = rank.next_order
+        rank.next_order += 1
+        self.enqueue(lambda: self._accept_destination(dseq))
+
+    def _accept_destination(self, dseq: Seq) -> None:
+        """The decode rank takes the destination (a handoff action)."""
+        rank = dseq.scheduler
+        worker = self.decode.worker_of(rank)
+        rank.pending.append(dseq)
+        if worker.busy:
+            # Queued now; the worker's pass end makes one reservation attempt for the queue.
+            self.loop.cut(worker)
+            return
+        self.retry_destinations(rank)
+        if rank.pending:
+            # A pending destination changes what the rank admits (only handoffs whose KV has
+            # arrived): an idle decode worker with waiting requests runs a pass.
+            self.loop.poke(worker)
+
+    def retry_destinations(self, rank: Rank) -> None:
+        """Try to reserve for the oldest waiting destination (one per call).
+
+        Tried when a destination reaches an idle rank, at each activation (after the arrived
+        blocks are registered), at each pass end of the rank (before the commands held for
+        it) and when an idle decode pass could move nothing. The head is tried once per
+        capacity generation of the rank (a finish, rejection, preemption or G2 copy moves it),
+        and not while the running slots are full (checked against the reference).
+        """
+        rank.retry_due = False
+        pending = rank.pending
+        if not pending:
+            return
+        front = pending[0]
+        gen = rank.capacity_gen
+        tried = front.last_attempt_gen == gen
+        front.last_attempt_gen = gen
+        if len(rank.running) >= rank.max_seqs or tried:
+            return
+        if self._reserve(rank, front):
+            pending.popleft()
+
+    def _reserve(self, rank: Rank, dseq: Seq) -> bool:
+        """Reserve destination blocks and start the transfer; False: no room yet."""
+        if -(-dseq.input_length // rank.block_size) > rank.num_blocks:
+            # The reference aborts the whole run here; kvreplay rejects just this request.
+            dseq.rec.rejection = ("decode_kv_cache", rank.num_blocks * rank.block_size)
+            self.loop.terminal(self.decode, dseq, "rejected")
+            self._hand_back_source(_source_of(dseq))
+            return True
+        fresh = rank.reserve_destination(dseq)
+        if fresh < 0:
+            return False
+        now = self.loop.now
+        dseq.rec.destination_reserved_ms = ns_to_ms(now)
+        source = self.prefill.role
+        delay_ms = self.latency_ms
+        per_token = source.kv_transfer_bytes_per_token
+        bandwidth = source.kv_transfer_bandwidth
+        if per_token and bandwidth:
+            tokens = (dseq.input_length if source.kv_transfer_timing_mode == "full_prompt"
+                      else fresh * rank.block_size)
+            delay_ms += tokens * per_token / (bandwidth * 1e6)
+        self.loop.push(now + ms_to_ns(delay_ms), TRANSFER_DONE,
+                       self.loop.arrival_number(dseq.req.ordinal), dseq)
+        return True
+
+    def transfer_done(self, dseq: Seq) -> None:
+        """The TRANSFER_DONE event: activate the destination (a command of its worker)."""
+        worker = self.decode.worker_of(dseq.scheduler)
+        self.enqueue(lambda: self.command(worker, lambda: self._activate(dseq)))
+
+    def _activate(self, dseq: Seq) -> None:
+        """KV arrived: the destination holds the prompt and waits for admission; the source
+        lets go of it (a release queued behind the actions already pending)."""
+        rank = dseq.scheduler
+        rank.activate_destination(dseq)
+        dseq.rec.destination_activated_ms = ns_to_ms(self.loop.now)
+        self.retry_destinations(rank)
+        self.loop.poke(self.decode.worker_of(rank))
+        source = _source_of(dseq)
+        self.enqueue(lambda: self._hand_back_source(source))
+
+    def _hand_back_source(self, seq: Seq) -> None:
+        """Release the source KV: a command of the prefill worker, applied at once when it is
+        idle, else at its pass end (and reported then, as the reference does)."""
+        rank = seq.scheduler
+        worker = self.prefill.worker_of(rank)
+        loop = self.loop
+
+        def release() -> None:
+            rank.pool.release(seq.blocks)
+            seq.blocks = []
+            seq.rec.source_released_ms = ns_to_ms(loop.now)
+            loop.settled(seq.rec.ordinal)
+            loop.restart(worker)
+
+        self.command(worker, release)
+
+
+def _source_of(dseq: Seq) -> Seq:
+    source = dseq.partner
+    if source is None:  # pragma: no cover - every destination is placed with its source
+        raise AssertionError(f"destination without a source: {dseq!r}")
+    return source
