@@ -31,17 +31,24 @@ class Compiled:
     origin: Origin | None
     diagnostics: tuple[Diagnostic, ...]
     text: str | None = None
+    # The native document, emitted on first use (one per Compiled: run, compile and the
+    # sweep all read it).
+    _native: list[dict[str, Any]] = attrs.field(factory=list, init=False, repr=False,
+                                                eq=False, hash=False)
 
     @property
     def ok(self) -> bool:
         return self.spec is not None and not has_errors(self.diagnostics)
 
     def native(self) -> dict[str, Any]:
+        """The canonical native document of the spec (emitted once; shared: do not change it)."""
         from kvreplay.compiler.emit import to_native
 
         if self.spec is None:
             raise ValueError("no spec: the document could not be modelled")
-        return to_native(self.spec)
+        if not self._native:
+            self._native.append(to_native(self.spec))
+        return self._native[0]
 
     def emitted(self) -> str:
         from kvreplay.compiler.emit import dumps

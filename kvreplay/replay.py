@@ -1,6 +1,8 @@
 """Running a compiled spec with the bundled engine: capabilities, workload, replay, report.
 
-Shared by `kvreplay run` and `kvreplay.run_spec`. The engine only sees native JSON.
+Shared by `kvreplay run` and `kvreplay.run_spec`. The engine takes the compiled Spec as it is
+(kvreplay.engine.Replay: refusals and limits judged once, on the typed spec); the workload is
+read from the native document's traffic section (compiled once, Compiled.native()).
 """
 
 from __future__ import annotations
@@ -34,13 +36,6 @@ class RunOutcome:
         return self.report is not None
 
 
-def _engine_block_size(native: dict[str, Any]) -> int | None:
-    engine = native["spec"]["engine"]
-    roles = [engine] if "rank" in engine else list(engine.values())
-    sizes = [r["rank"].get("block_size") for r in roles if r["rank"].get("block_size")]
-    return min(sizes) if sizes else None
-
-
 def replay(
     compiled: Compiled,
     *,
@@ -66,43 +61,46 @@ def replay(
     hears "building the report" once the replay is done. `timed=False` leaves the wall time
     out of `meta` (null), so that equal runs give equal bytes (sweeps)."""
     from kvreplay import __version__
-    from kvreplay.engine import EngineError, Interrupted, refusals, run_native
-    from kvreplay.engine.report import report_from_run, sla_from_spec
+    from kvreplay.engine import EngineError, Interrupted, Replay, Unsupported
+    from kvreplay.engine.agentic.driver import AgenticWorkload
+    from kvreplay.engine.report import report_from_run
     from kvreplay.engine.report_stream import ReportStream
     from kvreplay.engine.traces import WorkloadError, workload_from_traffic
     from kvreplay.trace_hints import explain_trace_findings
 
     found = list(compiled.diagnostics)
-    if compiled.spec is None or has_errors(found):
+    spec = compiled.spec
+    if spec is None or has_errors(found):
         return RunOutcome(None, tuple(found))
-    native = compiled.native()
-    refused = refusals(native)
-    if refused:
-        return RunOutcome(None, tuple(found), tuple(refused))
     try:
+        engine = Replay(spec)
+    except Unsupported as exc:
+        return RunOutcome(None, tuple(found), tuple(exc.refusals))
+    except EngineError as exc:  # beyond the engine's limits (rules not run)
+        return RunOutcome(None, tuple(sort_unique(found)), error=str(exc))
+    try:
+        # The workload reads the native traffic section (its diagnostics point into it).
         workload = workload_from_traffic(
-            native["traffic"], base_dir=base_dir, trace_paths=trace_paths,
-            block_size=_engine_block_size(native), source_file=compiled.file,
-            model=native["spec"].get("model"))
+            compiled.native()["traffic"], base_dir=base_dir, trace_paths=trace_paths,
+            block_size=min(role.block_size for role in spec.roles), source_file=compiled.file,
+            model=spec.model)
     except WorkloadError as exc:
+        traffic = compiled.native()["traffic"]
         explained = explain_trace_findings(
-            explain_trace_paths(exc.diagnostics, compiled.kind, native["traffic"], base_dir,
-                                trace_paths),
-            native["traffic"], *_TRAFFIC_KEYS[compiled.kind == "native"])
+            explain_trace_paths(exc.diagnostics, compiled.kind, traffic, base_dir, trace_paths),
+            traffic, *_TRAFFIC_KEYS[compiled.kind == "native"])
         return RunOutcome(None, tuple(sort_unique([*found, *explained])))
-    found.extend(getattr(workload, "diagnostics", ()))
+    found.extend(workload.diagnostics)
     if lifecycle is not None:
-        transcript = getattr(workload, "lifecycle", None)
-        if transcript is None:
+        if not isinstance(workload, AgenticWorkload):
             return RunOutcome(None, tuple(sort_unique(found)), error="--lifecycle needs an "
                               "agentic trace (weka or agentic_mooncake)")
-        transcript.sink = lifecycle
-    sla = sla_from_spec(native["spec"].get("sla"))
-    keep_rows = bool(native["spec"].get("record_per_request", True)) if rows is None else rows
-    sink = ReportStream(sla, rows=keep_rows) if stream else None
+        workload.lifecycle.sink = lifecycle
+    keep_rows = spec.record_per_request if rows is None else rows
+    sink = ReportStream(spec.sla, rows=keep_rows) if stream else None
     started = time.perf_counter()
     try:
-        result = run_native(native, workload=workload, stepwise=stepwise, progress=progress,
+        result = engine.run(workload, stepwise=stepwise, progress=progress,
                             should_stop=should_stop, sink=sink)
     except BaseException as exc:
         if sink is not None:
@@ -118,8 +116,8 @@ def replay(
     if sink is not None:
         report = sink.finish(result, wall_time_ms=wall_ms, version=__version__)
     else:
-        report = report_from_run(result, sla=sla, wall_time_ms=wall_ms, version=__version__,
-                                 per_request=keep_rows)
+        report = report_from_run(result, sla=spec.sla, wall_time_ms=wall_ms,
+                                 version=__version__, per_request=keep_rows)
     report["meta"].setdefault("stepwise", stepwise)
     report["meta"]["per_request"] = "full" if keep_rows else "summary-only"
     return RunOutcome(report, tuple(sort_unique(found)))

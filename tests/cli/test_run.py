@@ -8,11 +8,13 @@ import signal
 import subprocess
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import jsonschema
+import pytest
 from cli_support import default_signals, synthetic_config
 
 REPO = Path(__file__).resolve().parents[2]
@@ -51,6 +53,32 @@ def test_report_file_is_canonical_and_valid(cli: Callable[..., Any], tmp_path: P
     assert text == json.dumps(report, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
     assert len(report["per_request"]) == 200
     assert report["summary"]["completed_requests"] == 200
+
+
+def test_a_run_reads_its_config_once(cli: Callable[..., Any], tmp_path: Path,
+                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """One `kvreplay run`: the native document is emitted once, the refusals are judged once,
+    and the engine reads no document (it takes the compiled Spec)."""
+    import kvreplay.compiler.emit as emit
+    import kvreplay.engine.api as api
+    import kvreplay.engine.config as config
+
+    calls: Counter[str] = Counter()
+
+    def count(module: Any, name: str) -> None:
+        original = getattr(module, name)
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            calls[name] += 1
+            return original(*args, **kwargs)
+
+        monkeypatch.setattr(module, name, counted)
+
+    for module, name in ((emit, "to_native"), (api, "refusals"), (config, "_read")):
+        count(module, name)
+    ran = cli("run", str(MAIN_EXAMPLE), "-o", str(tmp_path / "report.json"))
+    assert ran.code == 0, ran.err
+    assert calls == {"to_native": 1, "refusals": 1}
 
 
 def _run_report(seed: str, tmp_path: Path) -> dict[str, Any]:
