@@ -172,20 +172,47 @@ class Rank:
         pause, and admission stops at the first waiting request that would compute more than
         one token (rejections, materialized handoffs and fully cached prompts still go through;
         checked against the reference)."""
-        running = self.running
-        bs = self.block_size
         defer = throttle and not self._capacity_bound and any(
-            s.computed >= s.input_length for s in running)
+            s.computed >= s.input_length for s in self.running)
         self._defer = defer
-        self._budget = self.budget
         self._prefill_tokens = 0
         self._prefill_isl = 0
         self._prefill_prefix = 0
         self._prefills = 0
         self._preempted = False
+        self._budget = self._schedule_running(outcome, defer)
+        host = self.host
+        if host is not None:
+            if not self._preempted:
+                self._admit_waiting_host(now_ns, outcome, host)
+            host.observe_stores(self._scheduled)
+        elif not self._preempted:
+            self._admit_waiting(now_ns, outcome)
+        if not defer and not self._preempted:
+            self._capacity_bound = bool(self.waiting)
+        prefill_ns = 0
+        n = self._prefills
+        if n:
+            # The reference sizes the batch as n requests of mean (integer) length and prefix.
+            mean_new = self._prefill_isl // n - self._prefill_prefix // n
+            prefill_ns = self.timer.prefill_ns(n * mean_new)
+        self.stats.committed_prompt_tokens += self._prefill_tokens
+        compute_ns = prefill_ns + self._emit(outcome)
+        # Emptied, not replaced: no per-pass dict, and no reference to a request (and through
+        # it back to this rank) outliving the pass, so a finished run is freed without the
+        # cyclic collector.
+        self._scheduled.clear()
+        if self.compute_not_before > now_ns:  # the pass waits for the D2H copies it needs
+            return self.compute_not_before - now_ns + compute_ns
+        return compute_ns
+
+    def _schedule_running(self, outcome: PassOutcome, defer: bool) -> int:
+        """Step 1: the running requests' next chunks, in order; return the budget left."""
+        running = self.running
+        bs = self.block_size
         scheduled = self._scheduled  # empty between passes
         caching = self.caching
-        budget = self.budget
+        budget = self._budget = self.budget
         # Fast path, over the leading run of decoding requests whose next token fits their
         # last block (the general loop below takes over at the first other one).
         cursor = 0
@@ -229,32 +256,8 @@ class Rank:
             elif result == BLOCKED:
                 break
             # CURRENT_PREEMPTED: the list shifted onto the next request
-        self._budget = budget
         outcome.changes += decoded
-        host = self.host
-        if host is not None:
-            if not self._preempted:
-                self._admit_waiting_host(now_ns, outcome, host)
-            host.observe_stores(self._scheduled)
-        elif not self._preempted:
-            self._admit_waiting(now_ns, outcome)
-        if not defer and not self._preempted:
-            self._capacity_bound = bool(self.waiting)
-        prefill_ns = 0
-        n = self._prefills
-        if n:
-            # The reference sizes the batch as n requests of mean (integer) length and prefix.
-            mean_new = self._prefill_isl // n - self._prefill_prefix // n
-            prefill_ns = self.timer.prefill_ns(n * mean_new)
-        self.stats.committed_prompt_tokens += self._prefill_tokens
-        compute_ns = prefill_ns + self._emit(outcome)
-        # Emptied, not replaced: no per-pass dict, and no reference to a request (and through
-        # it back to this rank) outliving the pass, so a finished run is freed without the
-        # cyclic collector.
-        scheduled.clear()
-        if self.compute_not_before > now_ns:  # the pass waits for the D2H copies it needs
-            return self.compute_not_before - now_ns + compute_ns
-        return compute_ns
+        return budget
 
     def _admit_waiting(self, now_ns: int, outcome: PassOutcome) -> None:
         running = self.running
@@ -313,92 +316,15 @@ class Rank:
         waits; an activated request (its restore completed) is admitted with the restored
         prefix. Lookups change LRU recency, so none happens without budget left.
         """
-        running = self.running
-        bs = self.block_size
-        pool = self.pool
         self._retry_skipped = []
-        while not self._preempted and len(running) < self.max_seqs and self._budget > 0:
-            # A decode rank with G2 serves handoffs whose KV already arrived before other
-            # waiting requests (vLLM's skipped_waiting first), so a restore waiting for
-            # capacity cannot starve them (checked against the reference).
-            prefer_materialized = bool(self.pending) or (self.is_decode and any(
-                s.materialized for s in self.waiting))
-            # Arrived handoffs go before connector waiters too (a restored request waiting for
-            # capacity cannot block them); while a destination waits for blocks only they are
-            # admitted (checked against the reference).
-            seq = self._next_waiting(True) if prefer_materialized and self.waiting else None
+        while not self._preempted and len(self.running) < self.max_seqs and self._budget > 0:
+            seq = self._host_candidate()
             if seq is None:
-                if self.pending:
-                    break
-                for candidate in self.connector:
-                    if not candidate.sleeping:
-                        seq = candidate
-                        break
-            if seq is None:
-                if not self.waiting:
-                    break
-                seq = self.waiting[0]
-            known = seq.input_length + seq.generated
-            known_blocks = -(-known // bs)
+                break
             if self.max_model_len is not None and seq.input_length >= self.max_model_len:
                 self._reject(seq, outcome, "max_model_len", self.max_model_len)  # before G2
                 continue
-            hit_base = hit_blocks = raw = 0
-            reserved = 0
-            active_hits = 0
-            cached = 0
-            if seq.materialized:
-                pass
-            elif seq.activated:
-                # The restored prefix is frozen: further G1 hits count as new tokens.
-                cached = seq.loaded_prefix * bs
-                reserved = seq.loaded_prefix
-                active_hits = seq.loaded_prefix
-            else:
-                hits, active_hits = pool.lookup(seq.block_ids, known // bs)
-                raw = hits * bs
-                found, hit_base, hit_blocks = host.lookup(seq, raw)
-                if found == DEFER:
-                    host.pool.stats.restores_deferred += 1
-                    self._skip(seq, until_progress=True)
-                    continue
-                if seq.pool_admissions == 0 and known_blocks > self.num_blocks:
-                    # A prompt the pool can never hold is rejected after its G2 lookup (which
-                    # touched the host LRU, or deferred it behind a pending store) (ref).
-                    self._reject(seq, outcome, "kv_cache", self.num_blocks * bs)
-                    continue
-                if found == MISS:
-                    hit_blocks = 0
-                cached = raw
-            if not seq.materialized:
-                if seq.generated < seq.max_output:  # needs logits: recompute the last token
-                    cap = (known - 1) // bs * bs
-                    if cached > cap:
-                        cached = cap
-                    if active_hits * bs > cached:
-                        active_hits = cached // bs
-                available = self.num_blocks - pool.num_active()
-                if hit_blocks:
-                    available -= self._inflight_prefill_blocks()
-                needed = known_blocks - (active_hits if active_hits > reserved else reserved)
-                if needed > available:
-                    break  # wait for capacity
-            if hit_blocks:
-                started = host.start_load(seq, hit_base, hit_blocks, raw, now_ns)
-                if started == QUEUED:
-                    outcome.changes += 1
-                    self._skip(seq, until_progress=True)
-                    continue
-                if started == DEFERRED:
-                    self._skip(seq, until_progress=True)
-                    continue
-                if started == RETRY:  # ready again once this pass ends
-                    self._skip(seq, until_progress=False)
-                    continue
-                break  # CAPACITY_BLOCKED: stop admitting this pass
-            if self._defer and not seq.materialized and known - cached > 1:
-                break  # more than the last token of prefill waits for the cadence
-            if not self._admit(seq, cached, now_ns, outcome):
+            if not self._admit_host(seq, now_ns, outcome, host):
                 break
         if self._retry_skipped:
             connector = self.connector
@@ -407,6 +333,93 @@ class Rank:
                 connector.insert(0, seq)
                 seq.sleeping = False
             self._retry_skipped = []
+
+    def _host_candidate(self) -> Seq | None:
+        """The next request to try with G2; None: admission stops for this pass.
+
+        A decode rank with G2 serves handoffs whose KV already arrived before other waiting
+        requests (vLLM's skipped_waiting first), so a restore waiting for capacity cannot
+        starve them; they go before connector waiters too, and while a destination waits for
+        blocks only they are admitted (checked against the reference).
+        """
+        waiting = self.waiting
+        prefer_materialized = bool(self.pending) or (self.is_decode and any(
+            s.materialized for s in waiting))
+        seq = self._next_waiting(True) if prefer_materialized and waiting else None
+        if seq is not None:
+            return seq
+        if self.pending:
+            return None
+        for candidate in self.connector:
+            if not candidate.sleeping:
+                return candidate
+        return waiting[0] if waiting else None
+
+    def _admit_host(self, seq: Seq, now_ns: int, outcome: PassOutcome,
+                    host: HostClient) -> bool:
+        """One admission attempt with G2 (a lookup, a restore, or the admission itself);
+        False stops admitting this pass."""
+        bs = self.block_size
+        known = seq.input_length + seq.generated
+        known_blocks = -(-known // bs)
+        hit_base = hit_blocks = raw = 0
+        reserved = 0
+        active_hits = 0
+        cached = 0
+        if not seq.materialized:
+            if seq.activated:
+                # The restored prefix is frozen: further G1 hits count as new tokens.
+                cached = seq.loaded_prefix * bs
+                reserved = seq.loaded_prefix
+                active_hits = seq.loaded_prefix
+            else:
+                hits, active_hits = self.pool.lookup(seq.block_ids, known // bs)
+                raw = hits * bs
+                found, hit_base, hit_blocks = host.lookup(seq, raw)
+                if found == DEFER:
+                    host.pool.stats.restores_deferred += 1
+                    self._skip(seq, until_progress=True)
+                    return True
+                if seq.pool_admissions == 0 and known_blocks > self.num_blocks:
+                    # A prompt the pool can never hold is rejected after its G2 lookup (which
+                    # touched the host LRU, or deferred it behind a pending store) (ref).
+                    self._reject(seq, outcome, "kv_cache", self.num_blocks * bs)
+                    return True
+                if found == MISS:
+                    hit_blocks = 0
+                cached = raw
+            if seq.generated < seq.max_output:  # needs logits: recompute the last token
+                cap = (known - 1) // bs * bs
+                if cached > cap:
+                    cached = cap
+                if active_hits * bs > cached:
+                    active_hits = cached // bs
+            available = self.num_blocks - self.pool.num_active()
+            if hit_blocks:
+                available -= self._inflight_prefill_blocks()
+            if known_blocks - (active_hits if active_hits > reserved else reserved) > available:
+                return False  # wait for capacity
+        if hit_blocks:
+            return self._start_restore(seq, host, hit_base, hit_blocks, raw, now_ns, outcome)
+        if self._defer and not seq.materialized and known - cached > 1:
+            return False  # more than the last token of prefill waits for the cadence
+        return self._admit(seq, cached, now_ns, outcome)
+
+    def _start_restore(self, seq: Seq, host: HostClient, hit_base: int, hit_blocks: int,
+                       raw: int, now_ns: int, outcome: PassOutcome) -> bool:
+        """A host hit the admission check accepted: the request waits for its restore in the
+        connector queue; False stops admitting this pass (no G1 room for the destination)."""
+        started = host.start_load(seq, hit_base, hit_blocks, raw, now_ns)
+        if started == QUEUED:
+            outcome.changes += 1
+            self._skip(seq, until_progress=True)
+        elif started == DEFERRED:
+            self._skip(seq, until_progress=True)
+        elif started == RETRY:  # ready again once this pass ends
+            self._skip(seq, until_progress=False)
+        else:
+            return False  # CAPACITY_BLOCKED
+        return True
 
     def _skip(self, seq: Seq, until_progress: bool) -> None:
         """Park a request in the connector queue, asleep for the rest of this pass (and, when
