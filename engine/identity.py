@@ -13,7 +13,7 @@ whose next turn's prompt holds them): then they are chained like prompt blocks.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 ROOT = -1  # parent of block 0 (identities are >= 0; fresh output identities are < -1)
 _WIDE = 1 << 64  # one-value contents below this are keyed by one int
@@ -91,13 +91,22 @@ class BlockIdentities:
         out: list[int] = []
         if full == 0:
             return out
+        runs = iter(prompt)
+        value, left, parent = self._run_blocks(runs, full, block_size, out)
+        if len(out) < full:
+            self._cut_blocks(runs, value, left, parent, full, block_size, input_length, out)
+        return out
+
+    def _run_blocks(self, runs: Iterator[tuple[int, int]], full: int, block_size: int,
+                    out: list[int]) -> tuple[int, int, int]:
+        """Fast path: leading runs of exactly one block each (a Mooncake prompt whose hash ids
+        cover block_size tokens), each block keyed by its run's value (block_key, inline).
+        Returns the run it stopped at (value, tokens left; 0 when the runs ran out) and the
+        last block's identity."""
         ids = self._ids
         keys = self.keys
         parent = ROOT
-        runs = iter(prompt)
         value, left = 0, 0
-        # Fast path: leading runs of exactly one block each (a Mooncake prompt whose hash ids
-        # cover block_size tokens), each block keyed by its run's value (block_key, inline).
         for value, left in runs:
             if left != block_size or len(out) == full:
                 break
@@ -115,16 +124,17 @@ class BlockIdentities:
             parent = ident
         else:
             left = 0
-        if len(out) == full:
-            return out
+        return value, left, parent
+
+    def _cut_blocks(self, runs: Iterator[tuple[int, int]], value: int, left: int, parent: int,
+                    full: int, block_size: int, input_length: int, out: list[int]) -> None:
+        """The general path, from the run `value` with `left` tokens on: blocks cut across runs
+        (content: the block's (value, count, ...) runs, or its one value)."""
+        ids = self._ids
+        keys = self.keys
         for _ in range(full - len(out)):
-            while left == 0:
-                try:
-                    value, left = next(runs)
-                except StopIteration:
-                    raise ValueError(
-                        f"prompt runs cover fewer than input_length={input_length} tokens"
-                    ) from None
+            if left == 0:
+                value, left = _next_run(runs, input_length)
             content: object
             if left >= block_size:
                 content = value
@@ -133,13 +143,8 @@ class BlockIdentities:
                 parts: list[int] = []
                 need = block_size
                 while need:
-                    while left == 0:
-                        try:
-                            value, left = next(runs)
-                        except StopIteration:
-                            raise ValueError(
-                                f"prompt runs cover fewer than input_length={input_length} tokens"
-                            ) from None
+                    if left == 0:
+                        value, left = _next_run(runs, input_length)
                     take = left if left < need else need
                     _extend(parts, value, take)
                     need -= take
@@ -154,7 +159,14 @@ class BlockIdentities:
                     keys.append((parent, content))
             out.append(ident)
             parent = ident
-        return out
+
+
+def _next_run(runs: Iterator[tuple[int, int]], input_length: int) -> tuple[int, int]:
+    """The next run with tokens in it."""
+    for value, count in runs:
+        if count:
+            return value, count
+    raise ValueError(f"prompt runs cover fewer than input_length={input_length} tokens")
 
 
 def _extend(parts: list[int], value: int, take: int) -> None:
