@@ -24,7 +24,7 @@ from typing import Any
 import blake3
 
 from kvreplay.engine.traces.agentic import serde
-from kvreplay.engine.traces.agentic.graph import AgenticGraph
+from kvreplay.engine.traces.agentic.graph import AgenticGraph, Play
 
 SCHEMA = "aisimulate.agentic.snapshot.v1"
 U32 = 1 << 32
@@ -117,17 +117,7 @@ class SnapshotContext:
         graph = self.graph
         k = slot % len(graph.plays) if source is None else source
         play = graph.plays[k]
-        starts = [self.intervals[i][0] for i in play.nodes]
-        first, last = min(starts), max(starts)
-        if from_start:
-            t_star = first
-        elif cut_ms is not None:
-            t_star = cut_ms
-        else:
-            t_star = first + (0.25 + 0.5 * self.unit(play.play_id, lane, ordinal)) * (last - first)
-        if not first <= t_star <= last:
-            raise SnapshotError(f"snapshot cut must lie within recorded request-start bounds "
-                                f"[{first}, {last}]")
+        t_star, first, last = self._cut(play, lane, ordinal, from_start, cut_ms)
         play_id = f"agentic-v1:{self.digest}:{self.seed}:{lane}:{ordinal}"
         inst = Instance(lane, ordinal, slot, k, play_id, f"{play_id}:cache", t_star, first, last)
         nodes = graph.nodes
@@ -165,6 +155,23 @@ class SnapshotContext:
                 0.0 if historical else delay, pending))
         inst.primers = [latest[s] for s in sorted(live, key=str.encode) if s in latest]
         return inst
+
+    def _cut(self, play: Play, lane: int, ordinal: int, from_start: bool,
+             cut_ms: float | None) -> tuple[float, float, float]:
+        """(the cut, the play's first and last request start): the first start, an absolute
+        cut, or the seeded draw in the middle half of the recorded starts."""
+        starts = [self.intervals[i][0] for i in play.nodes]
+        first, last = min(starts), max(starts)
+        if from_start:
+            t_star = first
+        elif cut_ms is not None:
+            t_star = cut_ms
+        else:
+            t_star = first + (0.25 + 0.5 * self.unit(play.play_id, lane, ordinal)) * (last - first)
+        if not first <= t_star <= last:
+            raise SnapshotError(f"snapshot cut must lie within recorded request-start bounds "
+                                f"[{first}, {last}]")
+        return t_star, first, last
 
     def unit(self, play_id: str, lane: int, ordinal: int) -> float:
         key = serde.dumps([SCHEMA, self.seed, self.digest, play_id, lane, ordinal])

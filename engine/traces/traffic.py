@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from kvreplay.engine.agentic.driver import AgenticWorkload
 from kvreplay.engine.agentic.profile import ProfileOptions
@@ -159,14 +159,59 @@ def _trace(f: _Fields, traffic: Mapping[str, Any], *, base_dir: str,
                             concurrency=concurrency, speedup=speedup)
 
 
+class _AgenticOptions(NamedTuple):
+    lanes: int | None
+    speedup: float
+    block_size: int | None
+    basis: Any  # weka_nested_timestamp_basis (checked for weka traces)
+    seed: int | None
+    warmup: bool
+    profile: ProfileOptions | None
+
+
 def _agentic(f: _Fields, traffic: Mapping[str, Any], *, base_dir: str,
              trace_paths: Sequence[str] | None, model: str | None,
              engine_block_size: int | None) -> AgenticWorkload | None:
     """Weka plays or an Agentic Mooncake v2 file, lowered to a graph and executed by lanes."""
     from kvreplay.engine.traces.agentic.v2 import read_agentic_mooncake
-    from kvreplay.engine.traces.agentic.weka import BASES, read_weka
+    from kvreplay.engine.traces.agentic.weka import read_weka
 
     fmt = traffic.get("trace_format")
+    options = _agentic_options(f, traffic, fmt)
+    paths = _paths(traffic, base_dir, trace_paths)
+    if len(paths) != 1:
+        f.error("TRACE-PATH", "trace_paths", f"{fmt} traffic needs exactly one trace path (a "
+                f"file or, for weka, a directory), found {len(paths)}")
+        return None
+    if any(d.severity == "error" for d in f.found):
+        return None
+    path, display = paths[0]
+    if fmt == "weka":
+        graph, found = read_weka(path, display, basis=str(options.basis),
+                                 expected_block_size=options.block_size)
+    else:
+        graph, found = read_agentic_mooncake(path, display,
+                                             legacy_block_size=options.block_size)
+    f.found.extend(found)
+    if graph is None:
+        return None
+    graph.normalize_starts()
+    from kvreplay.engine.agentic.snapshot import SnapshotError
+
+    try:
+        return AgenticWorkload(graph, lanes=options.lanes, target_model=model or "model",
+                               speedup=options.speedup, snapshot_seed=options.seed,
+                               warmup=options.warmup, profile=options.profile,
+                               engine_block_size=engine_block_size or graph.header.block_size)
+    except SnapshotError as exc:
+        f.error("WORKLOAD-VALUE", "agentic_snapshot_seed", f"agentic snapshot of {display}: {exc}")
+        return None
+
+
+def _agentic_options(f: _Fields, traffic: Mapping[str, Any], fmt: Any) -> _AgenticOptions:
+    """The agentic load controls, each bad one an error (and what agentic traces ignore)."""
+    from kvreplay.engine.traces.agentic.weka import BASES
+
     load = traffic.get("load_type")
     if load != "trace_timestamps":
         f.error("WORKLOAD-LOAD", "load_type", f"agentic traces replay their own dependency "
@@ -200,33 +245,7 @@ def _agentic(f: _Fields, traffic: Mapping[str, Any], *, base_dir: str,
         key = "agentic_warmup" if warmup else "agentic_profile"
         f.error("WORKLOAD-VALUE", key, f"`{key}` needs an agentic snapshot "
                 "(`agentic_snapshot_seed`) and `agentic_lanes`")
-    paths = _paths(traffic, base_dir, trace_paths)
-    if len(paths) != 1:
-        f.error("TRACE-PATH", "trace_paths", f"{fmt} traffic needs exactly one trace path (a "
-                f"file or, for weka, a directory), found {len(paths)}")
-        return None
-    if any(d.severity == "error" for d in f.found):
-        return None
-    path, display = paths[0]
-    if fmt == "weka":
-        graph, found = read_weka(path, display, basis=str(basis),
-                                 expected_block_size=block_size)
-    else:
-        graph, found = read_agentic_mooncake(path, display, legacy_block_size=block_size)
-    f.found.extend(found)
-    if graph is None:
-        return None
-    graph.normalize_starts()
-    from kvreplay.engine.agentic.snapshot import SnapshotError
-
-    try:
-        return AgenticWorkload(graph, lanes=lanes, target_model=model or "model",
-                               speedup=speedup, snapshot_seed=seed, warmup=warmup,
-                               profile=profile,
-                               engine_block_size=engine_block_size or graph.header.block_size)
-    except SnapshotError as exc:
-        f.error("WORKLOAD-VALUE", "agentic_snapshot_seed", f"agentic snapshot of {display}: {exc}")
-        return None
+    return _AgenticOptions(lanes, speedup, block_size, basis, seed, warmup, profile)
 
 
 _PROFILE_KEYS = {"duration_seconds": True, "response_grace_seconds": False,

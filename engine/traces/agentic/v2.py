@@ -57,22 +57,73 @@ def _parse(text: str) -> Any:
                          f"{too_deep(text) + 1})") from None
 
 
+class _Findings:
+    """A reader's diagnostics, the first MAX_DIAGNOSTICS of them listed."""
+
+    __slots__ = ("display", "found", "last_unlisted", "unlisted")
+
+    def __init__(self, display: str) -> None:
+        self.display = display
+        self.found: list[Diagnostic] = []
+        self.unlisted = 0  # problems past MAX_DIAGNOSTICS
+        self.last_unlisted = 0  # the last line among them
+
+    def __call__(self, rule: str, message: str, line: int | None = None,
+                 hint: str | None = None) -> None:
+        if len(self.found) < MAX_DIAGNOSTICS:
+            self.found.append(diag(rule, message, file=self.display, line=line, hint=hint))
+        else:
+            self.unlisted += 1
+            self.last_unlisted = max(self.last_unlisted, line or 0)
+
+    def close(self) -> bool:
+        """Note what was not listed; True when there is an error."""
+        if self.unlisted:
+            self.found.append(diag("TRACE-TRUNCATED", f"{self.unlisted} more problem(s) in this "
+                                   "trace are not listed", file=self.display,
+                                   line=self.last_unlisted or None, severity="note"))
+        return any(d.severity == "error" for d in self.found)
+
+
 def read_agentic_mooncake(path: str, display: str | None = None, *,
                           legacy_block_size: int | None = None
                           ) -> tuple[AgenticGraph | None, list[Diagnostic]]:
     """Read a v2 (or legacy headerless) agentic trace; (graph, diagnostics)."""
     display = display or path
-    found: list[Diagnostic] = []
+    add = _Findings(display)
+    lines = _lines(path, display, add)
+    if lines is None:
+        return None, add.found
+    if not lines:
+        add("TRACE-EMPTY", f"agentic trace file {display} is empty")
+        return None, add.found
+    start = _start(lines, display, legacy_block_size, add)
+    if start is None:
+        return None, add.found
+    header, legacy = start
+    rows = lines if legacy else lines[1:]
+    if legacy and len(rows) > graphs.MAX_REQUESTS:
+        add("TRACE-VALUE", f"agentic trace {display} holds {graphs.too_many()} (past it at "
+            f"line {rows[-1][0]})", rows[-1][0], hint="replay a part of the trace")
+        return None, add.found
+    if not rows:
+        add("TRACE-EMPTY", f"agentic trace file {display} did not contain any requests")
+        return None, add.found
+    graph_rows = _graph_rows(rows, header.block_size, legacy, add)
+    if add.close():
+        return None, add.found
+    if legacy:
+        _legacy_plays(graph_rows)
+    try:
+        graph = build_graph(header, graph_rows)
+    except GraphError as exc:
+        add("TRACE-GRAPH", str(exc), exc.line)
+        return None, add.found
+    return graph, add.found
 
-    unlisted = [0, 0]  # problems past MAX_DIAGNOSTICS, the last line among them
 
-    def add(rule: str, message: str, line: int | None = None, hint: str | None = None) -> None:
-        if len(found) < MAX_DIAGNOSTICS:
-            found.append(diag(rule, message, file=display, line=line, hint=hint))
-        else:
-            unlisted[0] += 1
-            unlisted[1] = max(unlisted[1], line or 0)
-
+def _lines(path: str, display: str, add: _Findings) -> list[tuple[int, str]] | None:
+    """The file's non-blank lines with their physical numbers; None when it cannot be read."""
     lines: list[tuple[int, str]] = []
     try:
         with open_regular(path) as f:
@@ -82,59 +133,53 @@ def read_agentic_mooncake(path: str, display: str | None = None, *,
                 except UnicodeDecodeError as exc:
                     add("TRACE-ENCODING", f"line {number} is not valid UTF-8 (byte {exc.start})",
                         number)
-                    return None, found
+                    return None
                 if number == 1 and text.startswith("\ufeff"):
                     add("TRACE-ENCODING", "the file starts with a byte-order mark", 1)
-                    return None, found
+                    return None
                 if text.strip():
                     if len(lines) > graphs.MAX_REQUESTS:  # the header and MAX_REQUESTS rows
                         add("TRACE-VALUE", f"agentic trace {display} holds "
                             f"{graphs.too_many()} (past it at line {number})", number,
                             hint="replay a part of the trace")
-                        return None, found
+                        return None
                     lines.append((number, text))
     except OSError as exc:
         add("TRACE-PATH", f"cannot read {display}: {exc.strerror or exc}")
-        return None, found
-    if not lines:
-        add("TRACE-EMPTY", f"agentic trace file {display} is empty")
-        return None, found
+        return None
+    return lines
+
+
+def _start(lines: list[tuple[int, str]], display: str, legacy_block_size: int | None,
+           add: _Findings) -> tuple[Header, bool] | None:
+    """The header (v2) or a legacy stand-in for it, and whether the rows are legacy ones."""
     first_line, first_text = lines[0]
     try:
         first = _parse(first_text)
     except ValueError as exc:
         add("TRACE-JSON", f"failed to parse line {first_line} as the agentic Mooncake v2 "
             f"header: {exc}", first_line)
-        return None, found
+        return None
     if isinstance(first, dict) and "schema" in first:
         header = _header(first, first_line, add)
-        rows = lines[1:]
-        legacy = False
-        if header is None:
-            return None, found
-    else:
-        if legacy_block_size is None:
-            add("TRACE-FORMAT", f"{display} has no agentic Mooncake v2 header; legacy headerless "
-                "rows need the trace block size", first_line,
-                hint="set traffic.source.block_size (tokens per hash id)")
-            return None, found
-        header = Header(legacy_block_size, "legacy_agentic_mooncake", f"{display}:{len(lines)}")
-        rows = lines
-        legacy = True
-        if len(rows) > graphs.MAX_REQUESTS:
-            add("TRACE-VALUE", f"agentic trace {display} holds {graphs.too_many()} (past it at "
-                f"line {rows[-1][0]})", rows[-1][0], hint="replay a part of the trace")
-            return None, found
-    if not rows:
-        add("TRACE-EMPTY", f"agentic trace file {display} did not contain any requests")
-        return None, found
+        return None if header is None else (header, False)
+    if legacy_block_size is None:
+        add("TRACE-FORMAT", f"{display} has no agentic Mooncake v2 header; legacy headerless "
+            "rows need the trace block size", first_line,
+            hint="set traffic.source.block_size (tokens per hash id)")
+        return None
+    return Header(legacy_block_size, "legacy_agentic_mooncake", f"{display}:{len(lines)}"), True
+
+
+def _graph_rows(rows: list[tuple[int, str]], block_size: int, legacy: bool,
+                add: _Findings) -> list[GraphRow]:
+    """The rows that read, each request id once; a problem is reported with its line."""
     graph_rows: list[GraphRow] = []
     seen: set[str] = set()
     for number, text in rows:
         try:
             value = _parse(text)
-            row = (_legacy_row(value, header.block_size) if legacy
-                   else _row(value, header.block_size))
+            row = _legacy_row(value, block_size) if legacy else _row(value, block_size)
         except ValueError as exc:
             add("TRACE-JSON", f"failed to parse line {number} as an agentic Mooncake "
                 f"{'legacy row' if legacy else 'v2 request'}: {exc}", number)
@@ -149,22 +194,10 @@ def read_agentic_mooncake(path: str, display: str | None = None, *,
         seen.add(row.request_id)
         row.line = number
         graph_rows.append(row)
-    if unlisted[0]:
-        found.append(diag("TRACE-TRUNCATED", f"{unlisted[0]} more problem(s) in this trace are "
-                          "not listed", file=display, line=unlisted[1] or None, severity="note"))
-    if any(d.severity == "error" for d in found):
-        return None, found
-    if legacy:
-        _legacy_plays(graph_rows)
-    try:
-        graph = build_graph(header, graph_rows)
-    except GraphError as exc:
-        add("TRACE-GRAPH", str(exc), exc.line)
-        return None, found
-    return graph, found
+    return graph_rows
 
 
-def _header(value: dict[str, Any], line: int, add: Any) -> Header | None:
+def _header(value: dict[str, Any], line: int, add: _Findings) -> Header | None:
     if value.get("schema") != SCHEMA:
         add("TRACE-VALUE", f"unsupported agentic Mooncake schema {value.get('schema')!r}; "
             f"expected {SCHEMA!r}", line)
@@ -237,6 +270,39 @@ def _row(value: Any, block_size: int) -> GraphRow:
     request_id = _text(value, "request_id")
     play_id = _text(value, "play_id")
     session_id = _text(value, "session_id")
+    hash_ids, input_length = _prompt(value, block_size)
+    model = value.get("model")
+    if not isinstance(model, str):
+        raise _Bad("TRACE-MISSING" if model is None else "TRACE-FIELD",
+                   f"model must be a string, found {model!r}")
+    if not model.strip():
+        raise _Bad("TRACE-VALUE", "has an empty model")
+    output_length, tokens = _output(value)
+    not_before, api_ms = _times(value)
+    raw_deps = value.get("dependencies") or []
+    if not isinstance(raw_deps, list):
+        raise _Bad("TRACE-FIELD", f"dependencies must be an array, found {raw_deps!r}")
+    deps = [_dependency(dep) for dep in raw_deps]
+    priority = value.get("priority")
+    strict = value.get("strict_priority")
+    policy = value.get("policy_class")
+    if policy is not None and not isinstance(policy, str):
+        raise _Bad("TRACE-FIELD", f"policy_class must be a string, found {policy!r}")
+    ordinal = value.get("source_play_ordinal")
+    return GraphRow(
+        request_id=request_id, play_id=play_id, session_id=session_id, model=model,
+        input_length=input_length, output_length=output_length, hash_ids=hash_ids,
+        not_before_ms=not_before, dependencies=deps,
+        source_play_ordinal=None if ordinal is None else _uint(ordinal, "source_play_ordinal"),
+        output_token_ids=tokens, recorded_api_time_ms=api_ms,
+        priority=None if priority is None else _uint(priority, "priority", (1 << 32) - 1),
+        strict_priority=None if strict is None else _uint(strict, "strict_priority",
+                                                          (1 << 32) - 1),
+        policy_class=policy)
+
+
+def _prompt(value: dict[str, Any], block_size: int) -> tuple[list[int], int]:
+    """(hash_ids, input_length): exactly one hash id per started block."""
     hashes = value.get("hash_ids")
     if hashes is None:
         raise _Bad("TRACE-MISSING", "is missing hash_ids")
@@ -255,24 +321,29 @@ def _row(value: Any, block_size: int) -> GraphRow:
     if len(hash_ids) != need:
         raise _Bad("TRACE-CAPACITY", f"has input_length {input_length} at block_size "
                    f"{block_size} and requires exactly {need} hash_ids, got {len(hash_ids)}")
-    model = value.get("model")
-    if not isinstance(model, str):
-        raise _Bad("TRACE-MISSING" if model is None else "TRACE-FIELD",
-                   f"model must be a string, found {model!r}")
-    if not model.strip():
-        raise _Bad("TRACE-VALUE", "has an empty model")
+    return hash_ids, input_length
+
+
+def _output(value: dict[str, Any]) -> tuple[int, list[int] | None]:
+    """(output_length, output_token_ids or None)."""
     out = _either(value, "output_length", "output_tokens")
     if out is None:
         raise _Bad("TRACE-MISSING", "is missing output_length")
     output_length = _uint(out, "output_length", MAX_TOKENS)
     tokens = value.get("output_token_ids")
-    if tokens is not None:
-        if not isinstance(tokens, list):
-            raise _Bad("TRACE-FIELD", f"output_token_ids must be an array, found {tokens!r}")
-        tokens = [_uint(t, "output_token_ids[]", (1 << 32) - 1) for t in tokens]
-        if len(tokens) != output_length:
-            raise _Bad("TRACE-VALUE", f"output_length {output_length} does not match "
-                       f"output_token_ids length {len(tokens)}")
+    if tokens is None:
+        return output_length, None
+    if not isinstance(tokens, list):
+        raise _Bad("TRACE-FIELD", f"output_token_ids must be an array, found {tokens!r}")
+    ids = [_uint(t, "output_token_ids[]", (1 << 32) - 1) for t in tokens]
+    if len(ids) != output_length:
+        raise _Bad("TRACE-VALUE", f"output_length {output_length} does not match "
+                   f"output_token_ids length {len(ids)}")
+    return output_length, ids
+
+
+def _times(value: dict[str, Any]) -> tuple[float, float | None]:
+    """(not_before_ms, recorded_api_time_ms or None)."""
     if "not_before_ms" not in value:
         raise _Bad("TRACE-MISSING", "is missing not_before_ms")
     not_before = _number(value["not_before_ms"], "not_before_ms")
@@ -285,28 +356,7 @@ def _row(value: Any, block_size: int) -> GraphRow:
         raise _Bad("TRACE-VALUE", f"has invalid recorded_api_time_ms {api_ms}")
     if api_ms is not None:
         _time(api_ms, "recorded_api_time_ms")
-    deps = []
-    raw_deps = value.get("dependencies") or []
-    if not isinstance(raw_deps, list):
-        raise _Bad("TRACE-FIELD", f"dependencies must be an array, found {raw_deps!r}")
-    for dep in raw_deps:
-        deps.append(_dependency(dep))
-    priority = value.get("priority")
-    strict = value.get("strict_priority")
-    policy = value.get("policy_class")
-    if policy is not None and not isinstance(policy, str):
-        raise _Bad("TRACE-FIELD", f"policy_class must be a string, found {policy!r}")
-    ordinal = value.get("source_play_ordinal")
-    return GraphRow(
-        request_id=request_id, play_id=play_id, session_id=session_id, model=model,
-        input_length=input_length, output_length=output_length, hash_ids=hash_ids,
-        not_before_ms=not_before, dependencies=deps,
-        source_play_ordinal=None if ordinal is None else _uint(ordinal, "source_play_ordinal"),
-        output_token_ids=tokens, recorded_api_time_ms=api_ms,
-        priority=None if priority is None else _uint(priority, "priority", (1 << 32) - 1),
-        strict_priority=None if strict is None else _uint(strict, "strict_priority",
-                                                          (1 << 32) - 1),
-        policy_class=policy)
+    return not_before, api_ms
 
 
 def _dependency(dep: Any) -> Dependency:

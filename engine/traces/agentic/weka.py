@@ -892,25 +892,9 @@ def lower_play(play: WekaPlay, ordinal: int, basis: str) -> list[GraphRow]:
             raise _Lowering(f"Weka trace {play.source_name} has subagent {sub.agent_id} at outer "
                             f"index {oi} without a preceding parent request")
         owner_stream, owner_item = max(candidates, key=lambda c: c[1].order)
-        inner = []
-        for j, r in enumerate(sub.requests):
-            t = _canonical_inner(r.t, sub.t, basis, r.where, play, sub.agent_id, j)
-            if not math.isfinite(t) or t < 0:
-                raise _Lowering(f"Weka trace {play.source_name} has invalid request timestamp",
-                                "TRACE-VALUE")
-            inner.append(_Item(f"outer:{oi}:inner:{j}", j, t, _end(r, t), r))
+        inner = _inner_items(play, oi, sub, basis)
         if not inner:
             continue
-        if sub.status == "completed" and sub.duration_ms is not None:
-            stated = sub.t + sub.duration_ms / 1000.0
-            last = max(inner, key=lambda item: item.end)
-            if last.end > stated + EPS:
-                raise _Lowering(
-                    f"Weka trace {play.source_name} has subagent {sub.agent_id} whose duration_ms "
-                    f"{sub.duration_ms} understates its own requests: {last.sid} ends at "
-                    f"{_rust(last.end)} s, after the stated end {_rust(stated)} s "
-                    f"(`{sub.where}.duration_ms`)", "TRACE-VALUE",
-                    hint="fix duration_ms, or the nested timestamp basis (relative vs absolute)")
         pre, rest = _split_preamble(inner)
         child_chains, child_main, child_workers = _detect(rest)
         prefix = f"subagent:{oi}:{sub.agent_id}"
@@ -918,16 +902,7 @@ def lower_play(play: WekaPlay, ordinal: int, basis: str) -> list[GraphRow]:
         children[0].fork_sid = owner_item.sid
         for s in children:
             s.scope = children[0].session
-        join_sid = None
-        if sub.status == "completed":
-            if sub.duration_ms is not None:
-                child_end = sub.t + sub.duration_ms / 1000.0
-            else:
-                child_end = max([sub.t] + [item.end for item in inner])
-            later = [item for item in streams[owner_stream].items
-                     if item.order > oi and item.t + EPS >= child_end]
-            if later:
-                join_sid = min(later, key=lambda item: item.order).sid
+        join_sid = _join_target(streams[owner_stream], oi, sub, inner)
         start = len(streams)
         streams.extend(children)
         if join_sid is not None:
@@ -937,63 +912,125 @@ def lower_play(play: WekaPlay, ordinal: int, basis: str) -> list[GraphRow]:
     return _rows(play, ordinal, ns, play_id, streams, joins)
 
 
-def _rows(play: WekaPlay, ordinal: int, ns: str, play_id: str, streams: list[_Stream],
-          joins: list[tuple[str, list[str]]]) -> list[GraphRow]:
-    items = {item.sid: item for s in streams for item in s.items}
+def _inner_items(play: WekaPlay, oi: int, sub: WekaSubagent, basis: str) -> list[_Item]:
+    """A subagent's requests on the play's clock; a completed subagent's stated duration
+    must cover them."""
+    inner = []
+    for j, r in enumerate(sub.requests):
+        t = _canonical_inner(r.t, sub.t, basis, r.where, play, sub.agent_id, j)
+        if not math.isfinite(t) or t < 0:
+            raise _Lowering(f"Weka trace {play.source_name} has invalid request timestamp",
+                            "TRACE-VALUE")
+        inner.append(_Item(f"outer:{oi}:inner:{j}", j, t, _end(r, t), r))
+    if inner and sub.status == "completed" and sub.duration_ms is not None:
+        stated = sub.t + sub.duration_ms / 1000.0
+        last = max(inner, key=lambda item: item.end)
+        if last.end > stated + EPS:
+            raise _Lowering(
+                f"Weka trace {play.source_name} has subagent {sub.agent_id} whose duration_ms "
+                f"{sub.duration_ms} understates its own requests: {last.sid} ends at "
+                f"{_rust(last.end)} s, after the stated end {_rust(stated)} s "
+                f"(`{sub.where}.duration_ms`)", "TRACE-VALUE",
+                hint="fix duration_ms, or the nested timestamp basis (relative vs absolute)")
+    return inner
 
-    def rid(sid: str) -> str:
-        return f"{ns}:request:{sid}"
 
-    deps: dict[str, list[Dependency]] = {}
+def _join_target(owner: _Stream, oi: int, sub: WekaSubagent, inner: list[_Item]) -> str | None:
+    """A completed subagent joins its owner stream's first later request that starts after
+    the subagent's end."""
+    if sub.status != "completed":
+        return None
+    if sub.duration_ms is not None:
+        child_end = sub.t + sub.duration_ms / 1000.0
+    else:
+        child_end = max([sub.t] + [item.end for item in inner])
+    later = [item for item in owner.items if item.order > oi and item.t + EPS >= child_end]
+    return min(later, key=lambda item: item.order).sid if later else None
 
-    def push(target: str, dep: Dependency) -> None:
-        found = deps.setdefault(target, [])
+
+class _Edges:
+    """The dependencies of a play's requests, by target; an edge already there (same source,
+    trigger and relation) is not added again."""
+
+    __slots__ = ("deps", "ns")
+
+    def __init__(self, ns: str) -> None:
+        self.ns = ns
+        self.deps: dict[str, list[Dependency]] = {}
+
+    def rid(self, sid: str) -> str:
+        return f"{self.ns}:request:{sid}"
+
+    def push(self, target: str, source: str, trigger: str, delay_ms: float,
+             relation: str) -> None:
+        dep = Dependency(self.rid(source), trigger, delay_ms, relation)
+        found = self.deps.setdefault(target, [])
         if not any(d.request_id == dep.request_id and d.trigger == dep.trigger
                    and d.relation == dep.relation for d in found):
             found.append(dep)
 
-    for s in streams:
-        for p, q in zip(s.items, s.items[1:], strict=False):
-            push(q.sid, Dependency(rid(p.sid), "completion", seconds_to_ms(q.t - p.end),
-                                   "sequence"))
-    for s in streams:
-        if not s.items or s.fork_sid is None:
-            continue
-        first, parent = s.items[0], items[s.fork_sid]
-        if first.t < parent.end:
-            push(first.sid, Dependency(rid(parent.sid), "dispatch",
-                                       seconds_to_ms(first.t - parent.t), "spawn"))
-        else:
-            push(first.sid, Dependency(rid(parent.sid), "completion",
-                                       seconds_to_ms(first.t - parent.end), "spawn"))
-    scopes: dict[str, list[_Stream]] = {}
-    for s in streams:
-        scopes.setdefault(s.scope, []).append(s)
-    for scope in sorted(scopes, key=str.encode):
-        for target, frontier in replay_barriers(scopes[scope]):
-            for c in frontier:
-                push(target.sid, Dependency(rid(c.sid), "completion", 0.0, "replay_barrier"))
-    for target_sid, terminals in joins:
-        for terminal in terminals:
-            push(target_sid, Dependency(rid(terminal), "completion",
-                                        seconds_to_ms(items[target_sid].t - items[terminal].end),
-                                        "join"))
-    root = streams[0].items[0]
-    for s in streams:
-        if not s.items:
-            continue
-        first = s.items[0]
-        if first.sid == root.sid or deps.get(first.sid):
-            continue
-        push(first.sid, Dependency(rid(root.sid), "dispatch", seconds_to_ms(first.t - root.t),
-                                   "spawn"))
+    def sequences_and_forks(self, streams: list[_Stream], items: dict[str, _Item]) -> None:
+        """Each stream in order; a forked stream's first request after its parent's dispatch
+        (while the parent runs) or completion."""
+        for s in streams:
+            for p, q in zip(s.items, s.items[1:], strict=False):
+                self.push(q.sid, p.sid, "completion", seconds_to_ms(q.t - p.end), "sequence")
+        for s in streams:
+            if not s.items or s.fork_sid is None:
+                continue
+            first, parent = s.items[0], items[s.fork_sid]
+            if first.t < parent.end:
+                self.push(first.sid, parent.sid, "dispatch", seconds_to_ms(first.t - parent.t),
+                          "spawn")
+            else:
+                self.push(first.sid, parent.sid, "completion",
+                          seconds_to_ms(first.t - parent.end), "spawn")
+
+    def barriers(self, streams: list[_Stream]) -> None:
+        """Within a scope, a request waits for the latest finished request of each other
+        stream that no other such request follows (replay barriers)."""
+        scopes: dict[str, list[_Stream]] = {}
+        for s in streams:
+            scopes.setdefault(s.scope, []).append(s)
+        for scope in sorted(scopes, key=str.encode):
+            for target, frontier in replay_barriers(scopes[scope]):
+                for c in frontier:
+                    self.push(target.sid, c.sid, "completion", 0.0, "replay_barrier")
+
+    def joins_and_roots(self, streams: list[_Stream], items: dict[str, _Item],
+                        joins: list[tuple[str, list[str]]]) -> None:
+        """Subagent joins; then every stream start without a dependency spawns from the
+        root."""
+        for target_sid, terminals in joins:
+            for terminal in terminals:
+                self.push(target_sid, terminal, "completion",
+                          seconds_to_ms(items[target_sid].t - items[terminal].end), "join")
+        root = streams[0].items[0]
+        for s in streams:
+            if not s.items:
+                continue
+            first = s.items[0]
+            if first.sid == root.sid or self.deps.get(first.sid):
+                continue
+            self.push(first.sid, root.sid, "dispatch", seconds_to_ms(first.t - root.t),
+                      "spawn")
+
+
+def _rows(play: WekaPlay, ordinal: int, ns: str, play_id: str, streams: list[_Stream],
+          joins: list[tuple[str, list[str]]]) -> list[GraphRow]:
+    items = {item.sid: item for s in streams for item in s.items}
+    edges = _Edges(ns)
+    edges.sequences_and_forks(streams, items)
+    edges.barriers(streams)
+    edges.joins_and_roots(streams, items, joins)
+    deps = edges.deps
     root_time = min(item.t for s in streams for item in s.items)
     used: dict[Any, Any] = {}  # value -> identity, (domain, identity) -> value, "blocks"
     rows = []
     for s in streams:
         for item in s.items:
             r = item.req
-            request_id = rid(item.sid)
+            request_id = edges.rid(item.sid)
             rows.append(GraphRow(
                 request_id=request_id, play_id=play_id, source_play_ordinal=ordinal,
                 session_id=s.session, model=r.model, input_length=r.input,
