@@ -79,6 +79,29 @@ def _check_gaps(record: RequestRecord, produced: int, negative: bool) -> None:
                           f"{record.output_length} output tokens (expected {expected})")
 
 
+def _fold_gaps(record: RequestRecord, gaps: dict[float, int],
+               shared: dict[SharedGaps, int]) -> None:
+    """Count a completed record's token gaps: run-length gaps by value (negative ones as 0),
+    a stretch's SharedGaps by reference; checked to hold output_length - 1 gaps."""
+    produced = 0
+    negative = False
+    for entry in record.itl_gaps:
+        if isinstance(entry, tuple):
+            gap, count = entry
+            if gap < 0.0:  # max(gap, 0.0)
+                gap = 0.0
+            gaps[gap] = gaps.get(gap, 0) + count
+        else:
+            count = entry.count
+            shared[entry] = shared.get(entry, 0) + 1
+        produced += count
+        if count < 0:
+            negative = True
+    output = record.output_length
+    if negative or produced != (output - 1 if output > 1 else 0):
+        _check_gaps(record, produced, negative)
+
+
 def _mean_tpot(record: RequestRecord) -> float | None:
     if record.output_length < 2 or record.first_token_ms is None or record.last_token_ms is None:
         return None
@@ -138,22 +161,7 @@ class SummaryAccumulator:
                 host_reused += r.first_admission_host_reused_input_tokens or 0
                 if terminal > last_terminal:  # max(last_terminal, terminal)
                     last_terminal = terminal
-                produced = 0
-                negative = False
-                for entry in r.itl_gaps:
-                    if isinstance(entry, tuple):
-                        gap, count = entry
-                        if gap < 0.0:  # max(gap, 0.0)
-                            gap = 0.0
-                        gaps[gap] = gaps.get(gap, 0) + count
-                    else:
-                        count = entry.count
-                        shared[entry] = shared.get(entry, 0) + 1
-                    produced += count
-                    if count < 0:
-                        negative = True
-                if negative or produced != (r.output_length - 1 if r.output_length > 1 else 0):
-                    _check_gaps(r, produced, negative)
+                _fold_gaps(r, gaps, shared)
                 first, last = r.first_token_ms, r.last_token_ms
                 if first is None or last is None:
                     if sla is not None and sla.is_good_without_tokens(
