@@ -105,7 +105,8 @@ def _check_host(role: Role, where: str) -> None:
     if host.scope not in HOST_SCOPES:  # G2-SCOPE
         raise EngineConfigError(f"{where}/scope: unknown host_offload.scope {host.scope!r}; "
                                 "expected 'dp_rank_local' or 'cluster_shared'")
-    if host.scope == "cluster_shared" and not host.kv_layout_id:  # NATIVE-LAYOUT-ID
+    if host.scope == "cluster_shared" and not (host.kv_layout_id or "").strip():
+        # NATIVE-LAYOUT-ID (blank is missing, as the native engine reads it)
         raise EngineConfigError(f"{where}: cluster_shared native_host_offload requires a "
                                 "nonempty kv_layout_id")
 
