@@ -50,12 +50,13 @@ Event = tuple[int, EventKind, int, int, Any]
 
 
 class EventQueue:
-    """Pending events, popped in the order above."""
+    """Pending events in the order above: `heap` is a heapq heap of them, which the loop pops
+    straight off (its hot path: heapq.heappop(queue.heap) is the next event)."""
 
     __slots__ = ("heap", "pushed")
 
     def __init__(self) -> None:
-        self.heap: list[Event] = []  # a heapq heap; the loop pops the events due straight off it
+        self.heap: list[Event] = []
         self.pushed = 0
 
     def __len__(self) -> int:
@@ -64,10 +65,3 @@ class EventQueue:
     def push(self, at: int, kind: EventKind, key: int, payload: Any) -> None:
         self.pushed += 1
         heapq.heappush(self.heap, (at, kind, key, self.pushed, payload))
-
-    def next_time(self) -> int | None:
-        """When the earliest pending event is due (None: nothing pending)."""
-        return self.heap[0][0] if self.heap else None
-
-    def pop(self) -> Event:
-        return heapq.heappop(self.heap)

@@ -23,6 +23,7 @@ its runtime (host_runtime.py), which acts on the loop only through its port (por
 from __future__ import annotations
 
 from collections.abc import Callable
+from heapq import heappop
 from typing import Any
 
 from kvreplay.engine.collect import fewer_collections
@@ -35,6 +36,7 @@ from kvreplay.engine.events import (
     PASS_DONE,
     TRANSFER_DONE,
     WORKER_READY,
+    Event,
     EventKind,
     EventQueue,
 )
@@ -119,7 +121,7 @@ class Simulation:
         # when the workload releases requests or hears of a terminal (or, when it acts at
         # instants, at an instant's end), so it is asked again only then.
         self._asked = -1  # self.notices when it was asked (-1: ask again)
-        self._next_ms: float | None = None
+        self._next_ms: float | None = None  # its answer
         self._release_ms: float | None = None
         self._release_at = 0  # ns of _release_ms
         self._always_ask = workload.acts_at_instants
@@ -135,23 +137,38 @@ class Simulation:
     def _run(self) -> RunResult:
         steps = 0
         at_instant = self._at_instant
+        always_ask = self._always_ask
+        heap = self.events.heap  # popped here, in the queue's order: the hot path
+        handlers = self._handlers
         while True:
             if self.should_stop is not None and self.should_stop():
                 raise Interrupted(self._result())
-            now = self._next_instant()
+            if self._asked != self.notices or always_ask:
+                self._ask()
+            now = self._next_instant(heap)
             if now is None:
                 break
             if self.cap_ns is not None and now > self.cap_ns:
                 self._stop_at_cap(self.cap_ns)
                 break
             self.now = check_ns(now)
-            self._complete(now)
+            # Phases 1-3: every event due at `now`, in their order.
+            while heap and heap[0][0] == now:
+                _, kind, _, _, payload = heappop(heap)
+                if kind != KV_VISIBLE:
+                    # The clock the report bills runs to the last engine event; router events
+                    # that only land later (kv_event_lag_ms) do not extend it (as the reference).
+                    self.busy_until = now
+                handlers[kind](payload)
             if at_instant is not None and at_instant(ns_to_ms(now)):
                 self.busy_until = now
                 self.stopped_by_workload = True
                 break
-            self._release(now)
-            if self.dirty:
+            if self._asked != self.notices or always_ask:
+                self._ask()
+            if self._next_ms is not None and self._release_at <= now:
+                self._release(now)
+            if self.dirty:  # phase 5
                 for gid in sorted(self.dirty):
                     self._start(self.workers[gid])
                 self.dirty.clear()
@@ -163,46 +180,30 @@ class Simulation:
             self._report_progress()
         return self._result()
 
-    def _next_release(self) -> float | None:
-        """The workload's next release (ms; `_release_at` in ns), asked only when it may have
-        moved."""
-        if self._asked != self.notices or self._always_ask:
-            self._next_ms = self.workload.next_release_ms()
-            self._asked = self.notices
-        next_ms = self._next_ms
+    def _ask(self) -> None:
+        """Ask the workload for its next release (ms; `_release_at` in ns, converted once per
+        distinct value). It can only move when the workload releases requests or hears of a
+        terminal (`notices`), or at any instant for a workload that acts at instants, so the
+        loop asks again only then."""
+        next_ms = self._next_ms = self.workload.next_release_ms()
+        self._asked = self.notices
         if next_ms is not None and next_ms != self._release_ms:
             self._release_ms, self._release_at = next_ms, ms_to_ns(next_ms)
-        return next_ms
 
-    def _next_instant(self) -> int | None:
+    def _next_instant(self, heap: list[Event]) -> int | None:
         """The earliest pending event, or the next release when it comes first (never before
         now); None when neither is left."""
-        heap = self.events.heap
-        if self._next_release() is None:
+        if self._next_ms is None:
             return heap[0][0] if heap else None
-        release_ns = max(self._release_at, self.now)
+        release_ns = self._release_at if self._release_at > self.now else self.now
         if heap and heap[0][0] <= release_ns:
             return heap[0][0]
         return release_ns
 
-    def _complete(self, now: int) -> None:
-        """Phases 1-3: every event due at `now`, in their order."""
-        events = self.events
-        heap = events.heap
-        handlers = self._handlers
-        while heap and heap[0][0] == now:
-            _, kind, _, _, payload = events.pop()
-            if kind != KV_VISIBLE:
-                # The clock the report bills runs to the last engine event; router events
-                # that only land later (kv_event_lag_ms) do not extend it (as the reference).
-                self.busy_until = now
-            handlers[kind](payload)
-
     def _release(self, now: int) -> None:
-        """Phase 4: every request the workload releases at `now` arrives."""
-        next_ms = self._next_release()
-        if next_ms is None or self._release_at > now:
-            return
+        """Phase 4: every request the workload releases at `now` (it announced one) arrives."""
+        next_ms = self._next_ms
+        assert next_ms is not None
         workload = self.workload
         released = workload.release(max(next_ms, ns_to_ms(now)))
         self._asked = -1
