@@ -59,6 +59,8 @@ PROGRESS_EVERY = 2048
 
 
 class Simulation:
+    """One replay of a workload on a checked Spec (config.check_spec): `run()` once."""
+
     def __init__(self, cfg: Spec, workload: Workload, *, stepwise: bool = False,
                  progress: Callable[[float, float | None], None] | None = None,
                  sink: Callable[[RequestRecord], None] | None = None,
@@ -117,9 +119,7 @@ class Simulation:
         return [by_kind[kind] for kind in EventKind]
 
     def _release_state(self, workload: Workload) -> None:
-        # The workload's next release, converted once per distinct value. It can only change
-        # when the workload releases requests or hears of a terminal (or, when it acts at
-        # instants, at an instant's end), so it is asked again only then.
+        # The workload's next release (_ask).
         self._asked = -1  # self.notices when it was asked (-1: ask again)
         self._next_ms: float | None = None  # its answer
         self._release_ms: float | None = None
