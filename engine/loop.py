@@ -101,7 +101,6 @@ class Simulation:
                      if has_host else None)
         self.handoff = (None if self.aggregated else
                         Handoff(self, self.pools[0], self.pools[1], cfg.handoff_latency_ms))
-        self._handlers = self._event_handlers()
         self._release_state(workload)
         workload.bind(self)
 
@@ -131,15 +130,21 @@ class Simulation:
     # -- the loop ----------------------------------------------------------------------------
 
     def run(self) -> RunResult:
+        """Replay the workload (once). What points back at the loop (its event handlers, the
+        handoff) does so only while it runs, so that a finished run (pools, caches, block
+        identities) is freed at once, without the cyclic collector."""
         with fewer_collections():
-            return self._run()
+            try:
+                return self._run()
+            finally:
+                self.handoff = None
 
     def _run(self) -> RunResult:
         steps = 0
         at_instant = self._at_instant
         always_ask = self._always_ask
         heap = self.events.heap  # popped here, in the queue's order: the hot path
-        handlers = self._handlers
+        handlers = self._event_handlers()
         while True:
             if self.should_stop is not None and self.should_stop():
                 raise Interrupted(self._result())

@@ -187,3 +187,28 @@ def test_run_facts_describe_pools() -> None:
     assert (pools["decode"].workers, pools["decode"].gpus_per_worker) == (3, 4)
     assert facts.mode == "disaggregated"
     assert facts.committed_prefill_tokens > 0
+
+
+@pytest.mark.parametrize("shape", ["aggregated", "disaggregated"])
+def test_a_finished_run_is_freed_without_the_cyclic_collector(shape: str) -> None:
+    """Once run() returns, nothing but the caller holds the simulation (no reference cycle
+    through its event handlers or its handoff): it is freed at once, with the pools, caches
+    and block identities it built, before the report is made."""
+    import gc
+    import weakref
+
+    from kvreplay.engine.loop import Simulation
+
+    doc = native(rank()) if shape == "aggregated" else native_pd(rank(), rank())
+    sim = Simulation(read_engine_spec(doc), small_workload())
+    gone = weakref.ref(sim)
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        result = sim.run()
+        del sim
+        assert gone() is None
+    finally:
+        if enabled:
+            gc.enable()
+    assert len(result.records) == 6
