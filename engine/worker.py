@@ -435,7 +435,7 @@ def _grow_through(ranks: list[Rank], j: int) -> None:
         if kind == 0:
             rank.pool.allocate(1, seq.blocks)
         else:
-            rank._register_through(seq, (seq.computed + p) // bs)
+            rank.register_through(seq, (seq.computed + p) // bs)
         if p + bs <= j:
             heappush(events, (p + bs, r, i, kind))
 
@@ -446,4 +446,4 @@ def _grow_one(rank: Rank, seq: Seq, j: int) -> None:
     bs = rank.block_size
     rank.pool.allocate(-(-(seq.computed + j) // bs) - len(seq.blocks), seq.blocks)
     if rank.caching and (seq.computed + j) // bs > seq.registered:
-        rank._register_through(seq, (seq.computed + j) // bs)
+        rank.register_through(seq, (seq.computed + j) // bs)
