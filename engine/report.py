@@ -144,8 +144,7 @@ class SummaryAccumulator:
         try:
             for r in records:
                 terminal = r.terminal_time_ms
-                if (r.first_admit_ms is None or r.terminal_status != "completed"
-                        or terminal is None):
+                if terminal is None or r.first_admit_ms is None or r.terminal_status != "completed":
                     if r.terminal_status == "rejected":
                         rejected[r.rejection] = rejected.get(r.rejection, 0) + 1
                     continue

@@ -162,55 +162,16 @@ class Worker:
         """How many upcoming passes are pure decode passes (0 when the next one is not)."""
         k = 1 << 62
         any_running = False
-        # Under fixed timing a stretch may also cross block boundaries (see _grows), as far as
-        # the ranks' free capacity holds the new blocks.
-        uniform = self.fixed_timing
         growing: list[tuple[Rank, int]] = []
         for rank in self.ranks:
-            running = rank.running
-            if (rank.waiting or (rank.connector and rank.connector_ready())) and (
-                    len(running) < rank.max_seqs):
+            if _holds_stretches(rank):
                 return 0
-            if rank.pending:  # each pass end retries a waiting P/D destination
-                return 0
-            host = rank.host
-            if host is not None and not host.quiet(running):
-                return 0
-            if not running:
+            if not rank.running:
                 continue
-            if len(running) > rank.budget:
-                return 0
-            newest = running[-1]  # a prompt still being computed is usually the last admitted
-            if newest.computed != newest.input_length + newest.generated - 1:
-                return 0
             any_running = True
-            bs = rank.block_size
-            limit = rank.max_model_len
-            may_grow = uniform and host is None and rank.pool.pending is None
-            caching = rank.caching
-            tightest = 1 << 62  # the least slack of a request allowed to grow past it
-            for seq in running:
-                generated = seq.generated
-                computed = seq.computed
-                known = seq.input_length + generated
-                if computed != known - 1 or not generated:
-                    return 0
-                left = seq.max_output - generated
-                if limit is not None and limit - known < left:
-                    left = limit - known
-                slack = len(seq.blocks) * bs - computed
-                if slack >= left:
-                    left -= 1  # the pass emitting the last token is not pure
-                elif may_grow and (not caching or seq.req.output is None):  # see _grows
-                    left -= 1
-                    if slack < tightest:
-                        tightest = slack
-                else:
-                    left = slack
-                if left < k:
-                    k = left
-                    if k < MIN_STRETCH:
-                        return 0
+            k, tightest = self._rank_stretch(rank, k)
+            if k < MIN_STRETCH:
+                return 0
             if tightest < 1 << 62:
                 growing.append((rank, tightest))
         for rank, tightest in growing:
@@ -219,6 +180,40 @@ class Worker:
         if k < MIN_STRETCH:
             return 0
         return k if any_running else 0
+
+    def _rank_stretch(self, rank: Rank, k: int) -> tuple[int, int]:
+        """(k capped by this rank's decoding requests, the least slack of a request allowed to
+        grow past it, or 1 << 62); k is 0 when one of them is not in a pure decode."""
+        bs = rank.block_size
+        limit = rank.max_model_len
+        # Under fixed timing a stretch may also cross block boundaries (see _grows), as far as
+        # the ranks' free capacity holds the new blocks.
+        may_grow = self.fixed_timing and rank.host is None and rank.pool.pending is None
+        caching = rank.caching
+        tightest = 1 << 62
+        for seq in rank.running:
+            generated = seq.generated
+            computed = seq.computed
+            known = seq.input_length + generated
+            if computed != known - 1 or not generated:
+                return 0, tightest
+            left = seq.max_output - generated
+            if limit is not None and limit - known < left:
+                left = limit - known
+            slack = len(seq.blocks) * bs - computed
+            if slack >= left:
+                left -= 1  # the pass emitting the last token is not pure
+            elif may_grow and (not caching or seq.req.output is None):  # see _grows
+                left -= 1
+                if slack < tightest:
+                    tightest = slack
+            else:
+                left = slack
+            if left < k:
+                k = left
+                if k < MIN_STRETCH:
+                    return k, tightest
+        return k, tightest
 
     def _try_stretch(self, now_ns: int) -> int | None:
         k = self._pure_passes()
@@ -447,3 +442,23 @@ def _grow_one(rank: Rank, seq: Seq, j: int) -> None:
     rank.pool.allocate(-(-(seq.computed + j) // bs) - len(seq.blocks), seq.blocks)
     if rank.caching and (seq.computed + j) // bs > seq.registered:
         rank.register_through(seq, (seq.computed + j) // bs)
+
+
+def _holds_stretches(rank: Rank) -> bool:
+    """The rank's next pass is not a pure decode pass whatever its requests' lengths: it may
+    admit, a P/D destination waits, a G2 copy is due, or a prompt is still being computed."""
+    running = rank.running
+    if (rank.waiting or (rank.connector and rank.connector_ready())) and (
+            len(running) < rank.max_seqs):
+        return True
+    if rank.pending:  # each pass end retries a waiting P/D destination
+        return True
+    host = rank.host
+    if host is not None and not host.quiet(running):
+        return True
+    if not running:
+        return False
+    if len(running) > rank.budget:
+        return True
+    newest = running[-1]  # a prompt still being computed is usually the last admitted
+    return newest.computed != newest.input_length + newest.generated - 1

@@ -228,6 +228,21 @@ def build_graph(header: Header, rows: list[GraphRow], basis: str | None = None) 
     by_play: dict[str, list[int]] = {}
     for i, n in enumerate(nodes):
         by_play.setdefault(n.play_id, []).append(i)
+    order = _play_order(nodes, by_play)
+    plays = []
+    for rank, play_id in enumerate(order):
+        members = by_play[play_id]
+        roots = [i for i in members if not nodes[i].dependencies]
+        if not roots:
+            raise GraphError(f"play {play_id} must have at least one root request, found 0",
+                             nodes[members[0]].line)
+        plays.append(Play(play_id, rank, members, roots))
+    return AgenticGraph(header, nodes, plays, index, basis)
+
+
+def _play_order(nodes: list[GraphRow], by_play: dict[str, list[int]]) -> list[str]:
+    """The plays in order: by source_play_ordinal when every play sets one (unique and
+    contiguous from 0), else by play id."""
     ordinals: dict[str, int | None] = {}
     for play_id, members in by_play.items():
         values = {nodes[i].source_play_ordinal for i in members}
@@ -247,18 +262,8 @@ def build_graph(header: Header, rows: list[GraphRow], basis: str | None = None) 
                 raise GraphError("source_play_ordinal values must be unique and contiguous from "
                                  f"0; expected {expected}, found {value} (play {play_id})",
                                  _first_line(nodes, by_play[play_id]))
-        order = sorted(by_play, key=lambda p: ordinals[p])  # type: ignore[arg-type, return-value]
-    else:
-        order = sorted(by_play, key=lambda p: p.encode())
-    plays = []
-    for rank, play_id in enumerate(order):
-        members = by_play[play_id]
-        roots = [i for i in members if not nodes[i].dependencies]
-        if not roots:
-            raise GraphError(f"play {play_id} must have at least one root request, found 0",
-                             nodes[members[0]].line)
-        plays.append(Play(play_id, rank, members, roots))
-    return AgenticGraph(header, nodes, plays, index, basis)
+        return sorted(by_play, key=lambda p: ordinals[p])  # type: ignore[arg-type, return-value]
+    return sorted(by_play, key=lambda p: p.encode())
 
 
 def _first_line(nodes: list[GraphRow], members: list[int]) -> int | None:

@@ -400,17 +400,7 @@ def _legacy_row(value: Any, block_size: int) -> GraphRow:
     out = _either(value, "output_length", "output_tokens")
     if out is None:
         raise _Bad("TRACE-MISSING", "is missing output_length")
-    wait = value.get("tool_wait_ms", 0)
-    wait_ms = _number(wait, "tool_wait_ms")
-    if not math.isfinite(wait_ms) or wait_ms < 0:
-        raise _Bad("TRACE-VALUE", "tool_wait_ms must be finite and nonnegative")
-    if value.get("delay") is not None and value.get("delay_ms") is not None:
-        raise _Bad("TRACE-VALUE", "delay and delay_ms cannot both be set")
-    delay = value.get("delay") if value.get("delay") is not None else value.get("delay_ms")
-    delay_ms = (0.0 if delay is None else _number(delay, "delay")) + wait_ms
-    if not math.isfinite(delay_ms) or delay_ms < 0:
-        raise _Bad("TRACE-VALUE", "dependency delay must be finite and nonnegative")
-    _time(delay_ms, "dependency delay (delay plus tool_wait_ms)")
+    delay_ms = _legacy_delay(value)
     wait_for = value.get("wait_for") or []
     if not isinstance(wait_for, list) or not all(isinstance(w, str) for w in wait_for):
         raise _Bad("TRACE-FIELD", "wait_for must be an array of request ids")
@@ -430,6 +420,20 @@ def _legacy_row(value: Any, block_size: int) -> GraphRow:
                 "policy_class": value.get("policy_class")}, block_size)
     row.dependencies = deps
     return row
+
+
+def _legacy_delay(value: dict[str, Any]) -> float:
+    """A legacy row's dependency delay (ms): `delay` (or `delay_ms`) plus `tool_wait_ms`."""
+    wait_ms = _number(value.get("tool_wait_ms", 0), "tool_wait_ms")
+    if not math.isfinite(wait_ms) or wait_ms < 0:
+        raise _Bad("TRACE-VALUE", "tool_wait_ms must be finite and nonnegative")
+    if value.get("delay") is not None and value.get("delay_ms") is not None:
+        raise _Bad("TRACE-VALUE", "delay and delay_ms cannot both be set")
+    delay = value.get("delay") if value.get("delay") is not None else value.get("delay_ms")
+    delay_ms = (0.0 if delay is None else _number(delay, "delay")) + wait_ms
+    if not math.isfinite(delay_ms) or delay_ms < 0:
+        raise _Bad("TRACE-VALUE", "dependency delay must be finite and nonnegative")
+    return _time(delay_ms, "dependency delay (delay plus tool_wait_ms)")
 
 
 def _legacy_plays(rows: list[GraphRow]) -> None:

@@ -181,25 +181,33 @@ _DECODER = serde.STRICT
 _SPACE = re.compile(r"[ \t\r\n]+")
 
 
-def _values(file: _File, report: _Report) -> list[tuple[int, Any]]:
-    """The file's JSON values with the line each starts on (any whitespace separates them)."""
+def _text(file: _File, report: _Report) -> str | None:
+    """The file's text (its bytes kept in `file.data`); None when it cannot be read as UTF-8."""
     try:
         with open_regular(file.path) as f:
             file.data = f.read()
     except OSError as exc:
         report.add("TRACE-PATH", f"cannot read {file.display}: {exc.strerror or exc}",
                    file.display)
-        return []
+        return None
     try:
         text = file.data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = file.data[:exc.start].count(b"\n") + 1
         report.add("TRACE-ENCODING", f"{file.display} is not valid UTF-8 (byte {exc.start})",
                    file.display, line)
-        return []
+        return None
     if text.startswith("\ufeff"):
         report.add("TRACE-ENCODING", f"{file.display} starts with a byte-order mark",
                    file.display, 1)
+        return None
+    return text
+
+
+def _values(file: _File, report: _Report) -> list[tuple[int, Any]]:
+    """The file's JSON values with the line each starts on (any whitespace separates them)."""
+    text = _text(file, report)
+    if text is None:
         return []
     out: list[tuple[int, Any]] = []
     i, line, n = 0, 1, len(text)
@@ -469,38 +477,9 @@ def read_weka(path: str, display: str | None = None, *, basis: str = "auto",
     display = display or path
     report = _Report()
     files = _collect(path, display, report)
-    plays: list[WekaPlay] = []
-    requests = 0
-    for file in files:
-        for index, (line, value) in enumerate(_values(file, report)):
-            name = f"{file.relative}#{index:06d}" if file.jsonl else file.relative
-            play_id = value.get("id") if isinstance(value, dict) else None
-            label = f"play {play_id!r}" if isinstance(play_id, str) else f"object {index + 1}"
-            try:
-                play = _play(value, name, file.display, line)
-            except _Bad as exc:
-                report.add(exc.rule, f"Weka source {file.display}, {label}, `{exc.where}`: "
-                           f"{exc}", file.display, line)
-                continue
-
-            def bad(rule: str, where: str, message: str, play: WekaPlay = play) -> None:
-                report.add(rule, f"{message} (play {play.id!r}, `{where}`)", play.display,
-                           play.line)
-
-            _check(play, bad)
-            requests += sum(len(e.requests) if isinstance(e, WekaSubagent) else 1
-                            for e in play.entries)
-            if requests > graphs.MAX_REQUESTS:
-                report.add("TRACE-VALUE", f"Weka corpus {display} holds "
-                           f"{graphs.too_many()} (past it at play {play.id!r})", play.display,
-                           play.line,
-                           hint="replay a part of the corpus")
-                return None, _finish(report)
-            if plays and play.block_size != plays[0].block_size and play.block_size:
-                report.add("TRACE-BLOCK-SIZE", f"Weka corpus mixes block sizes: {name} has "
-                           f"{play.block_size}, expected {plays[0].block_size}", file.display,
-                           line)
-            plays.append(play)
+    plays = _read_plays(files, display, report)
+    if plays is None:
+        return None, _finish(report)
     if report.errors() or not plays:
         return None, _finish(report)
     block_size = plays[0].block_size
@@ -528,6 +507,43 @@ def read_weka(path: str, display: str | None = None, *, basis: str = "auto",
         report.add("TRACE-GRAPH", str(exc), display)
         return None, _finish(report)
     return graph, _finish(report)
+
+
+def _read_plays(files: list[_File], display: str, report: _Report) -> list[WekaPlay] | None:
+    """The plays of every file, each checked; None once the corpus is past MAX_REQUESTS."""
+    plays: list[WekaPlay] = []
+    requests = 0
+    for file in files:
+        for index, (line, value) in enumerate(_values(file, report)):
+            name = f"{file.relative}#{index:06d}" if file.jsonl else file.relative
+            play_id = value.get("id") if isinstance(value, dict) else None
+            label = f"play {play_id!r}" if isinstance(play_id, str) else f"object {index + 1}"
+            try:
+                play = _play(value, name, file.display, line)
+            except _Bad as exc:
+                report.add(exc.rule, f"Weka source {file.display}, {label}, `{exc.where}`: "
+                           f"{exc}", file.display, line)
+                continue
+
+            def bad(rule: str, where: str, message: str, play: WekaPlay = play) -> None:
+                report.add(rule, f"{message} (play {play.id!r}, `{where}`)", play.display,
+                           play.line)
+
+            _check(play, bad)
+            requests += sum(len(e.requests) if isinstance(e, WekaSubagent) else 1
+                            for e in play.entries)
+            if requests > graphs.MAX_REQUESTS:
+                report.add("TRACE-VALUE", f"Weka corpus {display} holds "
+                           f"{graphs.too_many()} (past it at play {play.id!r})", play.display,
+                           play.line,
+                           hint="replay a part of the corpus")
+                return None
+            if plays and play.block_size != plays[0].block_size and play.block_size:
+                report.add("TRACE-BLOCK-SIZE", f"Weka corpus mixes block sizes: {name} has "
+                           f"{play.block_size}, expected {plays[0].block_size}", file.display,
+                           line)
+            plays.append(play)
+    return plays
 
 
 def _finish(report: _Report) -> list[Diagnostic]:
@@ -754,6 +770,17 @@ def _seam_eligible(chain: _Chain, tail: _Item) -> bool:
             and not (gap > SEAM_MAX_GAP and overlap < SEAM_MIN_OVERLAP))
 
 
+def _elect(chains: list[_Chain], eligible: list[int]) -> int:
+    """The chain spliced at a seam: max by depth, then earlier fork time, then lower index."""
+    elected = eligible[0]
+    for i in eligible[1:]:
+        a, b = chains[elected].fork, chains[i].fork
+        assert a is not None and b is not None
+        if (a.depth, -a.fork_time, -elected) <= (b.depth, -b.fork_time, -i):
+            elected = i
+    return elected
+
+
 def _resolve_seams(chains: list[_Chain], forks: dict[str, list[int]], owner: dict[str, int],
                    by_sid: dict[str, _Item]) -> None:
     # Fork points in UTF-8 order, smallest first (a heap: taking the min of a set each time
@@ -779,12 +806,7 @@ def _resolve_seams(chains: list[_Chain], forks: dict[str, list[int]], owner: dic
         eligible = [i for i in registered if _seam_eligible(chains[i], tail)]
         if not eligible:
             continue
-        elected = eligible[0]
-        for i in eligible[1:]:  # max by depth, then earlier fork time, then lower index
-            a, b = chains[elected].fork, chains[i].fork
-            assert a is not None and b is not None
-            if (a.depth, -a.fork_time, -elected) <= (b.depth, -b.fork_time, -i):
-                elected = i
+        elected = _elect(chains, eligible)
         moved = chains[elected].items
         chains[elected].items = []
         for item in moved:
