@@ -41,6 +41,8 @@ KV_VISIBLE = EventKind.KV_VISIBLE
 TRANSFER_DONE = EventKind.TRANSFER_DONE
 ACTIONS = EventKind.ACTIONS
 WORKER_READY = EventKind.WORKER_READY
+# (kind, key) after every event of an instant: where its arrivals and worker restarts run.
+AFTER_EVENTS = (len(EventKind), 0)
 
 # (time ns, kind, key, push number, payload); the push number is unique, so payloads are never
 # compared. Payload by kind: HOST_DONE a Transfer or a shared pool's version (host_runtime.py),

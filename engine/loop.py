@@ -31,6 +31,7 @@ from kvreplay.engine.deployment import Pool, build_pools
 from kvreplay.engine.errors import EngineError, Interrupted, ReplayStalled
 from kvreplay.engine.events import (
     ACTIONS,
+    AFTER_EVENTS,
     HOST_DONE,
     KV_VISIBLE,
     PASS_DONE,
@@ -86,6 +87,9 @@ class Simulation:
         self.live = 0  # released and not yet terminal
         self.notices = 0  # terminals the workload heard of (its next release may have moved)
         self.dirty: set[int] = set()  # workers to start after the instant's arrivals (gids)
+        # The (kind, key) of the event being handled; after every event kind while the
+        # instant's arrivals and restarts run (cut() orders a stretch boundary against it).
+        self.handling: tuple[int, int] = AFTER_EVENTS
         self.chains: dict[int, dict[int, list[int]]] = {}  # ordinal -> block size -> chain
         self.seq_of: dict[int, Seq] = {}  # released, not yet terminal: ordinal -> current Seq
         self.arrival_no: dict[int, int] = {}  # released, not yet terminal: ordinal -> arrival
@@ -159,12 +163,14 @@ class Simulation:
             self.now = check_ns(now)
             # Phases 1-3: every event due at `now`, in their order.
             while heap and heap[0][0] == now:
-                _, kind, _, _, payload = heappop(heap)
+                _, kind, key, _, payload = heappop(heap)
+                self.handling = (kind, key)
                 if kind != KV_VISIBLE:
                     # The clock the report bills runs to the last engine event; router events
                     # that only land later (kv_event_lag_ms) do not extend it (as the reference).
                     self.busy_until = now
                 handlers[kind](payload)
+            self.handling = AFTER_EVENTS
             if at_instant is not None and at_instant(ns_to_ms(now)):
                 self.busy_until = now
                 self.stopped_by_workload = True
@@ -290,9 +296,11 @@ class Simulation:
         end = worker.sync(self.now)
         if end is None:
             return
-        if end == self.now and not self.aggregated:
-            # The stretch has a pass boundary right now: step by step, that pass end was
-            # handled before whatever is now touching the worker, so complete it here.
+        if end == self.now and (PASS_DONE, worker.order) < self.handling:
+            # The stretch has a pass boundary right now, and step by step that pass end would
+            # have been handled before what is now touching the worker (an arrival, a handoff
+            # action, a later worker's pass end): complete it here. Otherwise it is queued
+            # and handled in its place in this instant.
             self._pass_done((worker, worker.version))
             return
         self.events.push(end, PASS_DONE, worker.order, (worker, worker.version))

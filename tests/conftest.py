@@ -11,10 +11,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
 from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
 # The reference engine logs every request at INFO unless told otherwise.
 os.environ.setdefault("DYN_LOG", "error")
+
+# Property tests are reproducible by default (`pytest`, CI): each draws the same examples on
+# every run and machine (a seed from the test itself, no example database), so a landing never
+# fails at random. `pytest --hypothesis-profile=explore` draws new random examples and keeps
+# failures in .hypothesis/ to replay them; a failure found that way becomes an explicit
+# @example or a regression test. The examples follow hypothesis' version, pinned in the test
+# extra for that reason.
+settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
+settings.register_profile("explore", derandomize=False, print_blob=True)
+settings.load_profile("ci")
 
 # Under pytest-xdist (`pytest -n auto`, the README's test command) the tests of one of these
 # files run on one worker, so that what they share is set up once: the local Ray instance and
