@@ -68,6 +68,8 @@ class _Node:
 
 
 class _PlayState:
+    """A play's progress; once settled, only what the report reads of it (its nodes are gone)."""
+
     __slots__ = ("censored", "completed", "failed", "failure", "finished", "idle_since",
                  "in_flight", "instance", "lane", "max_terminal", "nodes", "pending", "play_id",
                  "quiescent_at", "root_dispatch", "roots")
@@ -76,13 +78,13 @@ class _PlayState:
         self.play_id = play_id
         self.lane = lane
         self.instance = instance
-        self.nodes: list[int] = []
-        self.roots: list[int] = []
+        self.nodes: Sequence[int] = ()
+        self.roots: Sequence[int] = ()
         self.pending = 0  # emitted, not yet causally terminal
         self.in_flight = 0  # emitted, not yet quiescent
         self.completed = 0
         self.failed = False
-        self.failure: tuple[float, int, str] | None = None  # (at, node, status)
+        self.failure: tuple[float, int, str, str] | None = None  # (at, node, status, its id)
         self.finished = False  # client finish: lane released
         self.quiescent_at: float | None = None
         self.max_terminal: float | None = None
@@ -108,7 +110,12 @@ class AgenticWorkload:
         self.diagnostics: list[Any] = []
         self.lifecycle = Lifecycle(lifecycle_sink)
         self.host: Host | None = None
-        self._nodes: list[_Node] = []
+        # Node ordinal -> node, for the plays not settled yet: a settled play keeps only its
+        # outcome (_settle), so a profile's memory follows the plays in flight, not its length.
+        self._nodes: dict[int, _Node] = {}
+        self._node_count = 0
+        self._plays_settled = 0
+        self._plays_started = 0
         self._plays: list[_PlayState] = []
         self._heap: list[tuple[float, int]] = []
         self._feedback: list[tuple[float, int, int, str, int]] = []
@@ -168,9 +175,10 @@ class AgenticWorkload:
                 play_of[i] = plays[k]
         self._parent = parent
         for i, node in enumerate(nodes):
-            self._nodes.append(_Node(node.request_id, node.session_id, play_of[i], i,
-                                     node.input_length, node.output_length, tokens[i], {},
-                                     node.not_before_ms, len(node.dependencies)))
+            self._nodes[i] = _Node(node.request_id, node.session_id, play_of[i], i,
+                                   node.input_length, node.output_length, tokens[i], {},
+                                   node.not_before_ms, len(node.dependencies))
+        self._node_count = len(nodes)
         for i, row in enumerate(nodes):
             for dep in row.dependencies:
                 pred = self._nodes[graph.index[dep.request_id]]
@@ -194,21 +202,26 @@ class AgenticWorkload:
         nodes = self.graph.nodes
         play = _PlayState(inst.play_id, inst.lane, inst)
         self._plays.append(play)
+        self._plays_started += 1
         index: dict[int, int] = {}
         speedup = self.speedup
+        play_nodes: list[int] = []
+        roots: list[int] = []
         for r in inst.requests:
             if r.historical:
                 continue
             src = nodes[r.source]
-            i = len(self._nodes)
+            i = self._node_count
+            self._node_count += 1
             index[r.source] = i
-            self._nodes.append(_Node(src.request_id, r.identity["conversation_id"], play,
-                                     ctx.record_ordinal(inst, r.source), src.input_length,
-                                     src.output_length, ctx.tokens(inst, r.source), r.identity,
-                                     r.remaining_delay_ms / speedup, len(r.pending)))
-            play.nodes.append(i)
+            self._nodes[i] = _Node(src.request_id, r.identity["conversation_id"], play,
+                                   ctx.record_ordinal(inst, r.source), src.input_length,
+                                   src.output_length, ctx.tokens(inst, r.source), r.identity,
+                                   r.remaining_delay_ms / speedup, len(r.pending))
+            play_nodes.append(i)
             if not r.pending:
-                play.roots.append(i)
+                roots.append(i)
+        play.nodes, play.roots = play_nodes, roots
         for r in inst.requests:
             if r.historical:
                 continue
@@ -284,8 +297,8 @@ class AgenticWorkload:
             self._flush()
         heap = self._heap
         nodes = self._nodes
-        while heap and nodes[heap[0][1]].state != READY:
-            heapq.heappop(heap)
+        while heap and (heap[0][1] not in nodes or nodes[heap[0][1]].state != READY):
+            heapq.heappop(heap)  # dispatched, moved by an idle cap, or of a settled play
         best = heap[0][0] if heap else None
         profile = self.profile
         if profile is not None and self._measuring:
@@ -314,8 +327,8 @@ class AgenticWorkload:
         nodes = self._nodes
         while heap and heap[0][0] <= now_ms:
             at, i = heapq.heappop(heap)
-            node = nodes[i]
-            if node.state != READY or at != node.ready_after:
+            node = nodes.get(i)
+            if node is None or node.state != READY or at != node.ready_after:
                 continue
             out.append(self._emit(i, at, now_ms))
         return out
@@ -390,6 +403,8 @@ class AgenticWorkload:
         self._client_in_flight += 1
         if play.instance is None and i in play.roots and (
                 play.root_dispatch is None or now < play.root_dispatch):
+            if play.root_dispatch is None:
+                self._plays_started += 1
             play.root_dispatch = now
         self.lifecycle.event(now, play.play_id, node.request_id, "dispatch")
         request = TraceRequest(node.record, node.request_id, at, node.input_length,
@@ -471,7 +486,7 @@ class AgenticWorkload:
                 self._release_edges(node.completion, now)
         else:
             node.state = FAILED
-            failure = (now, i, status)
+            failure = (now, i, status, node.request_id)
             if play.failure is None or failure[:2] < play.failure[:2]:
                 play.failure = failure
             if not play.failed:
@@ -493,8 +508,20 @@ class AgenticWorkload:
         self.lifecycle.event(now, play.play_id, node.request_id, "quiescent")
         play.in_flight -= 1
         if play.finished and play.in_flight == 0 and play.quiescent_at is None:
-            play.quiescent_at = now
-            self.lifecycle.event(now, play.play_id, None, "play_quiescent")
+            self._settle(play, now)
+
+    def _settle(self, play: _PlayState, now: float) -> None:
+        """A finished play with nothing in flight settles: nothing can happen to it any more,
+        so it keeps only its outcome (what the report reads: times, status, failure)."""
+        play.quiescent_at = now
+        self.lifecycle.event(now, play.play_id, None, "play_quiescent")
+        self._plays_settled += 1
+        nodes = self._nodes
+        for i in play.nodes:
+            del nodes[i]
+        play.nodes = play.roots = ()
+        play.instance = None
+        self.lifecycle.forget(play.play_id)
 
     def _next_play(self, play: _PlayState, now: float) -> None:
         """Plain lanes: the freed lane takes the next play of the corpus, rebased to now."""
@@ -570,7 +597,7 @@ class AgenticWorkload:
         """The cutoff: every node not dispatched yet is censored; idle plays retire."""
         profile.admission_closed = True
         censored = 0
-        for node in self._nodes:
+        for node in self._nodes.values():
             if node.state in (BLOCKED, READY):
                 node.state = CENSORED
                 node.play.censored = True
@@ -581,8 +608,7 @@ class AgenticWorkload:
             if play.pending == 0 and not play.finished:
                 play.finished = True
                 if play.in_flight == 0 and play.quiescent_at is None:
-                    play.quiescent_at = now
-                    self.lifecycle.event(now, play.play_id, None, "play_quiescent")
+                    self._settle(play, now)
 
 
     def _cancel_in_flight(self, now: float) -> None:
@@ -608,7 +634,6 @@ class AgenticWorkload:
 
     def outcomes(self) -> list[dict[str, Any]]:
         out = []
-        nodes = self._nodes
         origin = self._origin()
         for play in self._plays:
             row: dict[str, Any] = {"play_id": play.play_id}
@@ -619,7 +644,7 @@ class AgenticWorkload:
             if play.quiescent_at is not None:
                 row["settled_at_ms"] = play.quiescent_at - origin
             if play.failed and play.failure is not None:
-                row["failure_request_id"] = nodes[play.failure[1]].request_id
+                row["failure_request_id"] = play.failure[3]
                 row["failure_status"] = play.failure[2]
             out.append(row)
         return out
@@ -650,7 +675,7 @@ class AgenticWorkload:
                 plays_started=len(plays),
                 client_completed=sum(1 for p in plays if p.finished and not p.censored),
                 retired=sum(1 for p in plays if p.finished),
-                quiescent=sum(1 for p in plays if p.quiescent_at is not None),
+                quiescent=self._plays_settled,
                 in_flight=self._client_in_flight)
         out.update(_trajectories(self._plays))
         return out
@@ -672,13 +697,7 @@ class AgenticWorkload:
 
     def plays_progress(self) -> tuple[int, int]:
         """(plays settled, plays started) for progress displays."""
-        settled = started = 0
-        for play in self._plays:
-            if play.quiescent_at is not None:
-                settled += 1
-            if play.root_dispatch is not None or play.instance is not None:
-                started += 1
-        return settled, started
+        return self._plays_settled, self._plays_started
 
     def progress_fraction(self, now_ms: float) -> float | None:
         """Share of the work done: the profile's window elapsed, else plays settled."""
@@ -690,7 +709,7 @@ class AgenticWorkload:
             return min(max((now_ms - profile.start) / span, 0.0), 1.0) if span > 0 else 1.0
         if not self._plays:
             return None
-        return sum(1 for p in self._plays if p.quiescent_at is not None) / len(self._plays)
+        return self._plays_settled / len(self._plays)
 
 
 def _due(deadline: float, now: float) -> bool:

@@ -55,5 +55,9 @@ class Lifecycle:
         if self.sink is not None:
             self.sink(line)
 
+    def forget(self, play_id: str) -> None:
+        """A settled play writes no more events: its quoted id can go."""
+        self._quoted.pop(play_id, None)
+
     def digest(self) -> str:
         return self._hash.hexdigest()

@@ -18,7 +18,7 @@ import pytest
 from agentic_support import CASES_DIR, run_trace
 
 from kvreplay.engine.agentic.snapshot import SnapshotContext
-from kvreplay.engine.report import dumps_report
+from kvreplay.engine.report import dumps_report, report_from_run
 from kvreplay.engine.traces import WorkloadError
 from kvreplay.engine.traces.agentic.weka import read_weka
 
@@ -307,3 +307,55 @@ def test_an_aborted_warmup_measures_nothing(tmp_path: Path) -> None:
     code = main(["run", str(EXAMPLES / "agentx-g2-warm-profile.yaml"), "-q", "-o", str(out),
                  "--set", "engine.context_length=8"])
     assert code == 1 and out.exists()
+
+
+def _held_by_the_driver(duration_s: float) -> tuple[int, int]:
+    """(bytes the agentic driver and its lifecycle hold at the end of a profile with huge idle
+    caps, plays started): traced when the run asks for the report's figures."""
+    import tracemalloc
+
+    from agentic_support import document
+
+    from kvreplay.engine import run_native
+    from kvreplay.engine.traces import workload_from_traffic
+
+    doc = document({"extra_engine_args": {"engine": rank("dp_rank_local")},
+                    "weka_nested_timestamp_basis": "absolute", "agentic_lanes": 2,
+                    "agentic_snapshot_seed": 5,
+                    "agentic_profile": {"duration_seconds": duration_s,
+                                        "response_grace_seconds": 0,
+                                        "tree_idle_cap_seconds": 1e9,
+                                        "global_idle_cap_seconds": 1e9}})
+    workload = workload_from_traffic(doc["traffic"], base_dir=str(CASES_DIR),
+                                     trace_paths=[str(TRACE)], model="m", block_size=4)
+    held: list[int] = []
+    summary_extra = workload.summary_extra
+
+    def measured() -> dict[str, Any] | None:
+        snapshot = tracemalloc.take_snapshot().filter_traces([
+            tracemalloc.Filter(True, "*/agentic/driver.py"),
+            tracemalloc.Filter(True, "*/agentic/lifecycle.py")])
+        held.append(sum(stat.size for stat in snapshot.statistics("filename")))
+        return summary_extra()
+
+    workload.summary_extra = measured  # type: ignore[method-assign]
+    tracemalloc.start()
+    try:
+        result = run_native(doc, workload=workload)
+    finally:
+        tracemalloc.stop()
+    summary = report_from_run(result)["summary"]
+    plays = summary["agentic_profile"]["plays_started"]
+    assert len(summary["agentic_play_outcomes"]) == plays
+    return held[0], plays
+
+
+def test_a_long_profile_holds_only_its_plays_in_flight() -> None:
+    """Issue 30 item 11: an agentic profile with a huge duration and idle cap. A settled play
+    keeps only its outcome (its nodes, identities, edges and quoted id are let go), so four times
+    the duration costs the driver at most 512 bytes per extra play (it was about 2 kB, growing
+    with the simulated time); the report still lists every play's outcome."""
+    short, short_plays = _held_by_the_driver(5.0)
+    long, long_plays = _held_by_the_driver(20.0)
+    assert long_plays > 4 * short_plays - 8 and long_plays > 100
+    assert (long - short) / (long_plays - short_plays) < 512
