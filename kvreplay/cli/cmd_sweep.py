@@ -40,6 +40,9 @@ def run(args: argparse.Namespace) -> int:
         print_diagnostics([(args.sweep, None, problems)], args)
         return exits.USAGE
     kind, loaded = load_text(text, args.sweep)
+    if loaded.data is None and loaded.diagnostics:  # unparsable: say where, not what it lacks
+        print_diagnostics([(args.sweep, text, list(loaded.diagnostics))], args)
+        return exits.for_diagnostics(loaded.diagnostics) or exits.FINDINGS
     if kind != "yaml" or not looks_like_sweep(loaded.data):
         write_stderr(f"kvreplay: {args.sweep} is not a sweep file (it needs `kind: sweep`, a "
                      "`base` and a `grid` or `points`; docs/sweeps.md)\n")

@@ -64,6 +64,28 @@ def test_deep_yaml_config_for_compile_and_run(cli_process: Callable[..., Any],
     assert sorted(p.name for p in tmp_path.iterdir()) == ["config.yaml"]
 
 
+def test_deep_sweep_file_for_sweep_is_located(cli_process: Callable[..., Any],
+                                             tmp_path: Path) -> None:
+    """`kvreplay sweep` of a sweep file nested 40,000 levels deep prints the loader's finding
+    at its line:col (exit 1, no results folder), not "is not a sweep file"; so does a sweep
+    file that is not YAML at all."""
+    (tmp_path / "base.yaml").write_text(GOOD)
+    sweep = tmp_path / "sweep.yaml"
+    sweep.write_text("kind: sweep\nbase: base.yaml\npoints:\n  - router.policy: " + _nested()
+                     + "\n")
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("kind: sweep\nbase: [\n")
+    for path, where, message in (
+            (sweep, f"4:{len('  - router.policy: ') + MAX_DEPTH - 1}",
+             f"document nests deeper than {MAX_DEPTH} levels"),
+            (broken, "3:1", "YAML syntax error: while parsing a flow node")):
+        ran = cli_process("sweep", str(path), "-o", str(tmp_path / "out"))
+        assert ran.code == 1, ran.err
+        assert f"{path.name}:{where}: error YAML-SYNTAX {message}" in ran.err, ran.err
+        assert "not a sweep file" not in ran.err
+    assert not (tmp_path / "out").exists()
+
+
 def test_deep_set_value_is_a_usage_error(cli_process: Callable[..., Any],
                                          tmp_path: Path) -> None:
     """A `--set` value nested 40,000 levels deep is a usage error naming the argument and the
