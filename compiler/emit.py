@@ -8,6 +8,7 @@ are left out (as the native engine's normalizer does) and how MTP and the router
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import attrs
@@ -137,10 +138,22 @@ def to_native(spec: s.Spec) -> dict[str, Any]:
     }
 
 
+# Characters written as \uXXXX besides the C0 controls json.dumps escapes: DEL, the C1 controls
+# (U+009B is a CSI to a terminal), the line and paragraph separators (line ends to JavaScript and
+# some editors) and the bidi controls that reorder what a terminal or a review shows. A fixed
+# list, not the Unicode database's categories, so the bytes never change with Python's version.
+_ACTIVE = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]")
+
+
+def _escaped(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group()):04x}"
+
+
 def dumps(document: Any) -> str:
-    """Canonical text: sorted keys, 2-space indent, `\\n`, one trailing newline, no NaN."""
+    """Canonical text: sorted keys, 2-space indent, `\\n`, one trailing newline, no NaN; every
+    control character, line separator and bidi control written as a \\uXXXX escape."""
     text = json.dumps(document, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False)
-    return text + "\n"
+    return _ACTIVE.sub(_escaped, text) + "\n"
 
 
 def emit(spec: s.Spec) -> str:

@@ -83,3 +83,30 @@ def test_compare_table_and_messages_are_escaped(cli: Callable[..., Any], tmp_pat
     assert ran.code == 2 and SHOWN in ran.err and _clean(ran.out, ran.err)
     ran = cli("report", str(tmp_path / f"{HOSTILE}.json"))
     assert ran.code == 2 and SHOWN in ran.err and _clean(ran.out, ran.err)
+
+
+# What the canonical emitter writes as \uXXXX beyond JSON's C0 escapes (docs/native-json.md):
+# DEL, a C1 control (the CSI), the line and paragraph separators, bidi controls.
+ACTIVE = "\x7f\x85\x9b\u2028\u2029\u061c\u200f\u202e\u2066\u2069"
+
+
+def test_compile_writes_control_characters_as_escapes(cli: Callable[..., Any],
+                                                      tmp_path: Path) -> None:
+    """`kvreplay compile` of a config whose model name holds escape sequences, DEL, C1
+    controls, U+2028/2029 and bidi controls prints each as a \\uXXXX escape, none raw; the JSON
+    reads back the same string, and compiling the spec re-emits the same bytes."""
+    shutil.copytree(REPO / "examples" / "traces", tmp_path / "traces")
+    model = HOSTILE + ACTIVE + "é"
+    config = tmp_path / "c.yaml"
+    config.write_text(EXAMPLE.read_text(encoding="utf-8").replace(
+        "model: synthetic-model", f"model: {json.dumps(model)}", 1), encoding="utf-8")
+    ran = cli("compile", str(config))
+    assert ran.code == 0, ran.err
+    assert not any(ch in ran.out for ch in RAW + tuple(ACTIVE)), ran.out
+    assert '"model": "\\u001b[31mred\\u001b]0;pwned\\u0007\\u009b2J\\u007f\\u0085\\u009b' \
+           '\\u2028\\u2029\\u061c\\u200f\\u202e\\u2066\\u2069é"' in ran.out
+    assert json.loads(ran.out)["spec"]["model"] == model
+    spec = tmp_path / "spec.json"
+    spec.write_text(ran.out, encoding="utf-8")
+    again = cli("compile", str(spec))
+    assert again.code == 0 and again.out == ran.out

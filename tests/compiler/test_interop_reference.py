@@ -62,3 +62,30 @@ def test_reference_executes_nested_shared_g2_built_by_the_python_api() -> None:
     )
     assert report.summary["completed_requests"] == 4
     assert [d["capacity_blocks"] for d in report.summary["g2_domains"]] == [8]
+
+
+@pytest.mark.reference
+def test_reference_normalizer_reads_escaped_control_characters(tmp_path: Path) -> None:
+    """A native spec whose kv_layout_id holds DEL, C1 controls, U+2028/2029 and bidi controls
+    compiles to text holding them only as \\uXXXX escapes; the rank read back from that text is
+    what the normalizer echoes, the original string included."""
+    import json
+
+    core = pytest.importorskip("dynamo._core")
+    active = "\x1b\x7f\x85\x9b\u2028\u2029\u061c\u200f\u202e\u2066\u2069"
+    layout = f"layout{active}[2J"
+    native = json.loads(kvreplay.compile_config(
+        EXAMPLES[0].parent / "shared-g2-aggregated.yaml", matrix=False).emitted())
+    native["spec"]["engine"]["rank"]["native_host_offload"]["kv_layout_id"] = layout
+    path = tmp_path / "spec.json"
+    path.write_text(json.dumps(native, ensure_ascii=False), encoding="utf-8")
+    compiled = kvreplay.compile_config(path, matrix=False)
+    text = compiled.emitted()
+    assert not any(ch in text for ch in active), text
+    role = json.loads(text)["spec"]["engine"]
+    assert role["rank"]["native_host_offload"]["kv_layout_id"] == layout
+    normalized = core._normalize_mocker_config({
+        "engine": role["rank"], "dp_size": role["dp_size"],
+        "tensor_parallel_size": role["tensor_parallel_size"],
+        "num_gpu_blocks_is_explicit": role["num_gpu_blocks_is_explicit"]})
+    assert normalized["engine"]["native_host_offload"]["kv_layout_id"] == layout
