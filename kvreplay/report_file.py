@@ -10,7 +10,7 @@ from typing import Any
 
 from kvreplay.engine.simtime import HORIZON_MS
 from kvreplay.engine.traces.jsonl import MAX_NESTING, TOO_DEEP, json_type, too_deep
-from kvreplay.formats.display import escape_inline
+from kvreplay.io.display import escape_inline
 
 SUPPORTED_VERSIONS = frozenset({1})
 # The per-request figures `compare` joins on: a number, or null when a request has none.

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from kvreplay.cli import exits
-from kvreplay.formats.display import escape_inline
+from kvreplay.io.display import escape_inline
 from kvreplay.io.output import emit_all, write_stderr
 
 

@@ -13,7 +13,7 @@ from kvreplay.cli import exits
 from kvreplay.cli.diagnostics_out import print_diagnostics
 from kvreplay.compiler.overrides import OverrideError
 from kvreplay.compiler.pipeline import Compiled
-from kvreplay.formats.display import escape_inline
+from kvreplay.io.display import escape_inline
 from kvreplay.io.output import Output, commit_all, same_file, write_stderr, write_stdout
 from kvreplay.schema.files import open_regular
 

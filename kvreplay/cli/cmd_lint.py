@@ -51,7 +51,7 @@ def bad_rule_options(args: argparse.Namespace) -> bool:
     if not patterns:
         return False
     from kvreplay.catalog import catalog
-    from kvreplay.formats.display import escape_inline
+    from kvreplay.io.display import escape_inline
     from kvreplay.schema.suggest import hint_for
 
     for pattern in unknown_patterns(patterns, catalog()):

@@ -9,7 +9,7 @@ import shlex
 import sys
 
 from kvreplay.cli import exits
-from kvreplay.formats.display import escape_inline
+from kvreplay.io.display import escape_inline
 from kvreplay.io.output import Output, write_stderr, write_stdout
 
 

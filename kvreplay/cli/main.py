@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from kvreplay import HOMEPAGE, __version__
 from kvreplay.cli import exits
 from kvreplay.cli.project_cli import add_project_options, add_walk_options
-from kvreplay.formats.display import escape_inline
 from kvreplay.io import signals
+from kvreplay.io.display import escape_inline
 from kvreplay.io.output import (
     OutputError,
     discard_pending,

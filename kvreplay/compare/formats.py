@@ -10,7 +10,7 @@ from typing import Any
 from kvreplay.compare.gates import GateResult
 from kvreplay.compare.join import METRICS, PERCENTILES, RANKED_BY, DeltaStats, RequestJoin
 from kvreplay.compare.model import Comparison, FigureDelta
-from kvreplay.formats.display import escape_inline
+from kvreplay.io.display import escape_inline
 
 COMPARE_VERSION = 1
 Labels = tuple[str, str]
@@ -134,7 +134,7 @@ def columns(head: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
 def to_text(comparison: Comparison, results: Sequence[GateResult], labels: Labels, *,
             changed_only: bool = False) -> str:
     """The table for people; every string from the reports (figure names, text figures, ids,
-    versions) with its control characters shown as escapes (formats.display). `changed_only`:
+    versions) with its control characters shown as escapes (io.display). `changed_only`:
     leave out the figures equal in both reports."""
     lines = [f"BASE {_describe(labels[0], comparison.base_meta)}",
              f"NEW  {_describe(labels[1], comparison.new_meta)}"]

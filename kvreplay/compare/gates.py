@@ -16,7 +16,7 @@ import re
 import attrs
 
 from kvreplay.compare.model import Comparison, FigureDelta
-from kvreplay.formats.display import escape_inline
+from kvreplay.io.display import escape_inline
 
 # ASCII only: `\d` would also read a full-width (U+FF15) or an Arabic-Indic digit as a number.
 _GATE = re.compile(r"\s*(?P<figure>[A-Za-z_][A-Za-z0-9_.]*)\s*(?P<op>>=|<=|>|<)\s*"

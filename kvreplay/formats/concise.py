@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from kvreplay.formats.display import escape_inline
 from kvreplay.formats.result import FileResult
+from kvreplay.io.display import escape_inline
 from kvreplay.schema.diagnostics import Diagnostic
 
 

@@ -3,7 +3,7 @@
 `::error file=F,line=L,col=C,endLine=L2,endColumn=C2,title=RULE::message` (`warning` and
 `notice` for the other severities). The message carries the hint and the related notes on
 further lines. Text that may quote input (messages, paths) has its control characters shown as
-escapes (formats.display) and is then escaped as the runner documents (`%`, CR, LF; `:` and `,`
+escapes (io.display) and is then escaped as the runner documents (`%`, CR, LF; `:` and `,`
 in properties), so no input can end a command's line or start another command. The runner
 rejects columns on a multi-line annotation and an `endColumn` before `col`, so those are left
 out; `endColumn` is exclusive, as in kvreplay's spans.
@@ -14,9 +14,9 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 
-from kvreplay.formats.display import escape_inline
 from kvreplay.formats.paths import root_relative
 from kvreplay.formats.result import FileResult
+from kvreplay.io.display import escape_inline
 from kvreplay.schema.diagnostics import Diagnostic, Span
 
 _COMMAND = {"error": "error", "warning": "warning", "note": "notice"}

@@ -16,7 +16,7 @@ configs/a.yaml:1:1: note: first definition
 Columns are code points (as the loaders count them); on screen tabs expand to stops of
 `TAB_WIDTH`, wide (East Asian) characters take two cells and combining marks none, so the
 underline sits under the span. Control and other invisible characters in the code frame show as
-the same escapes as in messages (`\x1b`, `\u202e`: formats.display), as wide as they print.
+the same escapes as in messages (`\x1b`, `\u202e`: io.display), as wide as they print.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from kvreplay.formats.concise import location_prefix
-from kvreplay.formats.display import escape_inline
 from kvreplay.formats.result import FileResult, Summary, summarize
+from kvreplay.io.display import escape_inline
 from kvreplay.schema.diagnostics import Diagnostic, Span
 
 TAB_WIDTH = 4

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 import kvreplay
-from kvreplay.formats.display import escape_inline
+from kvreplay.io.display import escape_inline
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "kv-router-mooncake.yaml"
 

@@ -1,7 +1,7 @@
 """Terminal injection: escape sequences that inputs hold never reach the terminal raw. Every echo
 point (lint text and github output, `compile --check`'s diff, `explain`, `compare`'s text table
 and messages, the messages of `report`, `lint --select`, an internal error) shows them as the
-escapes of kvreplay.formats.display (`\\x1b`, `\\x07`, `\\x9b`)."""
+escapes of kvreplay.io.display (`\\x1b`, `\\x07`, `\\x9b`)."""
 
 from __future__ import annotations
 

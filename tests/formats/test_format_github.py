@@ -10,9 +10,9 @@ from hypothesis import strategies as st
 from syrupy.assertion import SnapshotAssertion
 
 from kvreplay.formats import FileResult
-from kvreplay.formats.display import escape_inline
 from kvreplay.formats.github import annotation, render_github, unprocessed
 from kvreplay.formats.paths import root_relative
+from kvreplay.io.display import escape_inline
 from kvreplay.schema.diagnostics import Diagnostic, Related, Span
 
 _LINE = re.compile(r"^::(?P<command>[a-z]+)(?: (?P<properties>[^:]*))?::(?P<data>.*)$")
