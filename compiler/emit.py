@@ -149,11 +149,16 @@ def _escaped(match: re.Match[str]) -> str:
     return f"\\u{ord(match.group()):04x}"
 
 
+def escape_active(text: str) -> str:
+    """JSON text (json.dumps's, with ensure_ascii=False) with those characters as escapes."""
+    return _ACTIVE.sub(_escaped, text)
+
+
 def dumps(document: Any) -> str:
     """Canonical text: sorted keys, 2-space indent, `\\n`, one trailing newline, no NaN; every
     control character, line separator and bidi control written as a \\uXXXX escape."""
     text = json.dumps(document, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False)
-    return _ACTIVE.sub(_escaped, text) + "\n"
+    return escape_active(text) + "\n"
 
 
 def emit(spec: s.Spec) -> str:

@@ -14,7 +14,7 @@ from kvreplay.cli.diagnostics_out import print_diagnostics
 from kvreplay.compiler.overrides import OverrideError
 from kvreplay.compiler.pipeline import Compiled
 from kvreplay.io.display import escape_inline
-from kvreplay.io.output import Output, commit_all, same_file, write_stderr, write_stdout
+from kvreplay.io.output import Output, commit_all, same_file, say, write_stderr, write_stdout
 from kvreplay.schema.files import open_regular
 
 
@@ -50,7 +50,7 @@ def _check_pairs(args: argparse.Namespace) -> int:
         return exits.USAGE
     if args.verbose:
         for path in alone:
-            write_stderr(f"kvreplay: skipped {path}: in no compile pair\n")
+            say(f"skipped {path}: in no compile pair")
         write_stderr(f"kvreplay: {len(pairs)} pair(s) to check\n")
     with contextlib.ExitStack() as stack:
         fixes = _Fixes(stack)
@@ -88,8 +88,8 @@ def _compile_one(args: argparse.Namespace, config: str, check: str | None,
     from kvreplay.compiler.documents import compile_path
 
     if check and same_file(check, config):
-        write_stderr(f"kvreplay: --check {check} is the config {config} itself: check it against "
-                     "the JSON it compiles to\n")
+        say(f"--check {check} is the config {config} itself: check it against the JSON it "
+            "compiles to")
         return exits.USAGE
     with contextlib.ExitStack() as stack:
         # Opened before compiling: an output that is the config is refused before any work.
@@ -99,7 +99,7 @@ def _compile_one(args: argparse.Namespace, config: str, check: str | None,
             result = compile_path(config, overrides=args.overrides,
                                   rules=None if args.no_matrix else matrix_rules())
         except OverrideError as exc:
-            write_stderr(f"kvreplay: {exc}\n")
+            say(str(exc))
             return exits.USAGE
         print_diagnostics([(result.file, result.text, result.diagnostics)], args)
         code = exits.for_diagnostics(result.diagnostics)

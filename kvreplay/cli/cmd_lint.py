@@ -14,7 +14,7 @@ import attrs
 from kvreplay import HOMEPAGE, __version__
 from kvreplay.cli import exits
 from kvreplay.cli.rule_select import keeps, unknown_patterns
-from kvreplay.io.output import Output, write_stderr
+from kvreplay.io.output import Output, say, write_stderr
 from kvreplay.schema.diagnostics import Diagnostic, Span, collapse_repeats, sort_unique
 
 if TYPE_CHECKING:  # kept out of start-up
@@ -91,7 +91,7 @@ def _lint(args: argparse.Namespace, resolver: Resolver, paths: Sequence[str]) ->
                     compiled = compile_document(target.path, overrides=args.overrides,
                                                 rules=rules)
                 except OverrideError as exc:
-                    write_stderr(f"kvreplay: {exc}\n")
+                    say(str(exc))
                     return exits.USAGE
                 text = compiled.text
                 found = suppressions.apply(compiled.diagnostics, text, compiled.file)
@@ -129,9 +129,9 @@ def _lint(args: argparse.Namespace, resolver: Resolver, paths: Sequence[str]) ->
 
 def _verbose(selection: Selection) -> None:
     for skipped in selection.skipped:
-        write_stderr(f"kvreplay: skipped {skipped.path}: {skipped.reason}\n")
+        say(f"skipped {skipped.path}: {skipped.reason}")
     for note in selection.notes:
-        write_stderr(f"kvreplay: {note}\n")
+        say(note)
     counts: dict[str, int] = {}
     for skipped in selection.skipped:
         counts[skipped.reason] = counts.get(skipped.reason, 0) + 1

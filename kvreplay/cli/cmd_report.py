@@ -10,14 +10,14 @@ import sys
 
 from kvreplay.cli import exits
 from kvreplay.io.display import escape_inline
-from kvreplay.io.output import Output, write_stderr, write_stdout
+from kvreplay.io.output import Output, say, write_stderr, write_stdout
 
 
 def run(args: argparse.Namespace) -> int:
     code = _render(args)
     if code == exits.OK and args.output and not args.quiet and args.output != "-":
         what = "sweep page" if any(os.path.isdir(p) for p in args.reports) else "HTML report"
-        write_stdout(f"{what} written to {args.output}\n")
+        write_stdout(f"{what} written to {escape_inline(args.output)}\n")
     return code
 
 
@@ -27,8 +27,8 @@ def _render(args: argparse.Namespace) -> int:
 
     if not args.output and sys.stdout.isatty():
         suggested = shlex.join(["kvreplay", "report", *args.reports, "-o", _html_name(args)])
-        write_stderr("kvreplay: the HTML page is not printed to a terminal: write it to a file "
-                     f"with -o (`{suggested}`), or redirect stdout\n")
+        say(f"the HTML page is not printed to a terminal: write it to a file with -o "
+            f"(`{suggested}`), or redirect stdout")
         return exits.USAGE
     folders = [p for p in args.reports if os.path.isdir(p)]
     if folders:

@@ -13,7 +13,8 @@ from typing import Any
 from kvreplay.cli import exits
 from kvreplay.cli.diagnostics_out import print_diagnostics
 from kvreplay.cli.progress import ProgressDisplay, mode_for
-from kvreplay.io.output import Output, commit_all, write_stderr, write_stdout
+from kvreplay.io.display import escape_inline
+from kvreplay.io.output import Output, commit_all, say, write_stderr, write_stdout
 
 
 def run(args: argparse.Namespace) -> int:
@@ -27,7 +28,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         kinds = [export_format(path) for path in args.export]
     except ExportError as exc:
-        write_stderr(f"kvreplay: {exc}\n")
+        say(str(exc))
         return exits.USAGE
     with contextlib.ExitStack() as stack:
         # Outputs are opened before any work: one that is an input (or another output) is
@@ -41,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             compiled = compile_path(args.config, overrides=args.overrides, rules=matrix_rules())
         except OverrideError as exc:
-            write_stderr(f"kvreplay: {exc}\n")
+            say(str(exc))
             return exits.USAGE
         base_dir = os.path.dirname(os.path.abspath(args.config))
         traces = [(path, path) for path in args.trace]
@@ -83,10 +84,10 @@ def run(args: argparse.Namespace) -> int:
         if outcome.refusals:
             write_stderr("kvreplay: the bundled engine cannot run this spec (it never "
                          "approximates silently):\n"
-                         + "".join(f"  - {r}\n" for r in outcome.refusals))
+                         + "".join(f"  - {escape_inline(r)}\n" for r in outcome.refusals))
             return exits.FINDINGS
         if outcome.error is not None:
-            write_stderr(f"kvreplay: replay failed: {outcome.error}\n")
+            say(f"replay failed: {outcome.error}")
             return exits.FINDINGS
         if outcome.report is None:
             return exits.for_diagnostics(outcome.diagnostics) or exits.FINDINGS
@@ -97,8 +98,7 @@ def run(args: argparse.Namespace) -> int:
                                    html=args.html, lifecycle=args.lifecycle))
     phases = outcome.report["summary"].get("agentic_phases")
     if phases is not None and phases["phase"] == "aborted":
-        write_stderr(f"kvreplay: the agentic warmup aborted ({phases['failure_reason']}): "
-                     "nothing was measured\n")
+        say(f"the agentic warmup aborted ({phases['failure_reason']}): nothing was measured")
         return exits.FINDINGS
     return exits.OK
 
@@ -270,14 +270,14 @@ def summary_table(report: dict[str, Any], output: str | None,
             "no request completed" if "TTFT" in empty else
             "no completed request has two output tokens")
     if meta.get("approximations"):
-        footer += "\nnote: " + "; ".join(meta["approximations"])
+        footer += "\nnote: " + escape_inline("; ".join(meta["approximations"]))
     if output:
-        footer += f"\nreport written to {output}"
+        footer += f"\nreport written to {escape_inline(output)}"
     for path in exported:
-        footer += f"\nper-request rows exported to {path}"
+        footer += f"\nper-request rows exported to {escape_inline(path)}"
     if lifecycle:
-        footer += f"\nlifecycle transcript written to {lifecycle}"
+        footer += f"\nlifecycle transcript written to {escape_inline(lifecycle)}"
     if html:
-        footer += f"\nHTML report written to {html}"
+        footer += f"\nHTML report written to {escape_inline(html)}"
     return "\n".join(lines) + footer + "\n"
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import sys
 from collections.abc import Sequence
@@ -13,7 +12,8 @@ from collections.abc import Sequence
 from kvreplay.cli import exits
 from kvreplay.cli.diagnostics_out import print_diagnostics
 from kvreplay.io import signals
-from kvreplay.io.output import write_stderr, write_stdout
+from kvreplay.io.display import escape_inline
+from kvreplay.io.output import say, write_stdout
 from kvreplay.schema.diagnostics import Diagnostic
 
 
@@ -25,10 +25,10 @@ def run(args: argparse.Namespace) -> int:
     from kvreplay.sweep.plan import plan_sweep
 
     if args.jobs is not None and args.jobs < 1:
-        write_stderr("kvreplay: --jobs must be at least 1\n")
+        say("--jobs must be at least 1")
         return exits.USAGE
     if os.path.exists(args.output) and not os.path.isdir(args.output):
-        write_stderr(f"kvreplay: cannot write results to {args.output}: it is not a folder\n")
+        say(f"cannot write results to {args.output}: it is not a folder")
         return exits.USAGE
     if args.html is not None:
         from kvreplay.io.output import Output
@@ -44,13 +44,13 @@ def run(args: argparse.Namespace) -> int:
         print_diagnostics([(args.sweep, text, list(loaded.diagnostics))], args)
         return exits.for_diagnostics(loaded.diagnostics) or exits.FINDINGS
     if kind != "yaml" or not looks_like_sweep(loaded.data):
-        write_stderr(f"kvreplay: {args.sweep} is not a sweep file (it needs `kind: sweep`, a "
-                     "`base` and a `grid` or `points`; docs/sweeps.md)\n")
+        say(f"{args.sweep} is not a sweep file (it needs `kind: sweep`, a `base` and a `grid` or "
+            "`points`; docs/sweeps.md)")
         return exits.USAGE
     try:
         plan = plan_sweep(loaded, rules=matrix_rules(), overrides=args.overrides)
     except OverrideError as exc:
-        write_stderr(f"kvreplay: {exc}\n")
+        say(str(exc))
         return exits.USAGE
     print_diagnostics([(plan.file, plan.text, _unsuppressed(plan.diagnostics, plan.text,
                                                            plan.file))], args)
@@ -109,20 +109,18 @@ def _run(plan: object, args: argparse.Namespace) -> int:
     assert isinstance(plan, SweepPlan)
     options = SweepOptions(args.output, args.executor, args.jobs, args.address,
                            args.trace_transport, force=args.force,
-                           say=None if args.quiet else lambda line: write_stderr(
-                               f"kvreplay: {line}\n"))
+                           say=None if args.quiet else say)
     show = SweepProgress(enabled=not args.no_progress and not args.quiet,
                          tty=sys.stderr.isatty())
     try:
         outcome = run_sweep(plan, options, progress=show)
     except ExecutorUnavailable as exc:
-        write_stderr(f"kvreplay: {exc}\n")
+        say(str(exc))
         return exits.USAGE
     except signals.STOPS as exc:  # the table of what finished is written: say how to go on
         show.close()
         code = exits.stopped(exc)
-        write_stderr(f"kvreplay: the finished points are kept in {args.output}; rerun the "
-                     "same command to resume\n")
+        say(f"the finished points are kept in {args.output}; rerun the same command to resume")
         return code
     finally:
         show.close()
@@ -132,9 +130,8 @@ def _run(plan: object, args: argparse.Namespace) -> int:
     statuses = [r["status"] for r in outcome.rows]
     failed = statuses.count("failed")
     if outcome.changed:
-        write_stderr(f"kvreplay: {outcome.changed} report(s) in {args.output} did not match the "
-                     "digest recorded when the sweep wrote them (edited or cut since): run "
-                     "again\n")
+        say(f"{outcome.changed} report(s) in {args.output} did not match the digest recorded "
+            "when the sweep wrote them (edited or cut since): run again")
     if args.html is not None:
         from kvreplay.cli.cmd_report import sweep_page
 
@@ -142,7 +139,9 @@ def _run(plan: object, args: argparse.Namespace) -> int:
         if code != exits.OK:
             return code
     if args.format == "json":
-        write_stdout(json.dumps(outcome.best, indent=2, ensure_ascii=False) + "\n")
+        from kvreplay.sweep.best import best_text
+
+        write_stdout(best_text(outcome.best))
     elif not args.quiet:
         runs = f" x {len(plan.traces)} traces" if len(plan.traces) > 1 else ""
         retried = f"; {outcome.stats.retried} run(s) retried" if outcome.stats.retried else ""
@@ -150,8 +149,8 @@ def _run(plan: object, args: argparse.Namespace) -> int:
         write_stdout(
             f"{len(plan.points)} points{runs}: {statuses.count('ok')} ok ({outcome.resumed} "
             f"already done), {statuses.count('skipped')} skipped, {failed} failed{retried}\n"
-            f"results: {os.path.join(args.output, 'results.csv')} (and .jsonl"
+            f"results: {escape_inline(os.path.join(args.output, 'results.csv'))} (and .jsonl"
             f"{', .parquet' if parquet else ''}), best.json, sweep.json, reports/\n"
-            + (f"page: {args.html}\n" if args.html is not None else "") +
-            f"best: {outcome.best['explanation']}\n")
+            + (f"page: {escape_inline(args.html)}\n" if args.html is not None else "") +
+            f"best: {escape_inline(outcome.best['explanation'])}\n")
     return exits.FINDINGS if failed else exits.OK

@@ -6,6 +6,7 @@ import argparse
 
 from kvreplay.cli import exits
 from kvreplay.cli.diagnostics_out import print_diagnostics
+from kvreplay.io.display import escape_inline
 from kvreplay.io.output import emit, write_stderr
 
 
@@ -22,5 +23,5 @@ def run(args: argparse.Namespace) -> int:
         return exits.USAGE
     if args.output and not args.quiet:
         write_stderr(f"{len(graph.nodes)} requests in {len(graph.plays)} play(s), nested "
-                     f"timestamp basis {graph.basis}: {args.output}\n")
+                     f"timestamp basis {graph.basis}: {escape_inline(args.output)}\n")
     return exits.OK

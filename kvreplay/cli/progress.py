@@ -10,6 +10,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from kvreplay.io.display import escape_inline
+
 _DELAY_S = 1.0
 LINE_EVERY_S = 10.0
 LINE_STEP = 0.1
@@ -83,10 +85,12 @@ class ProgressDisplay:
         _write(f"kvreplay: replaying{done} ({label}), {duration(elapsed)} elapsed{tail}\n")
 
     def phase(self, label: str, fraction: float | None = None) -> None:
-        """A step after the replay (`building the report`, `writing report.json`)."""
+        """A step after the replay (`building the report`, `writing report.json`); the path
+        in it is shown terminal-safe."""
         elapsed = self._elapsed()
         if self.mode is None or elapsed < _DELAY_S:
             return
+        label = escape_inline(label)
         if self.mode == "lines":
             if fraction is None:  # one line per phase; its progress stays on the terminal
                 _write(f"kvreplay: {label} ({duration(elapsed)} elapsed)\n")
@@ -100,8 +104,10 @@ class ProgressDisplay:
             done = "" if fraction is None else f" {fraction:6.1%}"
             _write(f"\r\033[K{description}{done}")
         else:
+            from rich.markup import escape
+
             self.bar.update(self.task, completed=None if fraction is None else fraction * 100,
-                            description=description)
+                            description=escape(description))  # a path's [...] is not markup
 
     def _open(self) -> None:
         try:

@@ -10,6 +10,7 @@ from typing import Any
 from kvreplay.compare.gates import GateResult
 from kvreplay.compare.join import METRICS, PERCENTILES, RANKED_BY, DeltaStats, RequestJoin
 from kvreplay.compare.model import Comparison, FigureDelta
+from kvreplay.compiler.emit import escape_active
 from kvreplay.io.display import escape_inline
 
 COMPARE_VERSION = 1
@@ -34,7 +35,9 @@ def to_json(comparison: Comparison, results: Sequence[GateResult], labels: Label
         "gates": [_gate(r) for r in results],
         "tripped_gates": sum(r.tripped for r in results),
     }
-    return json.dumps(doc, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    # Figure names and ids come from the report files: no raw control or bidi characters.
+    return escape_active(json.dumps(doc, sort_keys=True, indent=2, ensure_ascii=False,
+                                    allow_nan=False)) + "\n"
 
 
 def _side(label: str, meta: Mapping[str, Any]) -> dict[str, Any]:

@@ -33,6 +33,7 @@ from typing import IO, BinaryIO
 import attrs
 
 from kvreplay.io import signals
+from kvreplay.io.display import escape_inline
 
 _DESCRIPTORS = {"-": 1, "/dev/stdin": 0, "/dev/stdout": 1, "/dev/stderr": 2}
 _FD_PATH = re.compile(r"/(?:dev/fd|proc/self/fd)/(\d+)")
@@ -569,7 +570,7 @@ def emit(path: str | None, text: str, inputs: Sequence[tuple[str, str]] = ()) ->
             out.write(text)
             out.commit()
     except OutputError as exc:
-        write_stderr(f"kvreplay: {exc}\n")
+        say(str(exc))
         return False
     return True
 
@@ -592,7 +593,7 @@ def emit_all(items: Sequence[tuple[str | None, str, str]],
                 out.write(text)
             commit_all(outputs)
     except OutputError as exc:
-        write_stderr(f"kvreplay: {exc}\n")
+        say(str(exc))
         return False
     return True
 
@@ -626,9 +627,15 @@ def flush_stdout() -> bool:
     try:
         write_stdout("")
     except OutputError as exc:
-        write_stderr(f"kvreplay: {exc}\n")
+        say(str(exc))
         return False
     return True
+
+
+def say(message: str) -> None:
+    """`kvreplay: MESSAGE` on stderr, one line, with the input text it quotes (paths, values,
+    an exception's words) shown terminal-safe: every non-printable character as its escape."""
+    write_stderr(f"kvreplay: {escape_inline(message)}\n")
 
 
 def write_stderr(text: str) -> None:

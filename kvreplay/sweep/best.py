@@ -11,6 +11,14 @@ from kvreplay.sweep.model import REJECTED, SweepPlan
 from kvreplay.sweep.results import Row
 
 
+def best_text(best: dict[str, Any]) -> str:
+    """best.json's text (what `kvreplay sweep --format json` prints): point settings taken
+    from the sweep file keep their control and bidi characters only as \\uXXXX escapes."""
+    from kvreplay.compiler.emit import escape_active
+
+    return escape_active(json.dumps(best, indent=2, ensure_ascii=False, allow_nan=False)) + "\n"
+
+
 def _worst(values: list[float], sense: str) -> float:
     return max(values) if sense == "minimize" else min(values)
 

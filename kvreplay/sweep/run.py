@@ -12,7 +12,7 @@ from typing import Any
 import attrs
 
 from kvreplay.schema.diagnostics import Diagnostic, Span
-from kvreplay.sweep.best import choose_best
+from kvreplay.sweep.best import best_text, choose_best
 from kvreplay.sweep.executors import Backend, ExecutorUnavailable, Stats, execute
 from kvreplay.sweep.model import SweepPlan, Trace
 from kvreplay.sweep.results import Row, csv_text, jsonl_text, make_row, parquet_bytes
@@ -235,8 +235,7 @@ def write_tables(plan: SweepPlan, rows: list[Row], out_dir: str, *,
         data = parquet_bytes(rows)
         if data is not None:
             tables.append(("results.parquet", data))
-        tables.append(("best.json",
-                       json.dumps(best, indent=2, ensure_ascii=False, allow_nan=False) + "\n"))
+        tables.append(("best.json", best_text(best)))
         tables.append((MANIFEST, json.dumps(manifest(plan, rows, digests), indent=2,
                                             ensure_ascii=False) + "\n"))
         # Published together: a full disk leaves the previous tables, all of them.

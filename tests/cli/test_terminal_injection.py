@@ -1,7 +1,8 @@
 """Terminal injection: escape sequences that inputs hold never reach the terminal raw. Every echo
 point (lint text and github output, `compile --check`'s diff, `explain`, `compare`'s text table
-and messages, the messages of `report`, `lint --select`, an internal error) shows them as the
-escapes of kvreplay.io.display (`\\x1b`, `\\x07`, `\\x9b`)."""
+and messages, the messages of `report`, `lint --select`, the outputs, `run` and `sweep`, an
+internal error) shows them as the escapes of kvreplay.io.display (`\\x1b`, `\\x07`, `\\x9b`);
+JSON on stdout (`compile`, best.json, `compare --format json`) as \\uXXXX escapes."""
 
 from __future__ import annotations
 
@@ -66,7 +67,8 @@ def test_explain_and_select_echo_the_rule_escaped(cli: Callable[..., Any]) -> No
 
 def test_compare_table_and_messages_are_escaped(cli: Callable[..., Any], tmp_path: Path) -> None:
     """compare's text table: a summary key, a text figure, a request id and the version from
-    a report are shown escaped; so is a report's name in a refusal."""
+    a report are shown escaped (in --format json, as \\uXXXX escapes of the same string); so
+    is a report's name in a refusal."""
     base = tmp_path / "base.json"
     assert cli("run", str(EXAMPLE), "-o", str(base), "-q").code == 0
     report = json.loads(base.read_text())
@@ -79,6 +81,9 @@ def test_compare_table_and_messages_are_escaped(cli: Callable[..., Any], tmp_pat
     ran = cli("compare", str(base), str(new))
     assert ran.code == 0, ran.err
     assert ran.out.count(SHOWN) >= 3 and _clean(ran.out, ran.err)
+    ran = cli("compare", str(base), str(new), "--format", "json")
+    assert ran.code == 0 and _clean(ran.out, ran.err)
+    assert HOSTILE in {f["name"] for f in json.loads(ran.out)["figures"]}
     ran = cli("compare", str(base), str(tmp_path / f"{HOSTILE}.json"))
     assert ran.code == 2 and SHOWN in ran.err and _clean(ran.out, ran.err)
     ran = cli("report", str(tmp_path / f"{HOSTILE}.json"))
@@ -110,3 +115,65 @@ def test_compile_writes_control_characters_as_escapes(cli: Callable[..., Any],
     spec.write_text(ran.out, encoding="utf-8")
     again = cli("compile", str(spec))
     assert again.code == 0 and again.out == ran.out
+
+
+def test_output_and_usage_messages_are_escaped(cli: Callable[..., Any], tmp_path: Path) -> None:
+    """The messages of the outputs (emit's refusal), of `run` (a `--set` argument, the files
+    its summary names) and of `sweep` (a results path that is a file, a file that is not a
+    sweep) show the input text they quote with its escapes."""
+    folder = tmp_path / HOSTILE
+    folder.mkdir()
+    (tmp_path / "traces").symlink_to(REPO / "examples" / "traces")
+    config = tmp_path / f"{HOSTILE}.yaml"
+    shutil.copyfile(EXAMPLE, config)
+    trace = REPO / "examples" / "traces" / "weka-g2-restore.jsonl"
+    for args in (["trace", "convert", str(trace), "-o", str(folder)],
+                 ["run", str(EXAMPLE), "--set", HOSTILE],
+                 ["sweep", str(REPO / "examples" / "sweeps" / "g2-host-blocks.yaml"), "-o",
+                  str(config)],
+                 ["sweep", str(config), "-o", str(tmp_path / "out")]):
+        ran = cli(*args)
+        assert ran.code == 2, (args, ran.err)
+        assert SHOWN in ran.err, (args, ran.err)
+        assert _clean(ran.out, ran.err)
+    ran = cli("run", str(config), "-o", str(folder / "r.json"), "--export",
+              str(folder / "rows.csv"))
+    assert ran.code == 0, ran.err
+    assert f"report written to {tmp_path}/{SHOWN}/r.json" in ran.out
+    assert ran.out.count(SHOWN) == 2 and _clean(ran.out, ran.err)
+
+
+def test_a_replay_failure_and_an_internal_error_are_escaped(cli: Callable[..., Any],
+                                                            monkeypatch: Any) -> None:
+    """`replay failed: ...` (the engine's words may quote the input) and the internal-error
+    line show the message with its escapes."""
+    from kvreplay import replay
+    from kvreplay.cli import cmd_explain
+
+    def failed(compiled: Any, **_: Any) -> replay.RunOutcome:
+        return replay.RunOutcome(None, (), error=f"cannot place {HOSTILE}")
+
+    monkeypatch.setattr(replay, "replay", failed)
+    ran = cli("run", str(EXAMPLE), "-q")
+    assert ran.code == 1
+    assert f"kvreplay: replay failed: cannot place {SHOWN}\n" in ran.err
+    assert _clean(ran.out, ran.err)
+
+    def broken(args: Any) -> int:
+        raise RuntimeError(HOSTILE)
+
+    monkeypatch.setattr(cmd_explain, "run", broken)
+    ran = cli("explain", "YAML-SYNTAX")
+    assert ran.code == 2
+    assert ran.err == (f"kvreplay: internal error: RuntimeError: {SHOWN} (run with --debug for "
+                       "the traceback)\n")
+
+
+def test_json_outputs_write_active_characters_as_escapes() -> None:
+    """best.json (and `sweep --format json`) and `compare --format json` quote settings and
+    figure names from their inputs: control and bidi characters only as \\uXXXX escapes."""
+    from kvreplay.sweep.best import best_text
+
+    best = {"explanation": HOSTILE + ACTIVE, "point": {"engine.model": ACTIVE}}
+    text = best_text(best)
+    assert not any(ch in text for ch in RAW + tuple(ACTIVE)) and json.loads(text) == best
