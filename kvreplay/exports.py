@@ -35,6 +35,7 @@ COLUMNS: tuple[tuple[str, str], ...] = (
 )
 FORMATS = {".csv": "csv", ".jsonl": "jsonl", ".parquet": "parquet"}
 _INSTALL = "pip install 'kvreplay[parquet]'"
+REINSTALL = f"reinstall it ({_INSTALL} --force-reinstall)"  # an installed pyarrow that fails
 _BATCH = 50_000  # Parquet rows per row group: memory stays bounded on long traces
 
 
@@ -59,19 +60,30 @@ def export_format(path: str) -> str:
     return kind
 
 
-def _need_pyarrow(path: str) -> None:
-    """ExportError unless pyarrow imports: absent, or present but broken (a missing shared
-    library, a numpy it was not built for), it says which extra to install."""
+def pyarrow_problem() -> tuple[bool, str] | None:
+    """None when pyarrow's Parquet module imports, else (installed, why not): absent, or
+    present but broken (a missing shared library, a numpy it was not built for)."""
     if importlib.util.find_spec("pyarrow") is None:
-        raise ExportError(f"--export {path}: Parquet needs pyarrow, which is not installed "
-                          f"({_INSTALL}); .csv and .jsonl need nothing")
+        return False, "not installed"
     try:
         importlib.import_module("pyarrow.parquet")
     except (ImportError, OSError) as exc:
-        raise ExportError(f"--export {path}: Parquet needs pyarrow, which is installed but "
-                          f"does not import ({type(exc).__name__}: {exc}); reinstall it "
-                          f"({_INSTALL} --force-reinstall); .csv and .jsonl need nothing"
-                          ) from None
+        return True, f"{type(exc).__name__}: {exc}"
+    return None
+
+
+def _need_pyarrow(path: str) -> None:
+    """ExportError unless pyarrow imports: absent, or present but broken, it says which extra to
+    install."""
+    problem = pyarrow_problem()
+    if problem is None:
+        return
+    installed, why = problem
+    if not installed:
+        raise ExportError(f"--export {path}: Parquet needs pyarrow, which is not installed "
+                          f"({_INSTALL}); .csv and .jsonl need nothing")
+    raise ExportError(f"--export {path}: Parquet needs pyarrow, which is installed but does not "
+                      f"import ({why}); {REINSTALL}; .csv and .jsonl need nothing")
 
 
 def _compact(value: Any) -> str:

@@ -132,6 +132,8 @@ def _run(plan: object, args: argparse.Namespace) -> int:
     if outcome.changed:
         say(f"{outcome.changed} report(s) in {args.output} did not match the digest recorded "
             "when the sweep wrote them (edited or cut since): run again")
+    for note in outcome.notes:
+        say(f"note: {note}")
     if args.html is not None:
         from kvreplay.cli.cmd_report import sweep_page
 

@@ -116,16 +116,14 @@ def jsonl_text(rows: Sequence[Row]) -> str:
     return "".join(json.dumps(r, ensure_ascii=False, allow_nan=False) + "\n" for r in rows)
 
 
-def parquet_bytes(rows: Sequence[Row]) -> bytes | None:
-    """results.parquet's bytes, or None without pyarrow. Parameters are stored as their CSV
-    text (a column may mix types across points); figures as numbers."""
+def parquet_bytes(rows: Sequence[Row]) -> bytes:
+    """results.parquet's bytes (pyarrow must import: exports.pyarrow_problem). Parameters are
+    stored as their CSV text (a column may mix types across points); figures as numbers."""
     import importlib
 
-    try:  # Any: pyarrow is optional and ships no stubs
-        pa: Any = importlib.import_module("pyarrow")
-        pq: Any = importlib.import_module("pyarrow.parquet")
-    except ImportError:
-        return None
+    # Any: pyarrow is optional and ships no stubs
+    pa: Any = importlib.import_module("pyarrow")
+    pq: Any = importlib.import_module("pyarrow.parquet")
     names = columns(rows)
     figures = set(numeric_figures())
     cells = [flat(r, names) for r in rows]

@@ -60,6 +60,7 @@ class SweepOutcome:
     to_run: int = 0
     diagnostics: tuple[Diagnostic, ...] = ()  # trace problems: nothing was run
     changed: int = 0  # reports found but edited since written (or unrecorded): run again
+    notes: list[str] = attrs.Factory(list)  # said once on stderr (sweep.json keeps their gist)
 
 
 def run_sweep(plan: SweepPlan, options: SweepOptions, *,
@@ -156,7 +157,7 @@ def run_sweep(plan: SweepPlan, options: SweepOptions, *,
         complete = True
     finally:
         outcome.best = write_tables(plan, rows, options.out_dir, complete=complete,
-                                    digests=digests)
+                                    digests=digests, notes=outcome.notes)
     return outcome
 
 
@@ -222,8 +223,11 @@ def _make_folder(path: str) -> None:
 
 
 def write_tables(plan: SweepPlan, rows: list[Row], out_dir: str, *,
-                 complete: bool, digests: dict[str, str]) -> dict[str, Any]:
-    """results.csv, results.jsonl, results.parquet (with pyarrow), best.json and sweep.json."""
+                 complete: bool, digests: dict[str, str],
+                 notes: list[str] | None = None) -> dict[str, Any]:
+    """results.csv, results.jsonl, results.parquet (with pyarrow), best.json and sweep.json;
+    `notes` hears why results.parquet is missing when pyarrow is installed but does not import
+    (sweep.json says so too), or that an earlier run's was removed."""
     from kvreplay.io import signals
     from kvreplay.io.output import write_files
     from kvreplay.sweep.manifest import MANIFEST, manifest
@@ -232,16 +236,44 @@ def write_tables(plan: SweepPlan, rows: list[Row], out_dir: str, *,
     with signals.deferred():  # a second Ctrl-C waits until the table is consistent
         tables: list[tuple[str, str | bytes]] = [
             ("results.jsonl", jsonl_text(rows)), ("results.csv", csv_text(rows))]
-        data = parquet_bytes(rows)
-        if data is not None:
-            tables.append(("results.parquet", data))
+        told, kept = _parquet(rows, tables)
         tables.append(("best.json", best_text(best)))
-        tables.append((MANIFEST, json.dumps(manifest(plan, rows, digests), indent=2,
-                                            ensure_ascii=False) + "\n"))
+        shown = manifest(plan, rows, digests)
+        if kept:
+            shown["notes"] = kept
+        tables.append((MANIFEST, json.dumps(shown, indent=2, ensure_ascii=False) + "\n"))
         # Published together: a full disk leaves the previous tables, all of them.
         write_files([(os.path.join(out_dir, name), text) for name, text in tables],
                     follow_symlinks=False)
+        stale = os.path.join(out_dir, PARQUET)
+        if all(name != PARQUET for name, _ in tables) and os.path.lexists(stale):
+            os.remove(stale)  # an earlier run's: it would not hold this table
+            told.append(f"removed {stale} from an earlier run: it would not match this table")
+    if notes is not None:
+        notes.extend(told)
     return best
+
+
+PARQUET = "results.parquet"
+
+
+def _parquet(rows: list[Row], tables: list[tuple[str, str | bytes]]) -> tuple[list[str],
+                                                                              list[str]]:
+    """results.parquet added to `tables` when pyarrow imports; else (the note to say, the note
+    sweep.json keeps) when pyarrow is installed but does not import (nothing when it is
+    absent: Parquet is an optional extra)."""
+    from kvreplay.exports import REINSTALL, pyarrow_problem
+
+    problem = pyarrow_problem()
+    if problem is None:
+        tables.append((PARQUET, parquet_bytes(rows)))
+        return [], []
+    installed, why = problem
+    if not installed:
+        return [], []
+    said = f"{PARQUET} was not written: pyarrow is installed but does not import"
+    # sweep.json holds no absolute path: the exception's type, not its words.
+    return [f"{said} ({why}); {REINSTALL}"], [f"{said} ({why.split(':')[0]}); {REINSTALL}"]
 
 
 def _checked_traces(plan: SweepPlan) -> tuple[dict[Trace, str], tuple[Diagnostic, ...]]:

@@ -166,6 +166,34 @@ def test_parquet_with_a_pyarrow_that_does_not_import(cli_process: Callable[..., 
     assert not out.exists()
 
 
+def test_a_sweep_with_a_pyarrow_that_does_not_import_says_so(cli_process: Callable[..., Any],
+                                                             tmp_path: Path) -> None:
+    """`kvreplay sweep` where pyarrow is installed but does not import (a missing library):
+    the tables are written without results.parquet, and the sweep says why once, on stderr
+    (with the error) and in sweep.json (its type, no path); a results.parquet left by an
+    earlier run is removed, saying so, since it would not match the new table."""
+    shadow = tmp_path / "shadow" / "pyarrow"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text(
+        "raise ImportError('libarrow.so.2600: cannot open shared object file')")
+    out = tmp_path / "results"
+    out.mkdir()
+    (out / "results.parquet").write_bytes(b"PAR1 from an earlier run")
+    ran = cli_process("sweep", str(REPO / "examples" / "sweeps" / "g2-host-blocks.yaml"),
+                      "-o", str(out), "--jobs", "1", env={"PYTHONPATH": str(shadow.parent)})
+    assert ran.code == 0, ran.err
+    said = ("results.parquet was not written: pyarrow is installed but does not import "
+            "(ImportError{}); reinstall it (pip install 'kvreplay[parquet]' --force-reinstall)")
+    assert ran.err.count("results.parquet was not written") == 1
+    assert f"kvreplay: note: {said.format(': libarrow.so.2600: cannot open shared object file')}" \
+        in ran.err
+    assert f"removed {out / 'results.parquet'} from an earlier run" in ran.err
+    assert json.loads((out / "sweep.json").read_text())["notes"] == [said.format("")]
+    assert sorted(p.name for p in out.iterdir()) == [
+        "best.json", "reports", "results.csv", "results.jsonl", "sweep.json"]
+    assert "(and .jsonl)" in ran.out
+
+
 @pytest.mark.parametrize(("name", "message"), [("rows.txt", "unknown format .txt"),
                                                ("rows", "(no suffix)")])
 def test_unknown_export_format(cli: Callable[..., Any], tmp_path: Path, name: str,
