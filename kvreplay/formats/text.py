@@ -16,11 +16,16 @@ configs/a.yaml:1:1: note: first definition
 Columns are code points (as the loaders count them); on screen tabs expand to stops of
 `TAB_WIDTH`, wide (East Asian) characters take two cells and combining marks none, so the
 underline sits under the span. Control and other invisible characters in the code frame show as
-the same escapes as in messages (`\x1b`, `\u202e`: io.display), as wide as they print.
+the same escapes as in messages (`\x1b`, `\u202e`: io.display), as wide as they print. A line
+wider than `MAX_LINE_CELLS` (a one-line file of 40,000 characters) shows that many cells of it,
+from its start when the span starts in its first `MAX_LINE_CELLS - LEAD_CELLS`, else from
+`LEAD_CELLS` before the span's start, with `...` where it is cut; a context line is cut around
+the same column as the spanned line beside it.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 
 from kvreplay.formats.concise import location_prefix
@@ -34,6 +39,9 @@ CONTEXT_LINES = 1
 # last KEPT_LINES lines around an ellipsis.
 MAX_SPAN_LINES = 5
 KEPT_LINES = 2
+MAX_LINE_CELLS = 120  # of a line shown in a frame; a wider one is cut around the span
+LEAD_CELLS = 40  # of which before the span's start
+CUT = "..."
 
 _RESET = "\x1b[0m"
 _BOLD = "\x1b[1m"
@@ -156,24 +164,57 @@ def code_frame(
     width = len(str(max(last, after[-1] if after else 0)))
     gutter_blank = _paint(f" {'':>{width}} |", _BLUE, color)
 
-    def numbered(n: int) -> str:
-        text, _ = _display(source.line(n))
+    def numbered(n: int, near: tuple[int, int, int]) -> str:
+        text = _Shown(source.line(n), near[1]).text()
         return (_paint(f" {n:>{width}} |", _BLUE, color) + " " + text).rstrip()
 
-    rows = [numbered(n) for n in before]
+    rows = [numbered(n, segments[0]) for n in before]
     for segment in shown:
         if segment is None:
             rows.append(f"{gutter_blank} ...")
             continue
         n, start, end = segment
-        rows.append(numbered(n))
+        rows.append(numbered(n, segment))
         if end > start:
-            _, columns = _display(source.line(n))
-            lead = _cell(columns, start)
-            underline = marker * max(1, _cell(columns, end) - lead)
+            lead, cells = _Shown(source.line(n), start).underline(start, end)
+            underline = marker * cells
             rows.append(f"{gutter_blank} {' ' * lead}{_paint(underline, style, color)}")
-    rows.extend(numbered(n) for n in after)
+    rows.extend(numbered(n, segments[-1]) for n in after)
     return rows
+
+
+class _Shown:
+    """A line as a frame shows it: whole when it fits `MAX_LINE_CELLS`, else the code points
+    [first, last) around the code point `near` (the span's start), cut marks around them."""
+
+    def __init__(self, line: str, near: int) -> None:
+        self.parts, self.columns = _display(line)
+        columns = self.columns
+        self.first, self.last = 0, len(columns) - 1
+        if columns[-1] <= MAX_LINE_CELLS:
+            return
+        lead = _cell(columns, near)
+        if lead <= MAX_LINE_CELLS - LEAD_CELLS:  # the line's start leaves room for the span
+            lead = LEAD_CELLS
+        lo = max(0, min(lead - LEAD_CELLS, columns[-1] - MAX_LINE_CELLS))
+        self.first = bisect_left(columns, lo)  # the first code point starting at or after lo
+        self.last = bisect_right(columns, columns[self.first] + MAX_LINE_CELLS) - 1
+
+    def text(self) -> str:
+        cut = self.last < len(self.columns) - 1
+        return ((CUT if self.first else "") + "".join(self.parts[self.first:self.last])
+                + (CUT if cut else ""))
+
+    def underline(self, start: int, end: int) -> tuple[int, int]:
+        """(cells before the underline, its cells) of code points [start, end), within what
+        is shown (under a cut mark when the span lies past it)."""
+        columns = self.columns
+        lo = columns[self.first]
+        s, e = max(_cell(columns, start), lo), _cell(columns, end)
+        if self.last < len(columns) - 1:
+            hi = columns[self.last]
+            s, e = min(s, hi), min(e, hi)
+        return s - lo + (len(CUT) if self.first else 0), max(1, e - s)
 
 
 def _segments(source: _Source, span: Span) -> list[tuple[int, int, int]]:
@@ -221,8 +262,9 @@ def _cell(columns: list[int], index: int) -> int:
     return columns[-1] + index - (len(columns) - 1)
 
 
-def _display(text: str) -> tuple[str, list[int]]:
-    """The line as shown, and the screen cell where each code point (and the end) starts."""
+def _display(text: str) -> tuple[str | list[str], list[int]]:
+    """The glyph of each code point as shown (the line itself when each is its own), and the
+    screen cell where each code point (and the end) starts."""
     if text.isascii() and text.isprintable():
         return text, list(range(len(text) + 1))
     parts: list[str] = []
@@ -237,7 +279,7 @@ def _display(text: str) -> tuple[str, list[int]]:
         parts.append(glyph)
         cell += width
         columns.append(cell)
-    return "".join(parts), columns
+    return parts, columns
 
 
 def _glyph(ch: str) -> tuple[str, int]:

@@ -334,3 +334,34 @@ def test_trace_truncated_comes_after_what_it_summarizes(cli: Callable[..., Any],
     lines = ran.err.strip().splitlines()
     assert "TRACE-TRUNCATED 60 more error(s) in this trace are not listed" in lines[-1]
     assert all("TRACE-JSON" in line for line in lines[:-1])
+
+
+def test_code_frames_of_a_one_line_file_are_cut(cli: Callable[..., Any], tmp_path: Path,
+                                                monkeypatch: Any) -> None:
+    """A one-line kvreplay.toml of 40,000 characters, and one-line configs, sweep files and
+    native specs as long: each code frame line shows at most MAX_LINE_CELLS cells of the line
+    around the finding, cut with `...`, never the whole line."""
+    from kvreplay.formats.text import MAX_LINE_CELLS
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "c.yaml").write_text(GOOD)
+    long = "a" * 40_000
+    (tmp_path / "kvreplay.toml").write_text(f'exclude = ["{long}", 5]\n')
+    ran = cli("lint", "--format", "text", "c.yaml")
+    assert ran.code == 2 and "SETTINGS-INVALID" in ran.err
+    frames = [r for r in ran.err.splitlines() if r.startswith(" 1 | ")]
+    assert frames == [" 1 | exclude = [\"" + "a" * (MAX_LINE_CELLS - 12) + "..."]
+    (tmp_path / "kvreplay.toml").unlink()
+    files = {"config.yaml": f'engine: {{model: "{long}", typo: 1}}\n',
+             "sweep.yaml": f'{{kind: sweep, base: c.yaml, points: [{{engine.model: "{long}"}}], '
+                           'typo: 1}\n',
+             "spec.json": json.dumps({"spec": {"model": long, "typo": 1}}) + "\n"}
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    ran = cli("lint", "--format", "text", *files)
+    assert ran.code == 1, ran.err
+    frames = [r for r in ran.out.splitlines() if r.startswith(" 1 | ")]
+    assert len(frames) >= len(files) and all(
+        len(r) <= len(" 1 | ...") + MAX_LINE_CELLS + len("...") for r in frames), frames
+    assert {name for name in files if f"{name}:1:" in ran.out} == set(files)
+    assert any(r.startswith(" 1 | ...") and "typo" in r for r in frames)

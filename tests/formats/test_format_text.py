@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from syrupy.assertion import SnapshotAssertion
 
 from kvreplay.formats import FileResult
-from kvreplay.formats.text import TAB_WIDTH, render_text
+from kvreplay.formats.text import LEAD_CELLS, MAX_LINE_CELLS, TAB_WIDTH, render_text
 from kvreplay.schema.diagnostics import Diagnostic, Related, Severity, Span
 
 
@@ -116,6 +116,49 @@ def test_long_span_is_elided() -> None:
     numbered = [r.split("|")[0].strip() for r in rows if "|" in r]
     assert [n for n in numbered if n] == ["1", "2", "3", "20", "21"]
     assert "    | ..." in rows
+
+
+def test_a_long_line_is_cut_around_the_span() -> None:
+    """A line wider than MAX_LINE_CELLS (a 40,000-character one-line file) shows that many cells:
+    from its start when the span starts early in it (cut at the end), else from LEAD_CELLS
+    before the span (cut on both sides, or at the start only near its end), each cut marked
+    `...`; the underline stays under the span, clipped to what is shown."""
+    line = "".join(chr(ord("a") + i % 26) for i in range(40_000))
+    for column, cut_start, cut_end in ((5, False, True), (20_001, True, True),
+                                       (39_996, True, False)):
+        rows = _one(line + "\n", Diagnostic("R", "error", "m",
+                                            Span("f.yaml", None, 1, column, 1, column + 3)))
+        shown = rows[1].removeprefix(" 1 | ")
+        body = shown.removeprefix("..." if cut_start else "").removesuffix(
+            "..." if cut_end else "")
+        assert shown.startswith("...") == cut_start and shown.endswith("...") == cut_end
+        assert len(body) == MAX_LINE_CELLS and body in line
+        lead, length = _carets(rows)
+        assert shown[lead:lead + length] == line[column - 1:column + 2]
+        if cut_start and cut_end:
+            assert lead == len("...") + LEAD_CELLS
+    long_span = _one(line + "\n", Diagnostic("R", "error", "m", Span("f.yaml", None, 1, 1, 1,
+                                                                     40_001)))
+    assert _carets(long_span) == (0, MAX_LINE_CELLS)
+
+
+def test_a_cut_line_keeps_wide_characters_and_escapes_whole() -> None:
+    """Cutting a long line never splits a wide character or an escape, and the underline stays
+    under the span; a context line is cut around the same column (a shorter one shows its
+    end), a short one is kept whole."""
+    source = "k: 1\n" + "日本\x1b" * 5000 + "bad" + "x" * 500 + "\n" + "y" * 10_000 + "\n"
+    column = 3 * 5000 + 1
+    rows = _one(source, Diagnostic("R", "error", "m", Span("f.yaml", None, 2, column, 2,
+                                                          column + 3)))
+    assert rows[1] == " 1 | k: 1"
+    shown = rows[2].removeprefix(" 2 | ")
+    assert re.fullmatch(r"\.\.\.(日|本|\\x1b)+bad x+\.\.\.".replace(" ", ""), shown), shown
+    lead, length = _carets(rows)
+    before = shown[:shown.index("bad")]
+    assert length == 3
+    assert lead == sum(2 if unicodedata.east_asian_width(c) == "W" else 1 for c in before)
+    assert LEAD_CELLS - 4 < lead - len("...") <= LEAD_CELLS
+    assert rows[4] == " 3 | ..." + "y" * MAX_LINE_CELLS
 
 
 def test_position_past_the_end_of_a_line_or_file() -> None:
