@@ -10,6 +10,7 @@ from typing import Any
 from kvreplay.cli import exits
 from kvreplay.cli.settings import Resolver, Settings
 from kvreplay.cli.settings_file import KEYS, display
+from kvreplay.io.display import escape_inline
 from kvreplay.io.output import write_stdout
 
 _ALIGN = 40  # source comments line up, except after longer rows (inline tables)
@@ -53,9 +54,11 @@ def _toml(value: Any) -> str:
 
 def render_toml(settings: Settings, path: str) -> str:
     project = display(settings.project.path) if settings.project else "none"
-    lines = [f"# settings for {path} (project configuration: {project})"]
+    # Comments hold paths as given: shown terminal-safe (the values are JSON-quoted, ASCII).
+    lines = [f"# settings for {escape_inline(path)} (project configuration: "
+             f"{escape_inline(project)})"]
     rows = [(f"{k.name} = {_toml(_plain(k.kind, settings[k.name]))}", settings.sources[k.name])
             for k in KEYS]
     width = min(max(len(row) for row, _ in rows), _ALIGN)
-    lines += [f"{row:<{width}}  # {source}" for row, source in rows]
+    lines += [f"{row:<{width}}  # {escape_inline(source)}" for row, source in rows]
     return "\n".join(lines) + "\n"

@@ -120,7 +120,8 @@ def test_compile_writes_control_characters_as_escapes(cli: Callable[..., Any],
 def test_output_and_usage_messages_are_escaped(cli: Callable[..., Any], tmp_path: Path) -> None:
     """The messages of the outputs (emit's refusal), of `run` (a `--set` argument, the files
     its summary names) and of `sweep` (a results path that is a file, a file that is not a
-    sweep) show the input text they quote with its escapes."""
+    sweep), and the paths `lint --show-settings` names, show the input text they quote with
+    its escapes."""
     folder = tmp_path / HOSTILE
     folder.mkdir()
     (tmp_path / "traces").symlink_to(REPO / "examples" / "traces")
@@ -136,6 +137,9 @@ def test_output_and_usage_messages_are_escaped(cli: Callable[..., Any], tmp_path
         assert ran.code == 2, (args, ran.err)
         assert SHOWN in ran.err, (args, ran.err)
         assert _clean(ran.out, ran.err)
+    ran = cli("lint", "--show-settings", str(config))
+    assert ran.code == 0 and f"# settings for {tmp_path}/{SHOWN}.yaml" in ran.out
+    assert _clean(ran.out, ran.err)
     ran = cli("run", str(config), "-o", str(folder / "r.json"), "--export",
               str(folder / "rows.csv"))
     assert ran.code == 0, ran.err
