@@ -25,13 +25,13 @@ from kvreplay.engine.collect import fewer_collections
 from kvreplay.engine.metrics import Distribution, StreamingDistribution, exact_distribution
 from kvreplay.engine.records import RequestRecord, SharedGaps
 from kvreplay.engine.result import RunFacts, RunResult
+from kvreplay.engine.row_fields import per_request_row as per_request_row  # re-exported
+from kvreplay.engine.row_fields import uuid_for as uuid_for  # re-exported
 from kvreplay.engine.simtime import NS_PER_MS
 from kvreplay.schema.sla import Sla as Sla  # re-exported: report callers name it here
 from kvreplay.schema.version import VERSION
 
 REPORT_VERSION = 1
-PD_TIMES = ("prefill_admit_ms", "source_held_ms", "destination_reserved_ms",
-            "destination_activated_ms", "decode_admit_ms", "source_released_ms")
 
 
 class ReportError(ValueError):
@@ -65,12 +65,6 @@ class ReportFacts:
     meta: Mapping[str, Any] = attrs.field(factory=dict)
 
 
-def uuid_for(ordinal: int) -> str:
-    """The request's uuid: the 128-bit number ordinal + 1, like the reference's replay fixtures."""
-    digits = f"{ordinal + 1:032x}"
-    return f"{digits[:8]}-{digits[8:12]}-{digits[12:16]}-{digits[16:20]}-{digits[20:]}"
-
-
 def _check_gaps(record: RequestRecord, produced: int, negative: bool) -> None:
     """A record holds output_length - 1 token gaps (a core bug otherwise)."""
     expected = max(record.output_length - 1, 0)
@@ -100,12 +94,6 @@ def _fold_gaps(record: RequestRecord, gaps: dict[float, int],
     output = record.output_length
     if negative or produced != (output - 1 if output > 1 else 0):
         _check_gaps(record, produced, negative)
-
-
-def _mean_tpot(record: RequestRecord) -> float | None:
-    if record.output_length < 2 or record.first_token_ms is None or record.last_token_ms is None:
-        return None
-    return max(record.last_token_ms - record.first_token_ms, 0.0) / (record.output_length - 1)
 
 
 class SummaryAccumulator:
@@ -181,7 +169,7 @@ class SummaryAccumulator:
                 if second is not None:
                     ttst = second - first
                     ttsts(0.0 if ttst < 0.0 else ttst)
-                if r.output_length >= 2:  # _mean_tpot
+                if r.output_length >= 2:  # the row's itl_ms
                     span = last - first
                     tpots((0.0 if span < 0.0 else span) / (r.output_length - 1))
         finally:
@@ -345,55 +333,6 @@ def _billing(facts: ReportFacts, duration_s: float) -> dict[str, Any]:
         "gpu_hours": (prefill_ws * facts.prefill_gpus_per_worker
                       + decode_ws * facts.decode_gpus_per_worker) / 3600.0,
     }
-
-
-def per_request_row(r: RequestRecord) -> dict[str, Any]:
-    """One terminal request as the report lists it."""
-    host_tier = r.first_admission_g1_reused_input_tokens is not None
-    first, second, last = r.first_token_ms, r.second_token_ms, r.last_token_ms
-    row: dict[str, Any] = {
-        "uuid": uuid_for(r.ordinal),
-        "request_id": r.request_id or None,
-        **({"play_id": r.play_id, "agentic": dict(r.agentic)} if r.agentic is not None else {}),
-        **({"agentic_phase": r.agentic_phase} if r.agentic_phase is not None else {}),
-        "session_id": r.session_id,
-        "turn_index": r.turn_index,
-        "arrival_time_ms": r.arrival_time_ms,
-        "dispatched_at_ms": r.dispatched_at_ms,
-        "first_admit_ms": r.first_admit_ms,
-        "first_token_ms": first,
-        "last_token_ms": last,
-        "terminal_time_ms": r.terminal_time_ms,
-        "ttft_ms": None if first is None else max(first - r.arrival_time_ms, 0.0),
-        "ttst_ms": None if first is None or second is None else max(second - first, 0.0),
-        "e2e_latency_ms": None if last is None else max(last - r.arrival_time_ms, 0.0),
-        "itl_ms": _mean_tpot(r),
-        "input_length": r.input_length,
-        "output_length": r.output_length,
-        "requested_output_length": r.requested_output_length,
-        "reused_input_tokens": r.reused_input_tokens,
-        "decode_reused_input_tokens": r.decode_reused_input_tokens,
-        "admission_count": len(r.admission_history),
-        "readmission_count": r.readmission_count,
-        "admission_history": [_admission(a.to_dict()) for a in r.admission_history],
-        "routing_history": [d.to_dict() for d in r.routing_history],
-        "terminal_status": r.terminal_status,
-    }
-    for name in PD_TIMES:
-        row[name] = getattr(r, name)
-    if host_tier:
-        row["first_admission_g1_reused_input_tokens"] = r.first_admission_g1_reused_input_tokens
-        row["first_admission_host_reused_input_tokens"] = (
-            r.first_admission_host_reused_input_tokens)
-    return row
-
-
-def _admission(entry: dict[str, Any]) -> dict[str, Any]:
-    """The g1/host split exists only for a first admission into a pool with G2."""
-    if entry.get("g1_reused_input_tokens") is None:
-        entry.pop("g1_reused_input_tokens", None)
-        entry.pop("host_reused_input_tokens", None)
-    return entry
 
 
 def build_report(records: Iterable[RequestRecord], facts: ReportFacts, *,

@@ -8,8 +8,8 @@ Each row shape (host tier or not, agentic or not, with or without a warmup phase
 with or without the G1/host split; the common row's single admission and routing decision
 inlined) has a template: the fixed text of the shape (keys, brackets, indentation), made once by
 printing a skeleton of the shape through `canonical_json` itself, so the layout cannot drift
-from the reference encoder. The values are filled in by a function
-generated for the shape from the field table below: each value is printed inline as
+from the reference encoder. The values are filled in by a function generated for the shape from
+the field tables of engine/row_fields.py (`per_request_row`'s own): each value is printed inline as
 `canonical_json` prints it (an exact float by `float.__repr__` once it is known finite, an exact
 int by `int.__repr__`, a str by `json.encoder.encode_basestring`, None as null), anything else
 by `canonical_json` itself. A value the fast path cannot print (a NaN, a nested container where a
@@ -33,7 +33,20 @@ from typing import Any
 
 from kvreplay.engine.canonical_json import canonical_json
 from kvreplay.engine.records import Admission, RequestRecord, RoutingDecision
-from kvreplay.engine.report import ReportError, per_request_row, uuid_for
+from kvreplay.engine.report import ReportError
+from kvreplay.engine.row_fields import (
+    ADMISSION as _ADMISSION,
+)
+from kvreplay.engine.row_fields import (
+    ROUTE as _ROUTE,
+)
+from kvreplay.engine.row_fields import (
+    ROW,
+    ROW_TIMES,
+    Field,
+    per_request_row,
+    uuid_for,
+)
 
 ROW_INDENT = " " * 4  # a row is an item of the top-level object's list
 _MARK = "\x00"  # a skeleton's value: printed "\u0000", which no key or fixed text holds
@@ -51,85 +64,17 @@ _KINDS = {
     "text": "{v}",  # already printed
 }
 
-# (key, expression, kind, the shape flag it needs): `per_request_row`'s fields, computed as it
-# computes them, over the record `r`; `first`, `second`, `last`, `arrival` are its token and
-# arrival times, `inner` the indentation of a value inside the row. `0.0 if x < 0.0 else x` is
-# `max(x, 0.0)` (the same value and type) without the call. The kinds "admissions" and
-# "routes" are the history lists (tables _ADMISSION over `a` and _ROUTE over `d`).
-Field = tuple[str, str, str, str | None]
-_ROW: tuple[Field, ...] = (
-    ("uuid", "'\"00000000-0000-0000-0000-%012x\"' % (r.ordinal + 1) if type(r.ordinal) is int "
-             "and 0 <= r.ordinal < 0xFFFFFFFFFFFF else _string(uuid_for(r.ordinal))", "text",
-     None),
-    ("request_id", "r.request_id or None", "str", None),
-    ("play_id", "r.play_id", "str", "agentic"),
-    ("agentic", "_nested(dict(r.agentic), inner)", "text", "agentic"),
-    ("agentic_phase", "r.agentic_phase", "str", "phase"),
-    ("session_id", "r.session_id", "str", None),
-    ("turn_index", "r.turn_index", "int", None),
-    ("arrival_time_ms", "arrival", "float", None),
-    ("dispatched_at_ms", "r.dispatched_at_ms", "float", None),
-    ("first_admit_ms", "r.first_admit_ms", "float", None),
-    ("first_token_ms", "first", "float", None),
-    ("last_token_ms", "last", "float", None),
-    ("terminal_time_ms", "r.terminal_time_ms", "float", None),
-    ("ttft_ms", "None if first is None else (0.0 if (x := first - arrival) < 0.0 else x)",
-     "float", None),
-    ("ttst_ms", "None if first is None or second is None "
-                "else (0.0 if (x := second - first) < 0.0 else x)", "float", None),
-    ("e2e_latency_ms", "None if last is None else (0.0 if (x := last - arrival) < 0.0 else x)",
-     "float", None),
-    ("itl_ms", "None if r.output_length < 2 or first is None or last is None "
-               "else (0.0 if (x := last - first) < 0.0 else x) / (r.output_length - 1)",
-     "float", None),
-    ("input_length", "r.input_length", "int", None),
-    ("output_length", "r.output_length", "int", None),
-    ("requested_output_length", "r.requested_output_length", "int", None),
-    ("reused_input_tokens", "r.reused_input_tokens", "int", None),
-    ("decode_reused_input_tokens", "r.decode_reused_input_tokens", "int", None),
-    ("admission_count", "len(r.admission_history)", "int", None),
-    ("readmission_count", "r.readmission_count", "int", None),
-    ("admission_history", "r.admission_history", "admissions", None),
-    ("routing_history", "r.routing_history", "routes", None),
-    ("terminal_status", "r.terminal_status", "str", None),
-    ("prefill_admit_ms", "r.prefill_admit_ms", "float", None),
-    ("source_held_ms", "r.source_held_ms", "float", None),
-    ("destination_reserved_ms", "r.destination_reserved_ms", "float", None),
-    ("destination_activated_ms", "r.destination_activated_ms", "float", None),
-    ("decode_admit_ms", "r.decode_admit_ms", "float", None),
-    ("source_released_ms", "r.source_released_ms", "float", None),
-    ("first_admission_g1_reused_input_tokens", "r.first_admission_g1_reused_input_tokens",
-     "int", "host"),
-    ("first_admission_host_reused_input_tokens", "r.first_admission_host_reused_input_tokens",
-     "int", "host"),
-)
-_ROW_TIMES = ("first = r.first_token_ms", "second = r.second_token_ms",
-              "last = r.last_token_ms", "arrival = r.arrival_time_ms")
-
-# Admission.to_dict() (with the G1/host split only when g1 is known: report._admission) and
-# RoutingDecision.to_dict().
-_ADMISSION: tuple[Field, ...] = (
-    ("admission_ordinal", "a.admission_ordinal", "int", None),
-    ("at_ms", "a.at_ms", "float", None),
-    ("g1_reused_input_tokens", "a.g1_reused_input_tokens", "int", "split"),
-    ("host_reused_input_tokens", "a.host_reused_input_tokens", "int", "split"),
-    ("is_readmission", "a.is_readmission", "bool", None),
-    ("pool", "a.pool", "str", None),
-    ("pool_admission_ordinal", "a.pool_admission_ordinal", "int", None),
-    ("reused_input_tokens", "a.reused_input_tokens", "int", None),
-)
-_ROUTE: tuple[Field, ...] = (
-    ("best_available_overlap_blocks", "d.best_available_overlap_blocks", "int", None),
-    ("dp_rank", "d.dp_rank", "int", None),
-    ("logical_worker_id", "d.logical_worker_id", "int", None),
-    ("outcome", "d.outcome", "str", None),
-    ("pool", "d.pool", "str", None),
-    ("queue_entered_at_ms", "d.queue_entered_at_ms", "float", None),
-    ("queue_wait_ms", "d.queue_wait_ms", "float", None),
-    ("reported_overlap_tokens", "d.reported_overlap_tokens", "int", None),
-    ("scheduler_id", "d.scheduler_id", "int", None),
-    ("selected_overlap_blocks", "d.selected_overlap_blocks", "int", None),
-)
+# How the printers print the two values they do not print as their kind: the uuid straight from
+# the ordinal (without building the str first), the agentic mapping at a row value's indentation.
+_PRINTED = {
+    "uuid": ("'\"00000000-0000-0000-0000-%012x\"' % (r.ordinal + 1) if type(r.ordinal) is int "
+             "and 0 <= r.ordinal < 0xFFFFFFFFFFFF else _string(uuid_for(r.ordinal))"),
+    "agentic": "_nested(dict(r.agentic), inner)",
+}
+_ROW: tuple[Field, ...] = tuple(
+    (key, _PRINTED[key], "text", flag) if key in _PRINTED else (key, expression, kind, flag)
+    for key, expression, kind, flag in ROW)
+_ROW_TIMES = ROW_TIMES
 # A history kind: its entry table, and the printer of a whole list (its entries one by one).
 _HISTORIES = {"admissions": (_ADMISSION, "_admissions"), "routes": (_ROUTE, "_routes")}
 
