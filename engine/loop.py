@@ -103,6 +103,9 @@ class Simulation:
         self.kv_pending: dict[tuple[str, int, int], int] = {}
         self.host = (HostRuntime(self, self.pools, self.identities, workload.dense_tokens)
                      if has_host else None)
+        if self.host is not None:
+            for prompt in workload.token_order():
+                self.host.observe_prompt(prompt)
         self.handoff = (None if self.aggregated else
                         Handoff(self, self.pools[0], self.pools[1], cfg.handoff_latency_ms))
         self._release_state(workload)

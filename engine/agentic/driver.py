@@ -247,6 +247,9 @@ class AgenticWorkload:
     def bind(self, host: Host) -> None:
         self.host = host
 
+    def token_order(self) -> tuple[()]:
+        return ()  # its token values already are dense ids
+
     def at_instant(self, now: float) -> bool:
         """Feedback, the barrier, profile deadlines; True stops the run (profile finished)."""
         if self._feedback:

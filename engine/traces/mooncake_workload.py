@@ -20,6 +20,7 @@ its predecessor ends. Pending state is bounded by the sessions in flight, whatev
 from __future__ import annotations
 
 import heapq
+from collections.abc import Iterator
 from typing import BinaryIO
 
 from kvreplay.engine.traces.errors import WorkloadError
@@ -106,6 +107,13 @@ class MooncakeWorkload(HeapReleases):
         session.row = following
         session.turn += 1
         self._push(now_ms + gap / self._speedup, session, row)
+
+    def token_order(self) -> Iterator[Runs]:
+        """Each replayed row's own prompt runs, in file order (the reference numbers trace
+        token values in that order, whatever order the rows arrive in)."""
+        for row_index in range(self._index.rows):
+            row = self._read(row_index)
+            yield runs_from_hash_ids(row.hash_ids, self._block_size, row.input_length)
 
     def exhausted(self) -> bool:
         done = (self._cursor >= len(self._order) and self._peeked is None and not self._heap

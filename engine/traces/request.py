@@ -16,7 +16,7 @@ report's uuid is ordinal + 1.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, Protocol
 
 
@@ -134,6 +134,12 @@ class Workload(Protocol):
         """True: prompt token values are small dense ids (G2 hashes them as they are)."""
         ...
 
+    def token_order(self) -> Iterable[tuple[tuple[int, int], ...]]:
+        """Prompts whose token values the reference interns before any request runs, in its
+        order (a trace's rows in file order); G2's tie-break hashes number token values so.
+        Empty: values are numbered as prompts arrive."""
+        ...
+
     @property
     def acts_at_instants(self) -> bool:
         """True: `at_instant` is called at the end of every instant, the next release may move
@@ -176,6 +182,9 @@ class WorkloadDefaults:
 
     def bind(self, host: Host) -> None:
         pass
+
+    def token_order(self) -> Iterable[tuple[tuple[int, int], ...]]:
+        return ()
 
     def at_instant(self, now_ms: float) -> bool:
         return False
