@@ -111,9 +111,10 @@ class MooncakeWorkload(HeapReleases):
     def token_order(self) -> Iterator[Runs]:
         """Each replayed row's own prompt runs, in file order (the reference numbers trace
         token values in that order, whatever order the rows arrive in)."""
-        for row_index in range(self._index.rows):
-            row = self._read(row_index)
-            yield runs_from_hash_ids(row.hash_ids, self._block_size, row.input_length)
+        with self._reopen() as stream:
+            for row_index in range(self._index.rows):
+                row = self._read(row_index, stream)
+                yield runs_from_hash_ids(row.hash_ids, self._block_size, row.input_length)
 
     def exhausted(self) -> bool:
         done = (self._cursor >= len(self._order) and self._peeked is None and not self._heap
@@ -197,16 +198,22 @@ class MooncakeWorkload(HeapReleases):
         heapq.heappush(self._heap, (at, session.key, session.turn, request, session))
         self.peak_pending = max(self.peak_pending, len(self._heap))
 
-    def _read(self, row_index: int) -> MooncakeRow:
+    def _reopen(self) -> BinaryIO:
         index = self._index
-        if self._stream is None:
-            try:
-                self._stream = open_regular(index.path)  # kept open across calls
-            except OSError as exc:
-                raise WorkloadError([diag("TRACE-PATH", f"cannot reopen the trace file: "
-                                          f"{exc.strerror or exc}", file=index.display)]) from None
-        self._stream.seek(index.offsets[row_index])
-        raw = self._stream.readline()
+        try:
+            return open_regular(index.path)
+        except OSError as exc:
+            raise WorkloadError([diag("TRACE-PATH", f"cannot reopen the trace file: "
+                                      f"{exc.strerror or exc}", file=index.display)]) from None
+
+    def _read(self, row_index: int, stream: BinaryIO | None = None) -> MooncakeRow:
+        index = self._index
+        if stream is None:
+            if self._stream is None:
+                self._stream = self._reopen()  # kept open across calls
+            stream = self._stream
+        stream.seek(index.offsets[row_index])
+        raw = stream.readline()
         line = index.lines[row_index]
         try:
             _, obj = decode_object(raw, first_line=index.offsets[row_index] == 0)
