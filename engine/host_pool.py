@@ -78,8 +78,9 @@ class HostStats:
 
 
 class HostPool:
-    __slots__ = ("block_bytes", "capacity", "clients", "entries", "hash_of", "index", "lru",
-                 "next_id", "pins", "published", "shared", "stats", "timeline", "transfers")
+    __slots__ = ("block_bytes", "capacity", "clients", "entries", "evicted", "hash_of", "index",
+                 "lru", "next_id", "pins", "published", "shared", "stats", "timeline",
+                 "transfers")
 
     def __init__(self, index: int, capacity: int, block_bytes: int, shared: bool,
                  hash_of: Callable[[int], int]) -> None:
@@ -96,6 +97,7 @@ class HostPool:
         self.transfers: dict[int, Transfer] = {}  # not yet physically complete
         self.stats = HostStats()
         self.published = False  # router events queued on a client since the runtime looked
+        self.evicted = False  # a reservation evicted entries since the runtime looked
         self.timeline: HostTimeline | None = None  # the run's traffic over time (host_runtime.py)
 
     # -- queries ---------------------------------------------------------------------------------
@@ -159,6 +161,7 @@ class HostPool:
                 del entries[key]
                 del lru[key]
             self.stats.evicted_blocks += len(victims)
+            self.evicted = True
             self._publish(REMOVED, victims)
         transfer = Transfer(self.next_id, STORE, missing, owner)
         self.next_id += 1

@@ -111,7 +111,21 @@ class HostRuntime:
             client = rank.host
             if client is not None and client.outbox:
                 self._flush(client)
+        shared = self.shared
+        if shared is not None and shared.evicted:
+            shared.evicted = False
+            self._wake_waiting(shared)
         self._publish_all()
+
+    def _wake_waiting(self, pool: HostPool) -> None:
+        """Entries left the shared pool: its idle participants with waiting requests try them
+        again at once, as their host hits may be gone (the reference admits then)."""
+        woken: set[int] = set()
+        for client in pool.clients:
+            worker = self.worker_of[id(client.rank)]
+            if not worker.busy and worker.gid not in woken and worker.has_work():
+                woken.add(worker.gid)
+                self.port.wake(worker)
 
     def at_boundary(self, worker: Worker) -> None:
         """The worker's pass ended: every rank ticks, submits its stores, ticks again."""
