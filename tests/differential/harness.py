@@ -105,6 +105,15 @@ def generate(kind: str, seed: int) -> dict[str, Any]:
         for role in ("prefill", "decode"):
             scn[role].update({"kv_transfer_bytes_per_token": 250000,
                               "kv_transfer_bandwidth": rng.choice([0.5, 1.0, 4.0])})
+        if kind == "pd-dp":
+            # Each role's attention DP (1 on one side at most), its transfer timing mode and
+            # bandwidth (none: no delay), drawn on their own.
+            scn["prefill_dp"], scn["decode_dp"] = rng.choice(
+                [(scn["dp"], scn["dp"]), (scn["dp"], 1), (1, scn["dp"]), (2, 3), (3, 2)])
+            for role in ("prefill", "decode"):
+                scn[role]["kv_transfer_timing_mode"] = rng.choice(["full_prompt",
+                                                                   "destination_missing"])
+                scn[role]["kv_transfer_bandwidth"] = rng.choice([None, 0.25, 0.5, 1.0, 4.0])
     else:
         scn["rank"] = rank()
         scn["workers"] = 1 if kind == "kv-queue" else rng.choice([1, 1, 2, 3])
@@ -311,6 +320,11 @@ def _agentic_rows(rng: random.Random, bs: int, blocks: int) -> list[dict[str, An
     return rows
 
 
+def role_dp(scn: dict[str, Any], worker_type: str) -> int:
+    """A role's attention DP: its own (`prefill_dp`, `decode_dp`) or the scenario's."""
+    return int(scn.get(f"{worker_type}_dp", scn["dp"]))
+
+
 def write_trace(scn: dict[str, Any], path: Path) -> None:
     with path.open("w") as f:
         if "header" in scn:
@@ -322,7 +336,8 @@ def write_trace(scn: dict[str, Any], path: Path) -> None:
 def native_document(scn: dict[str, Any], trace: str) -> dict[str, Any]:
     """The kvreplay native document of a scenario."""
     def role(rank: dict[str, Any], worker_type: str) -> dict[str, Any]:
-        return {"dp_size": scn["dp"], "tensor_parallel_size": 1, "speculation": None,
+        return {"dp_size": role_dp(scn, worker_type), "tensor_parallel_size": 1,
+                "speculation": None,
                 "rank": {**rank, "worker_type": worker_type}}
 
     traffic: dict[str, Any] = {
@@ -401,8 +416,10 @@ def run_reference(scn: dict[str, Any]) -> dict[str, Any]:
                                       extra_engine_args={"engine": scn["rank"], "dp_size": dp},
                                       num_workers=scn["workers"], **kwargs)
         else:
-            prefill = {"engine": {**scn["prefill"], "worker_type": "prefill"}, "dp_size": dp}
-            decode = {"engine": {**scn["decode"], "worker_type": "decode"}, "dp_size": dp}
+            prefill = {"engine": {**scn["prefill"], "worker_type": "prefill"},
+                       "dp_size": role_dp(scn, "prefill")}
+            decode = {"engine": {**scn["decode"], "worker_type": "decode"},
+                      "dp_size": role_dp(scn, "decode")}
             report = run_trace_replay([str(path)], prefill_engine_args=prefill,
                                       decode_engine_args=decode,
                                       num_prefill_workers=scn["prefill_workers"],
@@ -633,7 +650,8 @@ def shrink(scn: dict[str, Any], still_fails: Callable[[dict[str, Any]], bool],
                 cand = copy.deepcopy(best)
                 cand["rows"][i]["output_length"] = 1
                 changed |= attempt(cand)
-        for key in ("workers", "prefill_workers", "decode_workers", "dp"):
+        for key in ("workers", "prefill_workers", "decode_workers", "dp", "prefill_dp",
+                    "decode_dp"):
             if best.get(key, 1) > 1:
                 cand = copy.deepcopy(best)
                 cand[key] -= 1
