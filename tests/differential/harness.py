@@ -347,6 +347,8 @@ def native_document(scn: dict[str, Any], trace: str) -> dict[str, Any]:
         traffic = synthetic_traffic(scn["synthetic"])
     if "header" in scn:
         traffic["agentic_lanes"] = scn.get("agentic_lanes")
+    if "speedup" in scn:
+        traffic["speedup"] = scn["speedup"]
     placement: dict[str, Any] = {"provider": "round_robin", "config": None}
     if "router" in scn:
         placement = {"provider": scn.get("router_mode", "kv_router"),
@@ -401,11 +403,18 @@ def run_reference(scn: dict[str, Any]) -> dict[str, Any]:
 
             knobs = scn["router"]
             kwargs["router_mode"] = scn.get("router_mode", "kv_router")
+            weights = {k: knobs[k] for k in ("overlap_score_credit", "prefill_load_scale",
+                                             "host_cache_hit_weight") if k in knobs}
             kwargs["router_config"] = KvRouterConfig(
                 router_queue_threshold=knobs.get("queue_threshold"),
                 router_queue_policy=knobs.get("queue_policy", "fcfs"),
                 overlap_score_credit_decay=knobs.get("overlap_score_credit_decay", 0.0),
-                decode_active_request_weight=knobs.get("decode_active_request_weight", 0.0))
+                decode_active_request_weight=knobs.get("decode_active_request_weight", 0.0),
+                **weights)
+            if "kv_event_lag_ms" in knobs:
+                kwargs["kv_event_lag_ms"] = knobs["kv_event_lag_ms"]
+        if "speedup" in scn:
+            kwargs["arrival_speedup_ratio"] = scn["speedup"]
         if scn.get("max_sim_time_ms") is not None:
             kwargs["max_sim_time_ms"] = scn["max_sim_time_ms"]
         if "header" in scn:
