@@ -336,7 +336,7 @@ def write_trace(scn: dict[str, Any], path: Path) -> None:
 def native_document(scn: dict[str, Any], trace: str) -> dict[str, Any]:
     """The kvreplay native document of a scenario."""
     def role(rank: dict[str, Any], worker_type: str) -> dict[str, Any]:
-        return {"dp_size": role_dp(scn, worker_type), "tensor_parallel_size": 1,
+        return {"dp_size": role_dp(scn, worker_type), "tensor_parallel_size": scn.get("tp", 1),
                 "speculation": None,
                 "rank": {**rank, "worker_type": worker_type}}
 
@@ -422,7 +422,8 @@ def run_reference(scn: dict[str, Any]) -> dict[str, Any]:
         dp = scn["dp"]
         if "rank" in scn:
             report = run_trace_replay([str(path)],
-                                      extra_engine_args={"engine": scn["rank"], "dp_size": dp},
+                                      extra_engine_args={"engine": scn["rank"], "dp_size": dp,
+                                                         "tensor_parallel_size": scn.get("tp", 1)},
                                       num_workers=scn["workers"], **kwargs)
         else:
             prefill = {"engine": {**scn["prefill"], "worker_type": "prefill"},

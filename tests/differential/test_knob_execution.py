@@ -3,10 +3,11 @@
 A probe is one field on a small hand-made scenario, run at a base value and at a probe value:
 kvreplay's per-request figures must move (the field is executed, not only carried), and with the
 reference installed both engines give the same figures at both values (so the same direction
-and amount; harness.compare, request by request). Fields probed elsewhere name their test;
-fields of features the engine does not execute yet are pending with their issue; the rest are no
-replay input (their reason is in kvreplay.knobs). `test_every_knob_is_classified` keeps the
-tables complete: a new knob must be probed, pending or explained.
+and amount; harness.compare, request by request). An inert field (accepted, read by neither
+engine's timing) is probed for moving nothing on both sides. Fields probed elsewhere name their
+test; fields of features the engine does not execute yet are pending with their issue; the rest
+are no replay input (with the reason), or listed as not probed yet.
+`test_every_knob_is_classified` keeps the tables complete: a new knob must be classified.
 """
 
 from __future__ import annotations
@@ -140,6 +141,14 @@ PROBES: list[Probe] = [
      lambda: routed({"kv_event_lag_ms": 50.0}, ROUTER_ROWS)),
 ]
 
+# Accepted and executed by both engines without changing a figure (a probe shows both unmoved).
+INERT: list[Probe] = [
+    # Tensor parallelism sizes a worker's GPUs for cost models; fixed and polynomial timing (the
+    # engine's two) do not read it, in either engine.
+    ("role.tensor_parallel_size", lambda: agg(timing_model={"type": "polynomial"}),
+     lambda: {**agg(timing_model={"type": "polynomial"}), "tp": 4}),
+]
+
 # Probed by another test of the suite, on both engines.
 PROBED_ELSEWHERE: dict[str, str] = {
     "router.overlap_score_credit_decay":
@@ -183,8 +192,6 @@ PENDING: dict[str, int] = {
 
 # Exposed knobs that are no input of the replay's figures, or that carry other rows.
 NOT_REPLAY_INPUTS: dict[str, str] = {
-    "role.tensor_parallel_size": "sizes a worker's GPUs for cost figures; fixed and "
-                                 "polynomial timing (the engine's models) do not read it",
     "role.num_gpu_blocks_is_explicit": "whether the rank names its block count (the native "
                                        "reader's bookkeeping), not a setting",
     "replay.extra_engine_args": "the aggregated role's engine args: its fields are the rank.* "
@@ -265,10 +272,28 @@ def test_each_probed_field_changes_the_reference_the_same_way(probe: Probe) -> N
     assert _figures(harness.run_reference(base())) != _figures(harness.run_reference(changed()))
 
 
+@pytest.mark.parametrize("probe", INERT, ids=_ids)
+def test_each_inert_field_leaves_kvreplays_replay(probe: Probe) -> None:
+    """The field is accepted and no per-request figure moves."""
+    _, base, changed = probe
+    assert _figures(harness.run_kvreplay(base())) == _figures(harness.run_kvreplay(changed()))
+
+
+@pytest.mark.reference
+@pytest.mark.parametrize("probe", INERT, ids=_ids)
+def test_each_inert_field_leaves_the_reference_too(probe: Probe) -> None:
+    """The reference accepts it, moves no figure either, and agrees with kvreplay."""
+    _reference_installed()
+    _, base, changed = probe
+    ref = harness.run_reference(changed())
+    assert harness.compare(ref, harness.run_kvreplay(changed())) == []
+    assert _figures(harness.run_reference(base())) == _figures(ref)
+
+
 def test_every_knob_is_classified() -> None:
     """Each knob of kvreplay.knobs is probed (here or elsewhere), pending with its issue, no
     replay input, or listed as not probed yet; never two of these."""
-    probed = {name for name, _, _ in PROBES}
+    probed = {name for name, _, _ in PROBES + INERT}
     tables = [probed, set(PROBED_ELSEWHERE), set(PENDING), set(NOT_REPLAY_INPUTS),
               set(UNPROBED)]
     classified = set().union(*tables)
