@@ -129,6 +129,8 @@ PROBES: list[Probe] = [
      lambda: pd(decode_workers=2, num_gpu_blocks=6)),
     ("replay.max_sim_time_ms", agg, lambda: {**agg(), "max_sim_time_ms": 10.0}),
     ("replay.arrival_speedup_ratio", agg, lambda: {**agg(), "speedup": 2.0}),
+    # 8-token hash blocks on 4-token ranks: the fourth prompt's third block is shared now.
+    ("replay.trace_block_size", agg, lambda: {**agg(), "block_size": 8}),
     ("replay.trace_format", lambda: agg(TURN_ROWS),
      lambda: {**agg(TURN_ROWS), "trace_format": "mooncake-delta"}),
     ("replay.router_mode", lambda: {**routed({}, ROUTER_ROWS), "router_mode": "round_robin"},
@@ -214,8 +216,6 @@ UNPROBED: dict[str, str] = {
                                           "(tests/engine_io)",
     "replay.trace_shared_prefix_ratio": "trace-driven synthetic prefixes: no probe yet",
     "replay.trace_num_prefix_groups": "trace-driven synthetic prefixes: no probe yet",
-    "replay.trace_block_size": "every differential kind replays 4-token trace blocks on "
-                               "4-token ranks; no probe changes it yet",
     # A probe found this one differing: a second turn of 10 new tokens after a 10 + 3 token
     # first turn is a 10-token prompt with no reuse in the reference, a 23-token prompt
     # reusing 8 here (kvreplay's sessions grow by their history; docs/engine.md).
