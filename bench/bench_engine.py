@@ -3,8 +3,8 @@
     python bench/bench_engine.py [--regimes a,b] [--rows N] [--repeat N] [--scaling]
                                  [--trace PATH] [--ref-python PATH]
 
-Every regime replays the Mooncake conversation trace (all 12,031 rows unless `--rows N` keeps the
-first N; hash ids are 512-token blocks) on vLLM ranks of 1000 GPU blocks x 512 tokens:
+The 12k regimes replay the Mooncake conversation trace (all 12,031 rows unless `--rows N` keeps
+the first N; hash ids are 512-token blocks) on vLLM ranks of 1000 GPU blocks x 512 tokens:
 
     fixed-rr   8 aggregated workers, fixed timing 20 ms prefill / 5 ms decode, round robin
     fixed-kv   fixed-rr with kv_router placement (default router settings)
@@ -17,6 +17,17 @@ first N; hash ids are 512-token blocks) on vLLM ranks of 1000 GPU blocks x 512 t
     g2-local   fixed-rr plus G2 host offload per rank (4,000 host blocks, 32 GB/s both ways,
                kv_cache_bytes_per_token 131072)
     g2-shared  fixed-rr plus one cluster-shared G2 pool (16,000 host blocks, same links)
+
+The realistic mix (`--regimes mix` runs all nine; each its own regime, their CPU summed at the
+end) is small and mid-size scenarios on the vendored slices of tests/cases/mooncake/ (no shared
+trace needed): mix-poly, mix-g2-local, mix-g2-shared, mix-pd, mix-dp (attention DP 4),
+mix-kv-lag (kv_event_lag_ms 20), mix-agentic (bench_agentic's seeded corpus of 150 plays, 16
+lanes), mix-preempt (300 GPU blocks a worker) and mix-load10x; MIX below says each one's setting.
+
+    overload   one worker, the reference's default rank (16,384 x 64-token blocks, polynomial
+               timing), 20,000 synthetic requests of 1024 in / 128 out at a constant 40 req/s
+               (kvreplay `constant_rate`, reference `run_synthetic_trace_replay(...,
+               arrival_interval_ms=25)`): thousands wait in the one queue
 
 Both engines take the path a user takes. kvreplay: a native JSON document, its traffic section
 read by `workload_from_traffic`, `run_native`, then `report_from_run`. Reference:
@@ -35,6 +46,7 @@ expected). `--scaling` adds kvreplay's CPU cost per request at 2k, 4k, 8k and 12
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import os
 import statistics
@@ -69,11 +81,19 @@ class Regime:
     speedup: float = 1.0
     disaggregated: bool = False
     host: dict[str, Any] | None = None
+    source: str = "conversation"  # a key of SOURCES: the trace (or synthetic traffic) replayed
+    rows: int = 0  # the first N rows of a vendored slice (0: all of it)
+    workers: int = WORKERS
+    dp: int = 1
+    blocks: int = 1000
+    block: int = BLOCK
+    lag_ms: float | None = None  # the KV router's kv_event_lag_ms
+    lanes: int | None = None  # agentic lanes (source "agentic")
 
     def rank(self, worker_type: str | None) -> dict[str, Any]:
         """The engine settings of one rank (`worker_type` None: leave the field out)."""
-        out: dict[str, Any] = {"backend": "vllm", "block_size": BLOCK, "num_gpu_blocks": 1000,
-                               "timing_model": dict(self.timing)}
+        out: dict[str, Any] = {"backend": "vllm", "block_size": self.block,
+                               "num_gpu_blocks": self.blocks, "timing_model": dict(self.timing)}
         if self.disaggregated:
             out.update(kv_cache_bytes_per_token=BYTES_PER_TOKEN,
                        kv_transfer_bytes_per_token=BYTES_PER_TOKEN, kv_transfer_bandwidth=25.0)
@@ -103,6 +123,55 @@ REGIMES = {r.name: r for r in (
                  **HOST_LINKS}),
 )}
 
+# The realistic mix: small and mid-size scenarios of the kinds users run, each on a vendored
+# slice (tests/cases/mooncake/, 512-token hash blocks) or, for agentic plays, on
+# bench_agentic's seeded corpus (no vendored agentic trace is that large).
+CONV, SYNTH = "conv-slice", "synth-slice"
+G2_RANK = {"num_host_blocks": 2000, **HOST_LINKS}
+MIX = [
+    Regime("mix-poly", "conversation slice 2,000 rows, 4 workers, polynomial timing, round "
+           "robin", timing={"type": "polynomial"}, source=CONV, workers=4),
+    Regime("mix-g2-local", "conversation slice 2,000 rows, 4 workers, fixed 20/5 ms, round "
+           "robin, G2 per rank 2,000 host blocks", source=CONV, workers=4, host=G2_RANK),
+    # round robin: with kv_router, the reference fails on this slice ("placement policy error:
+    # failed to apply replay KV event ... removed")
+    Regime("mix-g2-shared", "conversation slice 2,000 rows, 4 workers, polynomial, round robin, "
+           "G2 cluster-shared 8,000 host blocks", source=CONV, workers=4,
+           timing={"type": "polynomial"},
+           host={"scope": "cluster_shared", "num_host_blocks": 8000, "kv_layout_id": "bench",
+                 **HOST_LINKS}),
+    Regime("mix-pd", "conversation slice 2,000 rows, 2 prefill + 2 decode, fixed 20/5 ms, "
+           "KV transfer 25 GB/s", source=CONV, workers=4, disaggregated=True),
+    Regime("mix-dp", "synthetic slice 1,000 rows, 2 workers x attention DP 4, fixed 20/5 ms, "
+           "round robin", source=SYNTH, workers=2, dp=4),
+    Regime("mix-kv-lag", "conversation slice 2,000 rows, 4 workers, fixed 20/5 ms, kv_router "
+           "with kv_event_lag_ms 20", source=CONV, workers=4, router="kv_router", lag_ms=20.0),
+    Regime("mix-agentic", "bench_agentic corpus 150 plays (about 1.5k requests), 16 lanes, 2 "
+           "workers x 2,000 blocks of 64 tokens, fixed 20/5 ms, round robin", source="agentic",
+           workers=2, blocks=2000, block=64, lanes=16),
+    Regime("mix-preempt", "conversation slice first 1,000 rows, 2 workers x 300 GPU blocks "
+           "(preemption), fixed 20/5 ms, round robin", source=CONV, rows=1000, workers=2,
+           blocks=300),
+    Regime("mix-load10x", "synthetic slice 1,000 rows, 4 workers, polynomial, round robin, "
+           "arrivals 10x faster", source=SYNTH, workers=4, speedup=10.0,
+           timing={"type": "polynomial"}),
+]
+AGENTIC_PLAYS = 150
+AGENTIC_MODEL = "agent-model"  # bench_agentic's model name
+# Overload: one worker far past its capacity (the reference's own default rank: 64-token blocks,
+# 16,384 of them, polynomial timing); 20,000 synthetic requests of 1024 in / 128 out tokens at a
+# constant 40 req/s (kvreplay `constant_rate`, the reference's `arrival_interval_ms=25`): the
+# queue grows to thousands waiting.
+OVERLOAD = Regime("overload", "1 vLLM worker, 16,384 x 64-token blocks, polynomial timing; "
+                  "synthetic 1024 in / 128 out, 40 req/s constant, 20,000 requests",
+                  timing={"type": "polynomial"}, source="synthetic", workers=1, blocks=16384,
+                  block=64)
+SYNTHETIC = {"input_tokens": 1024, "output_tokens": 128, "requests": 20000, "rate": 40.0}
+REGIMES.update({r.name: r for r in (*MIX, OVERLOAD)})
+GROUPS = {"mix": [r.name for r in MIX]}
+VENDORED = {CONV: REPO / "tests" / "cases" / "mooncake" / "conversation_trace-head2000.jsonl.gz",
+            SYNTH: REPO / "tests" / "cases" / "mooncake" / "synthetic_trace-head1000.jsonl.gz"}
+
 
 # -- children: one replay each, its report's sanity figures as JSON on stdout -------------------
 
@@ -116,28 +185,46 @@ def sanity(summary: dict[str, Any]) -> dict[str, Any]:
 def native_document(regime: Regime, trace: Path) -> dict[str, Any]:
     """kvreplay's native document of a regime (the shapes of tests/differential/harness.py)."""
     def role(worker_type: str) -> dict[str, Any]:
-        return {"dp_size": 1, "tensor_parallel_size": 1, "speculation": None,
+        return {"dp_size": regime.dp, "tensor_parallel_size": 1, "speculation": None,
                 "rank": regime.rank(worker_type)}
 
-    traffic: dict[str, Any] = {"source_type": "trace", "trace_format": "mooncake",
-                               "trace_paths": [str(trace)], "load_type": "trace_timestamps",
-                               "trace_block_size": BLOCK}
-    if regime.speedup != 1.0:
-        traffic["speedup"] = regime.speedup
     topology: dict[str, Any]
     engine: dict[str, Any]
     if regime.disaggregated:
-        topology = {"kind": "disaggregated", "prefill": {"initial_workers": WORKERS // 2},
-                    "decode": {"initial_workers": WORKERS // 2}, "handoff_latency_ms": 0.0}
+        half = {"initial_workers": regime.workers // 2}
+        topology = {"kind": "disaggregated", "prefill": half, "decode": dict(half),
+                    "handoff_latency_ms": 0.0}
         engine = {"prefill": role("prefill"), "decode": role("decode")}
     else:
-        topology = {"kind": "aggregated", "workers": {"initial_workers": WORKERS}}
+        topology = {"kind": "aggregated", "workers": {"initial_workers": regime.workers}}
         engine = role("aggregated")
-    return {"spec": {"version": 1, "model": "bench", "topology": topology, "engine": engine,
-                     "adapters": {"placement": {"provider": regime.router, "config": None},
+    config = None if regime.lag_ms is None else {"kv_event_lag_ms": regime.lag_ms}
+    model = AGENTIC_MODEL if regime.source == "agentic" else "bench"
+    return {"spec": {"version": 1, "model": model, "topology": topology, "engine": engine,
+                     "adapters": {"placement": {"provider": regime.router, "config": config},
                                   "scaling": {"provider": "none", "config": None}},
                      "max_sim_time_ms": None, "record_per_request": True, "sla": None},
-            "traffic": traffic}
+            "traffic": native_traffic(regime, trace)}
+
+
+def native_traffic(regime: Regime, trace: Path) -> dict[str, Any]:
+    """The document's traffic section: synthetic, agentic (Weka plays) or a Mooncake trace."""
+    if regime.source == "synthetic":
+        return {"source_type": "synthetic", "input_tokens": SYNTHETIC["input_tokens"],
+                "output_tokens": SYNTHETIC["output_tokens"], "cached_prefix_tokens": 0,
+                "shared_prefix_ratio": 0.0, "num_prefix_groups": 0,
+                "stop_requests": SYNTHETIC["requests"], "load_type": "constant_rate",
+                "request_rate": SYNTHETIC["rate"]}
+    if regime.source == "agentic":
+        return {"source_type": "trace", "trace_format": "weka", "trace_paths": [str(trace)],
+                "load_type": "trace_timestamps", "agentic_lanes": regime.lanes,
+                "weka_nested_timestamp_basis": "absolute"}
+    traffic: dict[str, Any] = {"source_type": "trace", "trace_format": "mooncake",
+                               "trace_paths": [str(trace)], "load_type": "trace_timestamps",
+                               "trace_block_size": regime.block}
+    if regime.speedup != 1.0:
+        traffic["speedup"] = regime.speedup
+    return traffic
 
 
 def child_kvreplay(regime: Regime, trace: Path) -> dict[str, Any]:
@@ -146,8 +233,9 @@ def child_kvreplay(regime: Regime, trace: Path) -> dict[str, Any]:
     from kvreplay.engine.traces import workload_from_traffic
 
     document = native_document(regime, trace)
+    extra = {"model": AGENTIC_MODEL} if regime.source == "agentic" else {}
     workload = workload_from_traffic(document["traffic"], base_dir=str(trace.parent),
-                                     block_size=BLOCK)
+                                     block_size=regime.block, **extra)
     result = run_native(document, workload=workload)
     report = report_from_run(result)
     return {**sanity(report["summary"]), "passes": result.facts.passes,
@@ -156,20 +244,30 @@ def child_kvreplay(regime: Regime, trace: Path) -> dict[str, Any]:
 
 def child_reference(regime: Regime, trace: Path) -> dict[str, Any]:
     os.environ["DYN_LOG"] = "error"
-    from dynamo.replay import run_trace_replay
+    from dynamo.replay import run_synthetic_trace_replay, run_trace_replay
 
-    kwargs: dict[str, Any] = {"router_mode": regime.router, "trace_format": "mooncake",
-                              "trace_block_size": BLOCK, "capture_per_request": True,
-                              "arrival_speedup_ratio": regime.speedup}
+    kwargs: dict[str, Any] = {"router_mode": regime.router, "capture_per_request": True,
+                              "kv_event_lag_ms": regime.lag_ms}
     if regime.disaggregated:
         kwargs.update(
-            prefill_engine_args={"engine": regime.rank("prefill"), "dp_size": 1},
-            decode_engine_args={"engine": regime.rank("decode"), "dp_size": 1},
-            num_prefill_workers=WORKERS // 2, num_decode_workers=WORKERS // 2)
+            prefill_engine_args={"engine": regime.rank("prefill"), "dp_size": regime.dp},
+            decode_engine_args={"engine": regime.rank("decode"), "dp_size": regime.dp},
+            num_prefill_workers=regime.workers // 2, num_decode_workers=regime.workers // 2)
     else:
-        kwargs.update(extra_engine_args={"engine": regime.rank(None), "dp_size": 1},
-                      num_workers=WORKERS)
-    report = run_trace_replay([str(trace)], **kwargs)
+        kwargs.update(extra_engine_args={"engine": regime.rank(None), "dp_size": regime.dp},
+                      num_workers=regime.workers)
+    if regime.source == "synthetic":
+        report = run_synthetic_trace_replay(
+            SYNTHETIC["input_tokens"], SYNTHETIC["output_tokens"], SYNTHETIC["requests"],
+            arrival_interval_ms=1000.0 / SYNTHETIC["rate"], **kwargs)
+    elif regime.source == "agentic":
+        report = run_trace_replay([str(trace)], trace_format="weka", trace_block_size=regime.block,
+                                  execution_model=AGENTIC_MODEL, agentic_lanes=regime.lanes,
+                                  weka_nested_timestamp_basis="absolute", **kwargs)
+    else:
+        report = run_trace_replay([str(trace)], trace_format="mooncake",
+                                  trace_block_size=regime.block,
+                                  arrival_speedup_ratio=regime.speedup, **kwargs)
     return sanity(dict(report.summary))
 
 
@@ -309,23 +407,58 @@ def sanity_lines(regime: Regime, mine: Cell, ref: Cell) -> list[str]:
     return lines
 
 
-def run_regimes(names: list[str], trace: Path, repeat: int, ref_python: str) -> None:
+def trace_for(regime: Regime, conversation: Path, folder: str) -> Path:
+    """The trace file a regime replays, written into `folder` the first time it is asked for
+    (synthetic traffic has none: a path in the folder, never read)."""
+    if regime.source == "conversation":
+        return conversation
+    path = Path(folder) / f"{regime.source}-{regime.rows}.jsonl"
+    if path.exists() or regime.source == "synthetic":
+        return path
+    if regime.source == "agentic":
+        from bench_agentic import corpus
+
+        path.write_text("".join(json.dumps(p, separators=(",", ":")) + "\n"
+                                for p in corpus(AGENTIC_PLAYS)))
+        return path
+    with gzip.open(VENDORED[regime.source], "rt") as f, path.open("w") as out:
+        for _, line in zip(range(regime.rows or sys.maxsize), f, strict=False):
+            out.write(line)
+    return path
+
+
+def run_regimes(names: list[str], conversation: Path, repeat: int, ref_python: str,
+                folder: str) -> None:
     summary: dict[str, dict[str, float] | None] = {}
+    cpu: dict[str, dict[str, tuple[float, float]]] = {}
     for name in names:
+        trace = trace_for(REGIMES[name], conversation, folder)
         runs: dict[str, list[Run]] = {"kvreplay": [], "reference": []}
         for _ in range(repeat):  # alternate the engines, so load drift hits both alike
             runs["kvreplay"].append(spawn(sys.executable, "kvreplay", name, trace))
             runs["reference"].append(spawn(ref_python, "reference", name, trace))
-        summary[name] = print_regime(REGIMES[name], {e: Cell(r) for e, r in runs.items()})
+        cells = {e: Cell(r) for e, r in runs.items()}
+        summary[name] = print_regime(REGIMES[name], cells)
+        if summary[name] is not None:
+            cpu[name] = {e: c.cpu() for e, c in cells.items()}
     print("\nkvreplay / reference, all regimes")
-    print(f"{'regime':<10} {'CPU min':>8} {'CPU med':>8} {'wall min':>9} {'wall med':>9} "
+    print(f"{'regime':<14} {'CPU min':>8} {'CPU med':>8} {'wall min':>9} {'wall med':>9} "
           f"{'RSS':>6}")
     for name, ratios in summary.items():
         if ratios is None:
-            print(f"{name:<10} (a side failed, see above)")
+            print(f"{name:<14} (a side failed, see above)")
             continue
-        print(f"{name:<10} {ratios['cpu_min']:>8.2f} {ratios['cpu_med']:>8.2f} "
+        print(f"{name:<14} {ratios['cpu_min']:>8.2f} {ratios['cpu_med']:>8.2f} "
               f"{ratios['wall_min']:>9.2f} {ratios['wall_med']:>9.2f} {ratios['rss']:>6.2f}")
+    mix = [n for n in GROUPS["mix"] if n in cpu]
+    if len(mix) > 1:
+        print(f"\nrealistic mix, {len(mix)} scenarios, CPU seconds summed (min / median)")
+        for engine in ("kvreplay", "reference"):
+            low, mid = (sum(cpu[n][engine][i] for n in mix) for i in (0, 1))
+            print(f"{engine:<14} {low:>8.2f} {mid:>8.2f}")
+        ratio = [sum(cpu[n]["kvreplay"][i] for n in mix) / sum(cpu[n]["reference"][i]
+                                                                for n in mix) for i in (0, 1)]
+        print(f"{'ratio':<14} {ratio[0]:>8.2f} {ratio[1]:>8.2f}   (kvreplay / reference)")
 
 
 def run_scaling(trace: Path, rows: int, repeat: int, folder: str) -> None:
@@ -364,35 +497,42 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="runs per engine and regime")
     parser.add_argument("--rows", type=int, default=0, help="first N trace rows (0 = all)")
     parser.add_argument("--regimes", default=",".join(REGIMES),
-                        help=f"comma-separated, of {', '.join(REGIMES)} ('' for none)")
+                        help=f"comma-separated, of {', '.join([*REGIMES, *GROUPS])} ('' for none)")
     parser.add_argument("--scaling", action="store_true",
                         help="add kvreplay's cost per request at 2k/4k/8k/all rows")
     parser.add_argument("--child", choices=("kvreplay", "reference"), help=argparse.SUPPRESS)
     args = parser.parse_args()
-    require_trace(args.trace, "bench_engine")
-    names = [n for n in args.regimes.split(",") if n]
+    names = [m for n in args.regimes.split(",") if n for m in GROUPS.get(n, [n])]
     unknown = [n for n in names if n not in REGIMES]
     if unknown:
-        parser.error(f"unknown regime(s) {', '.join(unknown)}; known: {', '.join(REGIMES)}")
+        parser.error(f"unknown regime(s) {', '.join(unknown)}; known: "
+                     f"{', '.join([*REGIMES, *GROUPS])}")
     if args.child:
         run = child_kvreplay if args.child == "kvreplay" else child_reference
         print(json.dumps(run(REGIMES[names[0]], args.trace)))
         return
 
-    with args.trace.open() as f:
-        total = sum(1 for _ in f)
-    rows = min(args.rows, total) if args.rows > 0 else total
+    conversation = args.scaling or any(REGIMES[n].source == "conversation" for n in names)
+    if conversation:
+        require_trace(args.trace, "bench_engine")
+        with args.trace.open() as f:
+            total = sum(1 for _ in f)
+        rows = min(args.rows, total) if args.rows > 0 else total
+        trace_line = (f"{args.trace.name}, first {rows:,} of {total:,} rows, {BLOCK}-token hash "
+                      "blocks (the 12k regimes); ")
+    else:
+        trace_line = ""
     print(f"kvreplay vs reference (ai-dynamo {reference_version(args.ref_python)}): "
-          f"{args.trace.name}, first {rows:,} of {total:,} rows, {BLOCK}-token hash blocks; "
-          f"{args.repeat} run(s) per engine and regime, each a fresh child process")
+          f"{trace_line}{args.repeat} run(s) per engine and regime, each a fresh child process")
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     print(f"The machine is shared ({os.cpu_count()} CPUs, load average {load}): CPU time (user "
           "+ system of the child, from wait4) is the fair comparison; wall time runs from launch "
           "to exit. Ratios are kvreplay / reference (below 1: kvreplay cheaper).")
     with tempfile.TemporaryDirectory() as folder:
-        trace = first_rows(args.trace, rows if rows < total else 0, folder)
+        trace = first_rows(args.trace, rows if rows < total else 0, folder) if conversation \
+            else args.trace
         if names:
-            run_regimes(names, trace, args.repeat, args.ref_python)
+            run_regimes(names, trace, args.repeat, args.ref_python, folder)
         if args.scaling:
             run_scaling(args.trace, rows, args.repeat, folder)
 
