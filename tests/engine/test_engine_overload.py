@@ -1,0 +1,56 @@
+"""An overloaded rank (far more requests waiting than it runs): no pass looks through the waiting
+queue, so a pass costs the same with ten or ten thousand waiting (issue 29's overload regime,
+pinned by counting, never by timing)."""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from engine_support import ListWorkload, native, rank, request
+
+from kvreplay.engine import run_native
+from kvreplay.engine import scheduler as scheduler_module
+
+WAITING = 300
+
+
+class CountingDeque(deque[Any]):
+    """A deque that counts the elements iterated over and how deep remove() had to look."""
+
+    visited = 0
+    depth = 0
+
+    def __iter__(self) -> Iterator[Any]:
+        for item in super().__iter__():
+            CountingDeque.visited += 1
+            yield item
+
+    def remove(self, value: Any) -> None:
+        CountingDeque.depth += self.index(value)
+        super().remove(value)
+
+
+@pytest.mark.parametrize("timing", ["fixed", "polynomial"])
+@pytest.mark.parametrize("host", [False, True])
+def test_an_overloaded_rank_never_scans_its_waiting_queue(
+        timing: str, host: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """300 requests at once on one rank running 2 at a time: every pass admits from the head,
+    and removing the admitted request finds it first (with and without a private G2)."""
+    monkeypatch.setattr(scheduler_module, "deque", CountingDeque)
+    monkeypatch.setattr(CountingDeque, "visited", 0)
+    monkeypatch.setattr(CountingDeque, "depth", 0)
+    overrides: dict[str, Any] = {"max_num_seqs": 2, "num_gpu_blocks": 16,
+                                 "timing_model": {"type": timing}}
+    if timing == "fixed":
+        overrides["timing_model"].update(prefill_ms=2.0, decode_ms=1.0)
+    if host:
+        overrides["native_host_offload"] = {"num_host_blocks": 32, "d2h_bandwidth_gbps": 1.0,
+                                            "h2d_bandwidth_gbps": 1.0}
+    workload = ListWorkload([request(i, 0.0, 8, 3, [i % 7, 100 + i]) for i in range(WAITING)])
+    result = run_native(native(rank(**overrides)), workload=workload)
+    assert sum(1 for r in result.records if r.output_length == 3) == WAITING
+    assert max(r.first_admit_ms or 0.0 for r in result.records) > 0.0  # they did wait
+    assert (CountingDeque.visited, CountingDeque.depth) == (0, 0)
