@@ -8,17 +8,20 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
-from jsonschema.exceptions import ValidationError
 
 from kvreplay.compiler.number_hints import number_hint
 from kvreplay.compiler.source import Path, SourceMap, format_path, parse_path
 from kvreplay.schema.diagnostics import Diagnostic
+from kvreplay.schema.json_schemas import known_valid
 from kvreplay.schema.json_schemas import load_schema as load_schema
 from kvreplay.schema.json_schemas import validator as _validator
 from kvreplay.schema.suggest import hint_for
+
+if TYPE_CHECKING:
+    from jsonschema.exceptions import ValidationError
 
 # Hints for values users carry over from the AISimulate predictor: (field, value) -> hint.
 _KNOWN_VALUES: dict[tuple[str, str], str] = {
@@ -346,6 +349,8 @@ def _under(path: Path, bad: Iterable[Path]) -> bool:
 def validate(data: Any, source: SourceMap, schema: str = "config",
              already_reported: Iterable[Path] = ()) -> Validation:
     """Validate against a shipped schema, skipping paths the loader already reported."""
+    if known_valid(schema, data):
+        return Validation((), frozenset())
     bad = list(already_reported)
     errors = sorted(_validator(schema).iter_errors(data),
                     key=lambda e: [str(p) for p in e.absolute_path])

@@ -19,12 +19,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from cattrs.errors import BaseValidationError
-from jsonschema.exceptions import best_match
 
 from kvreplay.engine.errors import EngineConfigError
 from kvreplay.schema import native_model as n
 from kvreplay.schema.convert import native_converter
-from kvreplay.schema.json_schemas import pointer, validator
+from kvreplay.schema.json_schemas import known_valid, pointer, validator
 from kvreplay.schema.spec import TOPOLOGY_KEY, Role, Spec, named_roles, spec_from_document
 
 ROLES_OF_MODE = {"aggregated": ["aggregated"], "disaggregated": ["prefill", "decode"]}
@@ -59,9 +58,12 @@ def read_spec(document: Mapping[str, Any]) -> Spec:
 
 
 def _read(document: Mapping[str, Any]) -> n.Document:
-    error = best_match(validator("native").iter_errors(document))
-    if error is not None:
-        raise EngineConfigError(f"{pointer(error.absolute_path)}: {error.message}")
+    if not known_valid("native", document):
+        from jsonschema.exceptions import best_match
+
+        error = best_match(validator("native").iter_errors(document))
+        if error is not None:
+            raise EngineConfigError(f"{pointer(error.absolute_path)}: {error.message}")
     try:
         return native_converter().structure(document, n.Document)
     except BaseValidationError as exc:  # pragma: no cover - the schema admits only what reads

@@ -1,5 +1,9 @@
 """The shipped JSON Schemas (schema/*.schema.json, generated from the attrs models) and their
-validators, shared by the compiler (positioned diagnostics) and the engine (native documents)."""
+validators, shared by the compiler (positioned diagnostics) and the engine (native documents).
+
+jsonschema is imported on first use of a validator, not with this module: `known_valid` answers
+for a valid document without it (schema/quick_valid.py), so a clean lint or run never pays for it.
+"""
 
 from __future__ import annotations
 
@@ -9,9 +13,12 @@ from collections.abc import Iterator
 from contextvars import ContextVar
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jsonschema
+from kvreplay.schema.quick_valid import quick_valid
+
+if TYPE_CHECKING:
+    import jsonschema
 
 
 @cache
@@ -20,6 +27,12 @@ def load_schema(name: str) -> dict[str, Any]:
     text = resources.files("kvreplay.schema").joinpath(f"{name}.schema.json").read_text("utf-8")
     schema: dict[str, Any] = json.loads(text)
     return schema
+
+
+def known_valid(name: str, instance: Any) -> bool:
+    """True when `instance` is surely valid against schema `name` (what `validator(name)` would
+    find no error in), without importing jsonschema; False: ask `validator(name)`."""
+    return quick_valid(load_schema(name), instance)
 
 
 def _is_integer(_checker: object, instance: object) -> bool:
@@ -58,7 +71,7 @@ def _properties(validator: Any, properties: Any, instance: Any, schema: Any) -> 
     the instance (no `unevaluated*`, no `$dynamicRef`; a test checks)."""
     memo = _MEMO.get()
     if memo is None:
-        yield from _PROPERTIES(validator, properties, instance, schema)
+        yield from _standard_properties()(validator, properties, instance, schema)
         return
     if not validator.is_type(instance, "object"):
         return
@@ -77,11 +90,17 @@ def _properties(validator: Any, properties: Any, instance: Any, schema: Any) -> 
             memo.valid[pair] = (subschema, value)
 
 
-_PROPERTIES: Any = jsonschema.Draft202012Validator.VALIDATORS["properties"]
+@cache
+def _standard_properties() -> Any:
+    import jsonschema
+
+    return jsonschema.Draft202012Validator.VALIDATORS["properties"]
 
 
 @cache
 def _validator_class() -> Any:
+    import jsonschema
+
     base = jsonschema.Draft202012Validator
     checker = base.TYPE_CHECKER.redefine("integer", _is_integer)
     return jsonschema.validators.extend(  # type: ignore[no-untyped-call]
