@@ -15,7 +15,6 @@ from kvreplay.compiler.pipeline import (
 )
 from kvreplay.compiler.reading import read_config_text
 from kvreplay.compiler.source import Loaded
-from kvreplay.compiler.yaml_loader import load_yaml
 from kvreplay.schema.diagnostics import Diagnostic
 
 
@@ -32,6 +31,8 @@ def load_text(text: str, file: str | None) -> tuple[str, Loaded]:
         if loaded.data is not None:
             # A config written in JSON: same pipeline as YAML, with `$.a.b` paths.
             return "yaml", load_json(text, file, style="jsonpath")
+    from kvreplay.compiler.yaml_loader import load_yaml  # ruamel: not for JSON
+
     loaded = load_yaml(text, file)
     if looks_like_native(loaded.data):
         return "native", loaded

@@ -26,7 +26,6 @@ from kvreplay.compiler.source import (
     parse_jsonpath,
     parse_path,
 )
-from kvreplay.compiler.yaml_loader import load_yaml_value
 from kvreplay.schema.diagnostics import Diagnostic, Span
 
 # The JSON loader's nesting bound: a deeper document would overflow the recursive validators.
@@ -110,6 +109,8 @@ def parse_override(argument: str) -> tuple[Path, Loaded]:
     path, value_text = parse_assignment(argument)
     label = _LABEL + argument
     offset = len(label) - len(value_text)  # columns index into the label as printed
+    from kvreplay.compiler.yaml_loader import load_yaml_value  # ruamel: only for a --set
+
     parsed = load_yaml_value(" " * offset + value_text, label)
     error = _unparsed(argument, parsed, offset)
     if error is not None:

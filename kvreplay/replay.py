@@ -62,7 +62,6 @@ def replay(
     out of `meta` (null), so that equal runs give equal bytes (sweeps)."""
     from kvreplay import __version__
     from kvreplay.engine import EngineError, Interrupted, Replay, Unsupported
-    from kvreplay.engine.agentic.driver import AgenticWorkload
     from kvreplay.engine.report import report_from_run
     from kvreplay.engine.report_stream import ReportStream
     from kvreplay.engine.traces import WorkloadError, workload_from_traffic
@@ -92,6 +91,8 @@ def replay(
         return RunOutcome(None, tuple(sort_unique([*found, *explained])))
     found.extend(workload.diagnostics)
     if lifecycle is not None:
+        from kvreplay.engine.agentic.driver import AgenticWorkload
+
         if not isinstance(workload, AgenticWorkload):
             return RunOutcome(None, tuple(sort_unique(found)), error="--lifecycle needs an "
                               "agentic trace (weka or agentic_mooncake)")

@@ -10,10 +10,8 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from kvreplay.engine.agentic.driver import AgenticWorkload
-from kvreplay.engine.agentic.profile import ProfileOptions
 from kvreplay.engine.traces.errors import WorkloadError
 from kvreplay.engine.traces.mooncake_scan import scan_mooncake
 from kvreplay.engine.traces.mooncake_workload import MooncakeWorkload
@@ -25,7 +23,11 @@ TRACE_FORMATS = ("mooncake", "mooncake-delta", "weka", "agentic_mooncake")
 AGENTIC_FORMATS = ("weka", "agentic_mooncake")
 DEFAULT_ARRIVAL_SEED = 42
 
-_AnyWorkload = MooncakeWorkload | SyntheticWorkload | AgenticWorkload
+if TYPE_CHECKING:  # the agentic modules load only for agentic traffic
+    from kvreplay.engine.agentic.driver import AgenticWorkload
+    from kvreplay.engine.agentic.profile import ProfileOptions
+
+    _AnyWorkload = MooncakeWorkload | SyntheticWorkload | AgenticWorkload
 
 
 class _Fields:
@@ -196,6 +198,7 @@ def _agentic(f: _Fields, traffic: Mapping[str, Any], *, base_dir: str,
     if graph is None:
         return None
     graph.normalize_starts()
+    from kvreplay.engine.agentic.driver import AgenticWorkload
     from kvreplay.engine.agentic.snapshot import SnapshotError
 
     try:
@@ -277,6 +280,8 @@ def _profile_options(f: _Fields, raw: Any) -> ProfileOptions | None:
                     f"be a finite number {bound} (seconds), found {value!r}")
             continue
         values[key] = float(value)
+    from kvreplay.engine.agentic.profile import ProfileOptions
+
     return ProfileOptions(**values)
 
 
