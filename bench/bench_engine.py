@@ -17,6 +17,10 @@ the first N; hash ids are 512-token blocks) on vLLM ranks of 1000 GPU blocks x 5
     g2-local   fixed-rr plus G2 host offload per rank (4,000 host blocks, 32 GB/s both ways,
                kv_cache_bytes_per_token 131072)
     g2-shared  fixed-rr plus one cluster-shared G2 pool (16,000 host blocks, same links)
+    floor      fixed-rr on the trace's first row alone: the process floor (start-up, reading
+               the spec, the report). kvreplay runs as a user runs it, `python -m kvreplay run
+               SPEC.json --trace ONE_ROW --format json` (the CLI, its argument parsing and
+               checks); the reference through this script's child, as in every regime
 
 The realistic mix (`--regimes mix` runs all nine; each its own regime, their CPU summed at the
 end) is small and mid-size scenarios on the vendored slices of tests/cases/mooncake/ (no shared
@@ -89,6 +93,7 @@ class Regime:
     block: int = BLOCK
     lag_ms: float | None = None  # the KV router's kv_event_lag_ms
     lanes: int | None = None  # agentic lanes (source "agentic")
+    cli: bool = False  # kvreplay's child is `python -m kvreplay run`, not the API
 
     def rank(self, worker_type: str | None) -> dict[str, Any]:
         """The engine settings of one rank (`worker_type` None: leave the field out)."""
@@ -121,6 +126,8 @@ REGIMES = {r.name: r for r in (
            f"blocks, {LINK_GBPS:g} GB/s links",
            host={"scope": "cluster_shared", "num_host_blocks": 16000, "kv_layout_id": "bench",
                  **HOST_LINKS}),
+    Regime("floor", f"{AGG}, fixed 20/5 ms, round robin, the first trace row alone; kvreplay "
+           "through `python -m kvreplay run`", rows=1, cli=True),
 )}
 
 # The realistic mix: small and mid-size scenarios of the kinds users run, each on a vendored
@@ -284,9 +291,20 @@ class Run:
     error: str | None = None
 
 
+def cli_command(python: str, regime: Regime, trace: Path) -> list[str]:
+    """`kvreplay run` of the regime's native spec (written beside the trace) over `trace`."""
+    spec = trace.parent / f"{regime.name}.spec.json"
+    spec.write_text(json.dumps(native_document(regime, trace)), encoding="utf-8")
+    return [python, "-m", "kvreplay", "run", str(spec), "--trace", str(trace), "--format",
+            "json", "--no-progress"]
+
+
 def spawn(python: str, engine: str, regime: str, trace: Path) -> Run:
     """Run one child to completion; CPU and peak RSS are the child's own, read by wait4."""
     cmd = [python, __file__, "--child", engine, "--regimes", regime, "--trace", str(trace)]
+    cli = engine == "kvreplay" and REGIMES[regime].cli
+    if cli:
+        cmd = cli_command(python, REGIMES[regime], trace)
     env = dict(os.environ, DYN_LOG="error")
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         actions = [(os.POSIX_SPAWN_DUP2, out.fileno(), 1), (os.POSIX_SPAWN_DUP2, err.fileno(), 2)]
@@ -303,7 +321,7 @@ def spawn(python: str, engine: str, regime: str, trace: Path) -> Run:
         tail = stderr.strip().splitlines()
         run.error = f"exit status {code}" + (f": {tail[-1][:160]}" if tail else "")
     else:
-        run.result = json.loads(lines[-1])
+        run.result = sanity(json.loads(stdout)) if cli else json.loads(lines[-1])
     return run
 
 
@@ -410,7 +428,7 @@ def sanity_lines(regime: Regime, mine: Cell, ref: Cell) -> list[str]:
 def trace_for(regime: Regime, conversation: Path, folder: str) -> Path:
     """The trace file a regime replays, written into `folder` the first time it is asked for
     (synthetic traffic has none: a path in the folder, never read)."""
-    if regime.source == "conversation":
+    if regime.source == "conversation" and not regime.rows:
         return conversation
     path = Path(folder) / f"{regime.source}-{regime.rows}.jsonl"
     if path.exists() or regime.source == "synthetic":
@@ -421,7 +439,9 @@ def trace_for(regime: Regime, conversation: Path, folder: str) -> Path:
         path.write_text("".join(json.dumps(p, separators=(",", ":")) + "\n"
                                 for p in corpus(AGENTIC_PLAYS)))
         return path
-    with gzip.open(VENDORED[regime.source], "rt") as f, path.open("w") as out:
+    source = VENDORED.get(regime.source)
+    with (gzip.open(source, "rt") if source else conversation.open()) as f, \
+            path.open("w") as out:
         for _, line in zip(range(regime.rows or sys.maxsize), f, strict=False):
             out.write(line)
     return path
