@@ -19,6 +19,10 @@ def structure_config(
     data: dict[str, Any], file: str | None = None
 ) -> tuple[Config | None, list[Diagnostic]]:
     """Structure a (schema-valid) document into the frozen model; failures become diagnostics."""
+    try:  # the same hooks, untraced: a document that structures needs no more
+        return converter(detailed=False).structure(data, Config), []
+    except Exception:  # whatever failed, the traced try below reports it
+        pass
     try:
         return converter().structure(data, Config), []
     except BaseValidationError as exc:

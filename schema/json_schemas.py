@@ -12,7 +12,7 @@ import json
 from collections.abc import Iterator
 from contextvars import ContextVar
 from functools import cache
-from importlib import resources
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kvreplay.schema.quick_valid import quick_valid
@@ -24,7 +24,9 @@ if TYPE_CHECKING:
 @cache
 def load_schema(name: str) -> dict[str, Any]:
     """A schema shipped in kvreplay.schema (`config`, `native` or `report`)."""
-    text = resources.files("kvreplay.schema").joinpath(f"{name}.schema.json").read_text("utf-8")
+    # Beside this module, as rules/loader.py finds the rule files (importlib.resources costs
+    # more to import than reading the file does).
+    text = Path(__file__).with_name(f"{name}.schema.json").read_text("utf-8")
     schema: dict[str, Any] = json.loads(text)
     return schema
 
