@@ -31,12 +31,6 @@ def load_schema(name: str) -> dict[str, Any]:
     return schema
 
 
-def known_valid(name: str, instance: Any) -> bool:
-    """True when `instance` is surely valid against schema `name` (what `validator(name)` would
-    find no error in), without importing jsonschema; False: ask `validator(name)`."""
-    return quick_valid(load_schema(name), instance)
-
-
 def _is_integer(_checker: object, instance: object) -> bool:
     # Strict: 2.0 is a float, not an integer; True is a bool, not 1.
     return isinstance(instance, int) and not isinstance(instance, bool)
@@ -54,6 +48,14 @@ class ValidMemo:
 
 
 _MEMO: ContextVar[ValidMemo | None] = ContextVar("kvreplay_valid_memo", default=None)
+
+
+def known_valid(name: str, instance: Any) -> bool:
+    """True when `instance` is surely valid against schema `name` (what `validator(name)` would
+    find no error in), without importing jsonschema; False: ask `validator(name)`. Inside
+    `remembering` it is always False: the memo's validator checks only what a sweep's point
+    changed, which is cheaper than walking the whole point again."""
+    return _MEMO.get() is None and quick_valid(load_schema(name), instance)
 
 
 @contextlib.contextmanager

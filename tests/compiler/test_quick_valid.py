@@ -13,7 +13,7 @@ import pytest
 from ruamel.yaml import YAML
 
 import kvreplay
-from kvreplay.schema.json_schemas import known_valid, load_schema, validator
+from kvreplay.schema.json_schemas import ValidMemo, known_valid, load_schema, remembering, validator
 from kvreplay.schema.quick_valid import quick_valid
 
 REPO = Path(__file__).resolve().parents[2]
@@ -122,3 +122,12 @@ def test_strict_integers_and_json_equality() -> None:
     assert quick_valid({"const": 1}, True) is False
     assert quick_valid({"enum": [False]}, 0) is False
     assert quick_valid(schema, {"engine": 1}) is False
+
+
+def test_a_sweep_memo_keeps_its_validator() -> None:
+    """Inside `remembering` (a sweep's points) the memo's jsonschema validator decides: it checks
+    only what a point changed, cheaper than the quick walk over the whole point."""
+    doc = _yaml(CONFIGS[0])
+    assert known_valid("config", doc) is True
+    with remembering(ValidMemo()):
+        assert known_valid("config", doc) is False
