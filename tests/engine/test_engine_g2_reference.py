@@ -238,9 +238,10 @@ HOST = {"dp_rank_local": {"num_host_blocks": 2000, "scope": "dp_rank_local",
         "cluster_shared": {"num_host_blocks": 4000, "scope": "cluster_shared",
                            "kv_layout_id": "L", "d2h_bandwidth_gbps": 32.0,
                            "h2d_bandwidth_gbps": 32.0}}
-# Six reference runs of kv_router with local G2 (it breaks cost ties at random).
-KV_LOCAL_REUSE_SPREAD = (0.1309, 0.1460)
-KV_LOCAL_TTFT_SPREAD = (72.45, 77.24)
+# Reference runs of kv_router with local G2 (it breaks cost ties at random, unseeded): 36 runs
+# on 2026-12-01/02 gave reuse 0.1309-0.1533 and mean TTFT 71.63-80.28 ms (30 of them 71.63-77.36).
+KV_LOCAL_REUSE_SPREAD = (0.1309, 0.1533)
+KV_LOCAL_TTFT_SPREAD = (71.63, 80.28)
 COMPARED = ("mean_ttft_ms", "mean_tpot_ms", "duration_ms")
 
 
@@ -291,19 +292,20 @@ def test_mooncake_round_robin_matches_the_reference(scope: str, rows: list[dict[
 
 def test_mooncake_kv_router_local_is_inside_the_reference_spread(
         rows: list[dict[str, Any]], trace_file: Path) -> None:
-    """kv_router + private G2: reuse within the reference's six-run spread widened by 0.01,
-    mean TTFT within it widened by 3%; a rerun is identical; the installed reference lands in
-    the same widened spread."""
+    """kv_router + private G2: kvreplay's reuse within the reference's recorded spread widened
+    by 0.01, its mean TTFT within it widened by 3%; a rerun is identical. The installed
+    reference's own (random) run is only checked loosely (20% of TTFT, 0.03 of reuse around the
+    spread): a run of an unseeded engine must never fail a landing at random."""
     first, result = ours(rows, "dp_rank_local", "kv_router")
     again, rerun = ours(rows, "dp_rank_local", "kv_router")
     assert first == again
     assert [record_dict(r) for r in result.records] == [record_dict(r) for r in rerun.records]
-    low, high = KV_LOCAL_REUSE_SPREAD
+    (low, high), (fast, slow) = KV_LOCAL_REUSE_SPREAD, KV_LOCAL_TTFT_SPREAD
+    assert low - 0.01 <= first["prefix_cache_reused_ratio"] <= high + 0.01
+    assert fast * 0.97 <= first["mean_ttft_ms"] <= slow * 1.03
     ref = theirs(trace_file, "dp_rank_local", "kv_router")
-    for summary in (first, ref):
-        assert low - 0.01 <= summary["prefix_cache_reused_ratio"] <= high + 0.01
-        assert (KV_LOCAL_TTFT_SPREAD[0] * 0.97 <= summary["mean_ttft_ms"]
-                <= KV_LOCAL_TTFT_SPREAD[1] * 1.03)
+    assert low - 0.03 <= ref["prefix_cache_reused_ratio"] <= high + 0.03
+    assert fast * 0.8 <= ref["mean_ttft_ms"] <= slow * 1.2
 
 
 def test_mooncake_kv_router_shared_runs_where_the_reference_aborts(
