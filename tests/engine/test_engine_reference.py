@@ -62,9 +62,10 @@ def test_round_robin_matches_the_reference(rows: list[dict[str, Any]], trace_fil
 def test_kv_router_is_deterministic_and_inside_the_reference_spread(
         rows: list[dict[str, Any]], trace_file: Path) -> None:
     """KV router: identical records on a rerun; reuse within the reference spread widened by
-    0.01, mean TTFT within it widened by 3%; the installed reference falls in the spread."""
+    0.01, mean TTFT within it widened by 3%. The installed reference's own (unseeded, random)
+    run is only checked loosely (0.03 around the spread), so it never fails a landing at random."""
     ref = reference(trace_file, "kv_router")["prefix_cache_reused_ratio"]
-    assert KV_REUSE_SPREAD[0] - 0.01 <= ref <= KV_REUSE_SPREAD[1] + 0.01
+    assert KV_REUSE_SPREAD[0] - 0.03 <= ref <= KV_REUSE_SPREAD[1] + 0.03
     first, records = kvreplay(rows, "kv_router")
     second, again = kvreplay(rows, "kv_router")
     assert [record_dict(r) for r in records] == [record_dict(r) for r in again]
