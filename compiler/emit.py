@@ -133,6 +133,7 @@ def to_native(spec: s.Spec) -> dict[str, Any]:
             else float(spec.max_sim_time_ms),
             "record_per_request": spec.record_per_request,
             "sla": None if spec.sla is None else _json(spec.sla),
+            **({} if spec.telemetry is None else {"telemetry": _json(spec.telemetry)}),
         },
         "traffic": traffic(spec.traffic),
     }

@@ -244,6 +244,7 @@ SPEC: Mapping[str, From[_Lowering]] = {
                             lambda seconds, _: None if seconds is None else seconds * 1000.0),
     "record_per_request": From(("report", "per_request"), lambda rows, _: rows in (None, "full")),
     "sla": From(("evaluation", "sla")),
+    "telemetry": From(("report", "telemetry")),
     "traffic": From(("traffic",), lambda given, lowering: lowering.traffic(given)),
 }
 NOT_FROM_CONFIG = frozenset({"version"})  # Spec fields no config key sets

@@ -51,6 +51,7 @@ from kvreplay.schema.schema_facts import (
     text,
 )
 from kvreplay.schema.sla import Sla as Sla  # the one Sla class (re-exported)
+from kvreplay.schema.telemetry import Telemetry as Telemetry
 
 Auto = Literal["auto"]
 
@@ -360,6 +361,7 @@ class Report:
         "full", "`full`: one row per request in the report (`-o`); `summary-only`: summary and "
         "meta only, for small reports (`kvreplay run --per-request` overrides it; "
         "`--export` still writes the rows).")
+    telemetry: Telemetry | None = None
 
 
 @described("A serving deployment to replay and the traffic to replay on it (kvreplay config.md).",

@@ -69,6 +69,11 @@ class HandoffLoop(Protocol):
         """The request's source KV is released (its record may be reported now)."""
         ...
 
+    def observe(self, rank: Rank, destinations: int = 0) -> None:
+        """A handoff command reached the rank (telemetry reads its gauges then); `destinations`
+        counts the ones accepted there (+1) or activated or rejected (-1)."""
+        ...
+
 
 class Handoff:
     __slots__ = ("actions", "actions_due", "decode", "latency_ms", "loop", "prefill")
@@ -135,9 +140,11 @@ class Handoff:
         rank.pending.append(dseq)
         if worker.busy:
             # Queued now; the worker's pass end makes one reservation attempt for the queue.
+            self.loop.observe(rank, 1)
             self.loop.cut(worker)
             return
         self.retry_destinations(rank)
+        self.loop.observe(rank, 1)
         if rank.pending:
             # A pending destination changes what the rank admits (only handoffs whose KV has
             # arrived): an idle decode worker with waiting requests runs a pass.
@@ -164,12 +171,14 @@ class Handoff:
             return
         if self._reserve(rank, front):
             pending.popleft()
+        self.loop.observe(rank)
 
     def _reserve(self, rank: Rank, dseq: Seq) -> bool:
         """Reserve destination blocks and start the transfer; False: no room yet."""
         if -(-dseq.input_length // rank.block_size) > rank.num_blocks:
             # The reference aborts the whole run here; kvreplay rejects just this request.
             dseq.rec.rejection = ("decode_kv_cache", rank.num_blocks * rank.block_size)
+            self.loop.observe(rank, -1)
             self.loop.terminal(self.decode, dseq, "rejected")
             self._hand_back_source(_source_of(dseq))
             return True
@@ -202,6 +211,7 @@ class Handoff:
         rank.activate_destination(dseq)
         dseq.rec.destination_activated_ms = ns_to_ms(self.loop.now)
         self.retry_destinations(rank)
+        self.loop.observe(rank, -1)
         self.loop.poke(self.decode.worker_of(rank))
         source = _source_of(dseq)
         self.enqueue(lambda: self._hand_back_source(source))
@@ -217,6 +227,7 @@ class Handoff:
             rank.pool.release(seq.blocks)
             seq.blocks = []
             seq.rec.source_released_ms = ns_to_ms(loop.now)
+            loop.observe(rank)
             loop.settled(seq.rec.ordinal)
             loop.restart(worker)
 

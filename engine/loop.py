@@ -52,6 +52,7 @@ from kvreplay.engine.router import Overlaps
 from kvreplay.engine.scheduler import PassOutcome, Rank, RankStats
 from kvreplay.engine.sequence import Seq
 from kvreplay.engine.simtime import check_ns, limit_to_ns, ms_to_ns, ns_to_ms
+from kvreplay.engine.telemetry import Telemetry
 from kvreplay.engine.traces.request import TraceRequest, Workload
 from kvreplay.engine.worker import Worker, stamp_tokens
 from kvreplay.schema.spec import Spec
@@ -108,6 +109,11 @@ class Simulation:
                 self.host.observe_prompt(prompt)
         self.handoff = (None if self.aggregated else
                         Handoff(self, self.pools[0], self.pools[1], cfg.handoff_latency_ms))
+        self.telemetry = (None if cfg.telemetry is None else
+                          Telemetry(cfg.telemetry.sample_interval_ms, self.pools))
+        if self.telemetry is not None:
+            for worker in self.workers:
+                worker.ticks = self.telemetry.tick_at_or_after
         self._release_state(workload)
         workload.bind(self)
 
@@ -163,6 +169,8 @@ class Simulation:
             if self.cap_ns is not None and now > self.cap_ns:
                 self._stop_at_cap(self.cap_ns)
                 break
+            if self.telemetry is not None:
+                self._samples_before(now)
             self.now = check_ns(now)
             # Phases 1-3: every event due at `now`, in their order.
             while heap and heap[0][0] == now:
@@ -190,9 +198,43 @@ class Simulation:
             if self.progress is not None and steps % PROGRESS_EVERY == 0:
                 self._report_progress()
         self._check_stalled()
+        if self.telemetry is not None:
+            self._samples_at_end()
         if self.progress is not None:
             self._report_progress()
         return self._result()
+
+    # -- telemetry (telemetry.py): an instant is sampled once it has settled ------------------
+
+    def _samples_before(self, now: int) -> None:
+        """Before the instant `now`: the baseline (after instant 0, or before anything when the
+        first instant comes later), the tick of the instant just settled, then the gauges
+        read there to be shown after its sample, then every tick before `now` (instants
+        without events: nothing else moves then)."""
+        tele = self.telemetry
+        assert tele is not None
+        if now == self.now:  # another round of the same instant (a pass that took no time)
+            return
+        if not tele.started:
+            tele.settle_late()
+            tele.baseline(0)
+        if tele.next_ns == self.now:
+            tele.periodic(workload_done=False)  # `now` comes: requests remain
+        tele.settle_late()
+        while tele.next_ns is not None and tele.next_ns < now:
+            tele.periodic(workload_done=False)
+
+    def _samples_at_end(self) -> None:
+        """The run ended at `self.now`: its baseline or its tick, then the final sample."""
+        tele = self.telemetry
+        assert tele is not None
+        if not tele.started:
+            tele.settle_late()
+            tele.baseline(0)
+        elif tele.next_ns == self.now:
+            tele.periodic(workload_done=True)
+        tele.settle_late()
+        tele.final(self.now)
 
     def _ask(self) -> None:
         """Ask the workload for its next release (ms; `_release_at` in ns, converted once per
@@ -318,6 +360,11 @@ class Simulation:
     def settled(self, ordinal: int) -> None:
         self.ledger.settled(ordinal)
 
+    def observe(self, rank: Rank, destinations: int = 0) -> None:
+        if self.telemetry is not None:
+            self.telemetry.destinations[(rank.pool_name, rank.scheduler_id)] += destinations
+            self.telemetry.refresh(rank)
+
     # -- passes ------------------------------------------------------------------------------
 
     def _start(self, worker: Worker) -> None:
@@ -358,10 +405,14 @@ class Simulation:
         if version != worker.version or not worker.busy:
             return  # superseded by a cut stretch
         now = self.now
+        forwards = 0
         if worker.stretch_k:
             self.facts.fast_forwarded_passes += worker.stretch_k
+            forwards = worker.stretch_k * sum(len(rank.running) for rank in worker.ranks)
         else:
             self.facts.passes += 1
+            if worker.outcome is not None:
+                forwards = worker.outcome.forwards
         outcome = worker.complete()
         if self.aggregated:
             self.dirty.add(worker.gid)  # restarts after the arrivals at `now` are queued
@@ -379,6 +430,11 @@ class Simulation:
                     self.publish(rank, events, now, DEVICE)
         if self.host is not None:
             self.host.at_boundary(worker)
+        tele = self.telemetry
+        if tele is not None:  # the pass end as the ranks see it, G2 completions included
+            for rank in worker.ranks:
+                tele.refresh(rank)
+            tele.decoded(forwards, forwards)
         handoff = self.handoff
         if handoff is not None:
             if pool.name == "decode":
@@ -432,6 +488,8 @@ class Simulation:
         self.ledger.opened(rec)
         self.live += 1
         self.facts.requests_released += 1
+        if self.telemetry is not None:
+            self.telemetry.arrived()
         pool = self.pools[0]
         hidden = pool.name == "prefill"
         max_output = 1 if hidden else req.output_length
@@ -462,11 +520,17 @@ class Simulation:
         chain = self._chain(req, pool.block_size)
         rank, decision = pool.router.route(chain, req.input_length, seen)
         rec.routing_history.append(decision)
+        tele = self.telemetry
         seq = Seq(req, rec, list(chain), max_output, hidden, rank)
         self.seq_of[req.ordinal] = seq
         pool.router.placed(seq, chain)
         if pool.name != "decode":
             rank.waiting.append(seq)
+            if tele is not None:
+                if decision.selected_overlap_blocks is not None:
+                    tele.placed(decision.selected_overlap_blocks,
+                                -(-req.input_length // pool.block_size))
+                tele.refresh(rank, late=self.handoff is not None)
             self.poke(pool.worker_of(rank))
         return seq
 
@@ -474,6 +538,8 @@ class Simulation:
         rec = seq.rec
         rec.terminal_time_ms = ns_to_ms(self.now)
         rec.terminal_status = status
+        if self.telemetry is not None and status == "completed":
+            self.telemetry.completed(rec)
         pool.router.release(seq)
         self.drain(pool)
         self.seq_of.pop(seq.req.ordinal, None)
@@ -595,6 +661,8 @@ class Simulation:
                         totals[key] -= value
             facts.host_transfers = totals
             facts.g2_timeline = self.host.g2_timeline(self.busy_until)
+        if self.telemetry is not None:
+            facts.telemetry = self.telemetry.to_json()
         return RunResult(records, facts, streamed=ledger.streamed)
 
 

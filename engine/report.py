@@ -63,6 +63,7 @@ class ReportFacts:
     wall_time_ms: float | None = None
     summary_extra: Mapping[str, Any] = attrs.field(factory=dict)
     meta: Mapping[str, Any] = attrs.field(factory=dict)
+    telemetry: Mapping[str, Any] | None = None  # the report's `telemetry`, when sampled
 
 
 def _check_gaps(record: RequestRecord, produced: int, negative: bool) -> None:
@@ -352,7 +353,16 @@ def build_report(records: Iterable[RequestRecord], facts: ReportFacts, *,
         acc.add_all(ordered)
         summary = acc.finish(len(ordered), facts)
         rows = ([per_request_row(r) for r in ordered if listed(r)] if per_request else [])
-    return {"summary": summary, "per_request": rows, "meta": report_meta(summary, facts, version)}
+    return with_telemetry(
+        {"summary": summary, "per_request": rows, "meta": report_meta(summary, facts, version)},
+        facts)
+
+
+def with_telemetry(report: dict[str, Any], facts: ReportFacts) -> dict[str, Any]:
+    """The report, with its top-level `telemetry` when the run sampled the engine."""
+    if facts.telemetry is not None:
+        report["telemetry"] = facts.telemetry
+    return report
 
 
 def listed(r: RequestRecord) -> bool:
@@ -415,7 +425,7 @@ def facts_from_core(core: RunFacts, *, sla: Sla | None = None,
         committed_prefill_tokens=core.committed_prefill_tokens,
         duration_ms=core.reported_duration_ms,
         kv_eviction_policy=core.kv_eviction_policy, sla=sla, wall_time_ms=wall_time_ms,
-        summary_extra=extra, meta=meta)
+        summary_extra=extra, meta=meta, telemetry=core.telemetry)
 
 
 def report_from_run(result: RunResult, *, sla: Sla | None = None,

@@ -29,6 +29,7 @@ from kvreplay.engine.report import (
     non_finite,
     report_meta,
     uuid_for,
+    with_telemetry,
 )
 from kvreplay.engine.result import RunResult
 from kvreplay.engine.row_text import mapping_text, row_text
@@ -262,8 +263,8 @@ class ReportStream:
         self._take()
         summary = self.summary.finish(self.count, facts)
         rows: SpilledRows | list[Any] = self.rows if self.rows is not None else []
-        return {"summary": summary, "per_request": rows,
-                "meta": report_meta(summary, facts, version)}
+        return with_telemetry({"summary": summary, "per_request": rows,
+                               "meta": report_meta(summary, facts, version)}, facts)
 
     def close(self) -> None:
         if self.rows is not None:

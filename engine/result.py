@@ -55,6 +55,7 @@ class RunFacts:
         "router",
         "stepwise",
         "stopped_at_time_cap",
+        "telemetry",
         "workload_summary",
     )
 
@@ -81,6 +82,7 @@ class RunFacts:
         self.approximations: list[str] = []
         self.max_sim_time_ms: float | None = None
         self.stopped_at_time_cap = False  # requests not terminal at the cap have status None
+        self.telemetry: dict[str, Any] | None = None  # samples of the engine (telemetry.py)
 
     def to_dict(self) -> dict[str, Any]:
         out = {name: getattr(self, name) for name in self.__slots__}

@@ -40,7 +40,7 @@ DECODE_TOKEN = (1, 0, 0)  # a scheduled decode step: (tokens used, prompt tokens
 class PassOutcome:
     """What one worker pass produced, delivered at its end."""
 
-    __slots__ = ("changes", "finished", "held", "rejected", "tokens")
+    __slots__ = ("changes", "finished", "forwards", "held", "rejected", "tokens")
 
     def __init__(self) -> None:
         self.tokens: list[Seq] = []  # visible tokens, in emission order
@@ -48,6 +48,7 @@ class PassOutcome:
         self.rejected: list[Seq] = []
         self.held: list[Seq] = []  # P/D prefill side: prompt done, source KV held
         self.changes = 0  # tokens computed, admissions, preemptions, emissions
+        self.forwards = 0  # decode steps of requests (a first token rides its prefill)
 
     def effective(self) -> bool:
         """False for a pass that changed nothing (the worker then sleeps until poked)."""
@@ -97,6 +98,7 @@ class Rank:
         "pending",
         "pool",
         "pool_name",
+        "preemptions",
         "retry_due",
         "running",
         "scheduler_id",
@@ -151,6 +153,7 @@ class Rank:
         # The requests the pass being planned scheduled: (tokens, prompt tokens, prompt before).
         self._scheduled: dict[Seq, tuple[int, int, int]] = {}
         self._capacity_bound = False  # the last undeferred pass left requests waiting
+        self.preemptions = 0  # this rank's (telemetry reports them per interval)
         self._defer = False  # this pass defers prefill work (DP cadence)
 
     def has_work(self) -> bool:
@@ -674,6 +677,7 @@ class Rank:
         victim.status = PREEMPTED
         self.waiting.appendleft(victim)
         self.stats.preemptions += 1
+        self.preemptions += 1
         self.capacity_gen += 1
         outcome.changes += 1
 
@@ -715,6 +719,7 @@ class Rank:
         # sizes the polynomial decode time (checked against the reference).
         is_decode = self.is_decode
         decoders = 0
+        forwards = 0
         active = 0
         for seq in running:
             generated = seq.generated
@@ -732,6 +737,9 @@ class Rank:
             if generated or is_decode:
                 decoders += 1
                 active += known
+                # A decode forward computes no prompt token (a recomputed prompt is a prefill).
+                if not generated or self._scheduled.get(seq, DECODE_TOKEN)[1] == 0:
+                    forwards += 1
         if not ready and not done_without_token:
             return 0
         for seq in done_without_token:
@@ -739,6 +747,7 @@ class Rank:
         decode_ns = 0
         if decoders and not self.is_prefill:
             decode_ns = self.timer.decode_ns(active)
+            outcome.forwards += forwards
         tokens = outcome.tokens
         for seq in ready:
             generated = seq.generated + 1

@@ -17,7 +17,7 @@ pass that sees the new work. Tokens of a stretch are stamped when it is cut or c
 from __future__ import annotations
 
 from array import array
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable
 from heapq import heapify, heappop, heappush, heapreplace
 from itertools import accumulate
@@ -90,6 +90,7 @@ class Worker:
         "stretch_durations",
         "stretch_ends",
         "stretch_k",
+        "ticks",
         "version",
         "worker_id",
     )
@@ -113,6 +114,9 @@ class Worker:
         self.stretch_d = 0  # uniform pass duration, or 0 when stretch_ends holds each pass end
         self.stretch_ends: list[int] | None = None
         self.stretch_durations: list[int] = []  # each pass's duration, with stretch_ends
+        # Telemetry ticks (`ticks(t)`: the first at or after t): a stretch ends by the first
+        # tick at or after its first pass end, so every pass end a sample sees is a real one.
+        self.ticks: Callable[[int], int | None] | None = None
         # Fixed timing on every rank, one decode duration: every pure pass lasts this long.
         decodes = {rank.timer.decode_ns(0) for rank in ranks if rank.timer.fixed}
         self.fixed_timing = all(rank.timer.fixed for rank in ranks)
@@ -227,12 +231,14 @@ class Worker:
         self.committed = 0
         self.pass_start = now_ns
         self.stretch_k = k
-        if self.fixed_decode_ns is not None:
-            self.stretch_d = self.fixed_decode_ns
-            self.stretch_ends = None
-            return now_ns + k * self.stretch_d
         if self.fixed_timing:
-            self.stretch_d = max(rank.timer.decode_ns(0) for rank in self.ranks if rank.running)
+            d = self.fixed_decode_ns
+            if d is None:
+                d = max(rank.timer.decode_ns(0) for rank in self.ranks if rank.running)
+            if self.ticks is not None and (cap := self.ticks(now_ns + d)) is not None and (
+                    (cap - now_ns) // d < k):
+                self.stretch_k = k = (cap - now_ns) // d
+            self.stretch_d = d
             self.stretch_ends = None
             return now_ns + k * self.stretch_d
         self.stretch_d = 0
@@ -245,6 +251,11 @@ class Worker:
         durations = series[0] if len(series) == 1 else list(map(max, *series))
         ends = list(accumulate(durations, initial=now_ns))
         del ends[0]
+        if (self.ticks is not None and (cap := self.ticks(ends[0])) is not None
+                and (j := bisect_right(ends, cap)) < k):
+            self.stretch_k = j
+            del ends[j:]
+            del durations[j:]
         self.stretch_durations = durations
         self.stretch_ends = ends
         return ends[-1]

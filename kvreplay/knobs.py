@@ -167,6 +167,9 @@ EXPOSED: tuple[Knob, ...] = (
     Knob("replay.sla_e2e_ms", "evaluation.sla.e2e_ms", 900, ("spec", "sla", "e2e_ms"), 900.0),
     Knob("replay.capture_per_request", "report.per_request", "summary-only",
          ("spec", "record_per_request"), False),
+    # TelemetryOptions(sample_interval_ms=...): samples on a cadence of simulated time
+    Knob("replay.telemetry_options", "report.telemetry", {"sample_interval_ms": 250},
+         ("spec", "telemetry", "sample_interval_ms"), 250.0),
     Knob("replay.execution_model", "engine.model", "Qwen/Qwen3-0.6B", ("spec", "model"),
          "Qwen/Qwen3-0.6B"),
     # --- synthetic replay (the Dynamo API's run_synthetic_trace_replay) -----------------
@@ -289,8 +292,6 @@ NOT_EXPOSED: dict[str, str] = {
                               "(config.md, deliberate differences)",
     "replay.performance_model_metadata": _PLANNER,
     "replay.benchmark_granularity": _PLANNER,
-    "replay.telemetry_options": "wall-clock telemetry of the reference process; results do "
-                                "not depend on it",
 }
 
 

@@ -44,6 +44,7 @@ from kvreplay.schema.schema_facts import (
     text,
 )
 from kvreplay.schema.sla import Sla
+from kvreplay.schema.telemetry import Telemetry
 
 Backend = Literal["vllm", "sglang", "trtllm"]
 RoleName = Literal["aggregated", "prefill", "decode"]
@@ -429,6 +430,7 @@ class DeploymentSpec:
         None, "Simulated-time cutoff (ms).", MAX_NUM * 1000, nullable=True)
     record_per_request: bool = flag(True, "Keep per-request records.")
     sla: Sla | None = nested(nullable=True, unset_null=True)
+    telemetry: Telemetry | None = nested(nullable=True)  # written only when set
 
 
 @described("The replay spec the bundled engine executes (kvreplay docs/native-json.md).",

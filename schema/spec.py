@@ -37,6 +37,7 @@ from kvreplay.schema.native_model import Timing as Timing
 from kvreplay.schema.native_model import Traffic as Traffic
 from kvreplay.schema.native_model import TrtllmOptions as TrtllmOptions
 from kvreplay.schema.sla import Sla as Sla  # the one Sla class (re-exported)
+from kvreplay.schema.telemetry import Telemetry as Telemetry
 
 ROLE_ORDER = ("aggregated", "prefill", "decode")
 # Topology key of each role (the aggregated pool is called `workers`).
@@ -84,6 +85,7 @@ class Spec:
     max_sim_time_ms: float | None = None
     record_per_request: bool = True
     sla: Sla | None = None
+    telemetry: Telemetry | None = None
     traffic: Traffic = DEFAULT_TRAFFIC
     version: int = 1
 
@@ -167,6 +169,7 @@ def spec_from_document(doc: n.Document,
         max_sim_time_ms=spec.max_sim_time_ms,
         record_per_request=spec.record_per_request,
         sla=spec.sla,
+        telemetry=spec.telemetry,
         traffic=traffic_from_native(doc.traffic),
         version=spec.version,
     )

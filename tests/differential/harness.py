@@ -33,6 +33,9 @@ from typing import Any
 
 KINDS = ("agg", "agg-delta", "agg-dp", "pd", "pd-dp", "g2", "g2-pd", "synth", "kv-queue",
          "agentic")
+# Telemetry samples (the samples compared too) over scenarios of these kinds.
+TELEMETRY_BASES = ("agg", "agg-dp", "g2", "kv-queue", "pd", "pd-dp", "g2-pd")
+KINDS = KINDS + ("telemetry",)
 TIME_KEYS = ("arrival_time_ms", "dispatched_at_ms", "first_admit_ms", "first_token_ms",
              "last_token_ms", "terminal_time_ms", "prefill_admit_ms", "source_held_ms",
              "destination_reserved_ms", "destination_activated_ms", "decode_admit_ms",
@@ -74,6 +77,8 @@ def generate(kind: str, seed: int) -> dict[str, Any]:
     if kind not in KINDS:
         raise ValueError(f"unknown kind {kind!r} (one of {', '.join(KINDS)})")
     rng = random.Random(f"{kind}:{seed}")
+    if kind == "telemetry":
+        return _telemetry_scenario(rng, seed)
     bs = 4
     blocks = rng.choice([5, 6, 8, 10, 12, 16])
 
@@ -142,6 +147,15 @@ def generate(kind: str, seed: int) -> dict[str, Any]:
     if rng.random() < 0.15:
         scn["max_sim_time_ms"] = float(rng.choice([20, 50, 120]))
     scn["rows"] = _rows(rng, bs, blocks, delta=kind == "agg-delta")
+    return scn
+
+
+def _telemetry_scenario(rng: random.Random, seed: int) -> dict[str, Any]:
+    """A scenario of another kind, sampled on a cadence of 0.5-25 ms (a few to a few dozen
+    samples over its run)."""
+    scn = generate(rng.choice(TELEMETRY_BASES), 1_000_000 + seed)
+    scn.update(kind="telemetry", base=scn["kind"],
+               telemetry_ms=rng.choice([0.5, 1.0, 2.0, 2.5, 3.0, 5.0, 10.0, 25.0]))
     return scn
 
 
@@ -369,7 +383,9 @@ def native_document(scn: dict[str, Any], trace: str) -> dict[str, Any]:
                  "adapters": {"placement": placement,
                               "scaling": {"provider": "none", "config": None}},
                  "max_sim_time_ms": scn.get("max_sim_time_ms"), "record_per_request": True,
-                 "sla": None},
+                 "sla": None,
+                 **({"telemetry": {"sample_interval_ms": scn["telemetry_ms"]}}
+                    if "telemetry_ms" in scn else {})},
         "traffic": traffic}
 
 
@@ -419,6 +435,10 @@ def run_reference(scn: dict[str, Any]) -> dict[str, Any]:
             kwargs["max_sim_time_ms"] = scn["max_sim_time_ms"]
         if "header" in scn:
             kwargs.update(agentic_lanes=scn.get("agentic_lanes"), execution_model=AGENTIC_MODEL)
+        if "telemetry_ms" in scn:
+            from dynamo.replay import TelemetryOptions
+
+            kwargs["telemetry_options"] = TelemetryOptions(sample_interval_ms=scn["telemetry_ms"])
         dp = scn["dp"]
         if "rank" in scn:
             report = run_trace_replay([str(path)],
@@ -434,7 +454,11 @@ def run_reference(scn: dict[str, Any]) -> dict[str, Any]:
                                       decode_engine_args=decode,
                                       num_prefill_workers=scn["prefill_workers"],
                                       num_decode_workers=scn["decode_workers"], **kwargs)
-    return {"summary": dict(report.summary), "per_request": list(report.per_request)}
+    out = {"summary": dict(report.summary), "per_request": list(report.per_request)}
+    if report.telemetry is not None:
+        out["telemetry"] = {"sample_interval_ms": report.telemetry.sample_interval_ms,
+                            "samples": list(report.telemetry.samples)}
+    return out
 
 
 def run_kvreplay(scn: dict[str, Any]) -> dict[str, Any]:
@@ -542,7 +566,60 @@ def compare(ref: dict[str, Any], mine: dict[str, Any]) -> list[str]:
     x, y = _reuse_ratio(ref["per_request"]), mine["summary"].get("prefix_cache_reused_ratio")
     if not _same(x, y):
         out.append(f"summary prefix_cache_reused_ratio: reference (capped) {x!r}, kvreplay {y!r}")
+    if "telemetry" in ref:
+        out += compare_telemetry({**ref["telemetry"], "g2_domains": ref["summary"].get(
+            "g2_domains")}, mine.get("telemetry"))
     return out
+
+
+def compare_telemetry(ref: dict[str, Any], mine: dict[str, Any] | None) -> list[str]:
+    """Every difference between two runs' telemetry samples (means to a relative 1e-9: the
+    reference sums floats in its completion order)."""
+    if mine is None:
+        return ["telemetry: only in the reference"]
+    out = []
+    if ref["sample_interval_ms"] != mine["sample_interval_ms"]:
+        out.append(f"telemetry interval: reference {ref['sample_interval_ms']!r}, "
+                   f"kvreplay {mine['sample_interval_ms']!r}")
+    theirs, ours = ref["samples"], mine["samples"]
+    # Deliberate (docs/engine.md, "Telemetry"): with a cluster-shared G2 pool the reference
+    # applies a copy's completion at a participant's next tick, kvreplay at its instant, so
+    # the G1 blocks a shared copy holds can be counted in use in one and released in the other.
+    shared = bool(ref.get("g2_domains"))
+    for i in range(max(len(theirs), len(ours))):
+        if i >= len(theirs) or i >= len(ours):
+            which = "kvreplay" if i >= len(theirs) else "reference"
+            sample = (ours if i >= len(theirs) else theirs)[i]
+            out.append(f"telemetry sample {i} ({sample['kind']} at {sample['sampled_at_ms']}): "
+                       f"only in the {which}")
+            continue
+        for path, x, y in _leaves(theirs[i], ours[i], f"telemetry sample {i}"):
+            if shared and path.rsplit(".", 1)[-1] in SHARED_GAUGES:
+                continue
+            if not _close(x, y):
+                out.append(f"{path}: reference {x!r}, kvreplay {y!r}")
+    return out
+
+
+SHARED_GAUGES = ("active_blocks", "inactive_blocks", "active_cache_usage",
+                 "physical_cache_usage")
+
+
+def _leaves(a: Any, b: Any, path: str) -> Iterator[tuple[str, Any, Any]]:
+    if isinstance(a, dict) and isinstance(b, dict):
+        for key in sorted(set(a) | set(b)):
+            yield from _leaves(a.get(key), b.get(key), f"{path}.{key}")
+    elif isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        for k, (x, y) in enumerate(zip(a, b, strict=True)):
+            yield from _leaves(x, y, f"{path}[{k}]")
+    else:
+        yield path, a, b
+
+
+def _close(a: Any, b: Any) -> bool:
+    if isinstance(a, float) and isinstance(b, int | float) and not isinstance(b, bool):
+        return abs(a - b) <= max(TOLERANCE_MS, STAT_TOLERANCE * max(abs(a), abs(b)))
+    return _same(a, b)
 
 
 def _placements(row: dict[str, Any]) -> list[tuple[Any, ...]]:
