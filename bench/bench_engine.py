@@ -32,6 +32,8 @@ lanes), mix-preempt (300 GPU blocks a worker) and mix-load10x; MIX below says ea
                timing), 20,000 synthetic requests of 1024 in / 128 out at a constant 40 req/s
                (kvreplay `constant_rate`, reference `run_synthetic_trace_replay(...,
                arrival_interval_ms=25)`): thousands wait in the one queue
+    telemetry  fixed-rr sampled every 1,000 ms of simulated time (kvreplay `spec.telemetry`,
+               reference `TelemetryOptions(sample_interval_ms=1000)`)
 
 Both engines take the path a user takes. kvreplay: a native JSON document, its traffic section
 read by `workload_from_traffic`, `run_native`, then `report_from_run`. Reference:
@@ -94,6 +96,7 @@ class Regime:
     lag_ms: float | None = None  # the KV router's kv_event_lag_ms
     lanes: int | None = None  # agentic lanes (source "agentic")
     cli: bool = False  # kvreplay's child is `python -m kvreplay run`, not the API
+    telemetry_ms: float | None = None  # spec.telemetry's sample interval
 
     def rank(self, worker_type: str | None) -> dict[str, Any]:
         """The engine settings of one rank (`worker_type` None: leave the field out)."""
@@ -128,6 +131,8 @@ REGIMES = {r.name: r for r in (
                  **HOST_LINKS}),
     Regime("floor", f"{AGG}, fixed 20/5 ms, round robin, the first trace row alone; kvreplay "
            "through `python -m kvreplay run`", rows=1, cli=True),
+    Regime("telemetry", f"{AGG}, fixed 20/5 ms, round robin, telemetry every 1,000 ms",
+           telemetry_ms=1000.0),
 )}
 
 # The realistic mix: small and mid-size scenarios of the kinds users run, each on a vendored
@@ -207,11 +212,14 @@ def native_document(regime: Regime, trace: Path) -> dict[str, Any]:
         engine = role("aggregated")
     config = None if regime.lag_ms is None else {"kv_event_lag_ms": regime.lag_ms}
     model = AGENTIC_MODEL if regime.source == "agentic" else "bench"
-    return {"spec": {"version": 1, "model": model, "topology": topology, "engine": engine,
-                     "adapters": {"placement": {"provider": regime.router, "config": config},
-                                  "scaling": {"provider": "none", "config": None}},
-                     "max_sim_time_ms": None, "record_per_request": True, "sla": None},
-            "traffic": native_traffic(regime, trace)}
+    spec: dict[str, Any] = {
+        "version": 1, "model": model, "topology": topology, "engine": engine,
+        "adapters": {"placement": {"provider": regime.router, "config": config},
+                     "scaling": {"provider": "none", "config": None}},
+        "max_sim_time_ms": None, "record_per_request": True, "sla": None}
+    if regime.telemetry_ms is not None:
+        spec["telemetry"] = {"sample_interval_ms": regime.telemetry_ms}
+    return {"spec": spec, "traffic": native_traffic(regime, trace)}
 
 
 def native_traffic(regime: Regime, trace: Path) -> dict[str, Any]:
@@ -263,6 +271,10 @@ def child_reference(regime: Regime, trace: Path) -> dict[str, Any]:
     else:
         kwargs.update(extra_engine_args={"engine": regime.rank(None), "dp_size": regime.dp},
                       num_workers=regime.workers)
+    if regime.telemetry_ms is not None:
+        from dynamo.replay import TelemetryOptions
+
+        kwargs["telemetry_options"] = TelemetryOptions(sample_interval_ms=regime.telemetry_ms)
     if regime.source == "synthetic":
         report = run_synthetic_trace_replay(
             SYNTHETIC["input_tokens"], SYNTHETIC["output_tokens"], SYNTHETIC["requests"],

@@ -35,6 +35,7 @@ from kvreplay.html.series import (
     summary_cdf,
     sums,
 )
+from kvreplay.html.telemetry import telemetry_series
 
 T = TypeVar("T")
 DATA_VERSION = 1
@@ -131,6 +132,9 @@ def _run(label: str, report: Mapping[str, Any], cols: Columns | None, timeline: 
         "timeline": None, "reuse": None, "workers": None, "routing": None,
         "g2": _g2(summary, cols, ratio),
     }
+    telemetry = telemetry_series(report.get("telemetry"))
+    if telemetry is not None:  # only then: a page of a run without samples is unchanged
+        run["telemetry"] = telemetry
     if run["g2"] is not None and run["g2"]["timeline"] is None:
         notes.append(G2_TIME_NOTE)
     if cols is not None and timeline is not None and ratio is not None:

@@ -49,6 +49,7 @@ def page(data: Mapping[str, Any], *, heading: str = "kvreplay replay report",
         "<h2>Prefix reuse, load and routing</h2>", _cards(runs, WORKER_CARDS),
         _workers(runs),
         _g2(runs),
+        _telemetry(runs),
         "<h2>Provenance</h2>", provenance_table(runs),
         "</main>",
     ]
@@ -181,3 +182,28 @@ def _g2(runs: Sequence[Mapping[str, Any]]) -> str:
     if all(r["g2"] is None for r in runs):
         return ""
     return "".join(["<h2>Host tier (G2)</h2>", g2_tables(runs), _cards(runs, G2_CARDS)])
+
+
+NO_TELEMETRY = "samples (the run was made without `report.telemetry`)"
+TELEMETRY_CARDS: tuple[Card, ...] = (
+    ("telemetry-usage", "KV cache usage per worker",
+     "G1 blocks in use as a share of capacity (dashed: resident, cached blocks included), per "
+     "rank, at each telemetry sample", "telemetry", NO_TELEMETRY),
+    ("telemetry-waiting", "Queue per worker",
+     "requests waiting for admission on each rank at each sample (the router's queue too when "
+     "requests queued there)", "telemetry", NO_TELEMETRY),
+    ("telemetry-running", "Batch size per worker",
+     "requests running on each rank at each sample", "telemetry", NO_TELEMETRY),
+)
+
+
+def _telemetry(runs: Sequence[Mapping[str, Any]]) -> str:
+    present = [r for r in runs if r.get("telemetry") is not None]
+    if not present:
+        return ""
+    notes = [f"{r['label']}: {r['telemetry']['samples']:,} samples"
+             + (" (more than 8 ranks: mean, largest and smallest over ranks)"
+                if r["telemetry"]["summarized"] else "") for r in present]
+    return "".join(['<h2 id="telemetry">Engine telemetry</h2>',
+                    f'<p class="note">{escape("; ".join(notes))}</p>',
+                    _cards(runs, TELEMETRY_CARDS)])

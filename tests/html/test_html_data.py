@@ -347,3 +347,34 @@ def test_no_run_is_an_error() -> None:
     """render_html needs at least one run."""
     with pytest.raises(ValueError, match="at least one run"):
         render_html([])
+
+
+def _telemetry(ranks: int, samples: int) -> dict[str, Any]:
+    rows = [{"worker_id": w, "dp_rank": 0, "active_blocks": w, "inactive_blocks": 1,
+             "total_blocks": 10, "active_cache_usage": w / 10, "physical_cache_usage": (w + 1) / 10,
+             "running_requests": w, "waiting_requests": 2 * w} for w in range(ranks)]
+    return {"sample_interval_ms": 100.0, "samples": [
+        {"sample_ordinal": k, "kind": "periodic", "interval_start_ms": 100.0 * (k - 1),
+         "sampled_at_ms": 100.0 * k, "prefill_scheduler_metrics": [],
+         "decode_scheduler_metrics": rows, "router_pending_prefill_requests": 0,
+         "router_pending_decode_requests": k % 2} for k in range(samples)]}
+
+
+def test_telemetry_charts_follow_the_samples() -> None:
+    """The telemetry section draws each rank's usage, queue and batch at the sample times;
+    beyond 8 ranks as mean, largest and smallest; at most 512 points (every k-th sample, the
+    last kept); a run without samples has no telemetry key and no section."""
+    report = example_report("kv-router-mooncake")
+    assert "telemetry" not in page_data([("a", report)])["runs"][0]
+    assert "Engine telemetry" not in render_html([("a", report)])
+    report["telemetry"] = _telemetry(3, 4)
+    run = page_data([("a", report)])["runs"][0]["telemetry"]
+    assert run["t_s"] == [0.0, 0.1, 0.2, 0.3] and run["names"] == ["agg 0", "agg 1", "agg 2"]
+    assert run["usage"] == [[0.0] * 4, [0.1] * 4, [0.2] * 4]
+    assert run["waiting"][2] == [4.0] * 4 and run["router_queue"] == [0.0, 1.0, 0.0, 1.0]
+    assert 'data-chart="telemetry-usage"' in render_html([("a", report)])
+    report["telemetry"] = _telemetry(12, 2000)
+    run = page_data([("a", report)])["runs"][0]["telemetry"]
+    assert run["summarized"] and run["names"] == ["mean", "largest", "smallest"]
+    assert run["running"][1][0] == 11.0 and run["running"][2][0] == 0.0
+    assert len(run["t_s"]) <= 513 and run["t_s"][-1] == 199.9 and run["samples"] == 2000

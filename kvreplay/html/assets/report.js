@@ -75,6 +75,29 @@
              scales: { x: { time: false } } };
   }
 
+  // Telemetry samples: each run's own sample times, one series per rank (or summarized).
+  function samplesChart(pick, yLabel, yRange) {
+    var parts = [], series = [{ label: "time (s)", value: function (u, v) { return fmt(v); } }];
+    RUNS.forEach(function (run, r) {
+      var tl = run.telemetry;
+      if (!tl) return;
+      pick(tl).forEach(function (f) {
+        if (!f[0]) return;
+        parts.push({ x: tl.t_s, y: f[0] });
+        // One run: a colour per rank, dashed for its resident share; several: the run's colour.
+        series.push(P.line((RUNS.length > 1 ? run.label + ": " : "") + f[1],
+                           RUNS.length > 1 ? r : f[3], f[2] ? 1 : 0));
+      });
+    });
+    var scales = { x: { time: false } };
+    if (yRange) scales.y = { range: yRange };
+    return { data: merge(parts), series: series, axes: axes("simulated time (s)", yLabel),
+             scales: scales };
+  }
+  function perRank(tl, key, suffix, dashed) {
+    return tl.names.map(function (n, i) { return [tl[key][i], n + (suffix || ""), dashed, i]; });
+  }
+
   // Series on each run's own bins (G2 timelines: runs of different lengths bin differently).
   function ownTimeChart(pick, yLabel, yRange) {
     var parts = [], series = [{ label: "time (s)", value: function (u, v) { return fmt(v); } }];
@@ -199,6 +222,21 @@
         return [[tl.occupancy, tl.pools > 1 ? "all " + tl.pools + " pools" : "pool"],
                 [tl.occupancy_max, "fullest pool"], [tl.occupancy_min, "emptiest pool"]];
       }, "used share of capacity", [0, 1.02]);
+    },
+    "telemetry-usage": function () {
+      return samplesChart(function (tl) {
+        return perRank(tl, "usage").concat(perRank(tl, "physical", " resident", true));
+      }, "share of G1 blocks", [0, 1.02]);
+    },
+    "telemetry-waiting": function () {
+      return samplesChart(function (tl) {
+        var out = perRank(tl, "waiting");
+        if (tl.router_queue) out.push([tl.router_queue, "router queue", true, tl.names.length]);
+        return out;
+      }, "waiting requests");
+    },
+    "telemetry-running": function () {
+      return samplesChart(function (tl) { return perRank(tl, "running"); }, "running requests");
     },
     "g2-workers": function () {
       return barChart(function (run) { return (run.workers || []).filter(function (w) { return w.host_ratio != null; }).map(function (w) { return w.name; }); },
