@@ -39,6 +39,7 @@ KEY_MODULES = (
     "kvreplay.schema.native_model",
     "kvreplay.schema.native_defaults",
     "kvreplay.schema.sla",
+    "kvreplay.schema.telemetry",
     "kvreplay.schema.schema_facts",  # kvreplay.schema.sla's field helpers
     "kvreplay.schema.suggest",
     "kvreplay.schema.layout",
