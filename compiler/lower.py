@@ -196,7 +196,8 @@ class _Traffic:
         self.kind = source.type
         self.load_type = traffic.load.type or load_type_default(self.kind)
         self.format = source.format
-        self.embedded = source.format in s.AGENTIC_FORMATS  # the trace states its block size
+        # The trace states its block size (an explicit one must match it).
+        self.embedded = source.format in (*s.AGENTIC_FORMATS, "dynamo")
         self.shared = bool(source.shared_prefix_ratio or source.prefix_groups)
 
 
@@ -327,6 +328,11 @@ TRAFFIC_BY_SOURCE: Mapping[str, Mapping[str, From[_Traffic]]] = {
             ("source", "nested_timestamp_basis"),
             lambda given, known: given or m.applied_default(m.Source, "nested_timestamp_basis")
             if known.format == "weka" else given),
+        # Applied Compute sessions' shared prefixes (written only when used).
+        "shared_prefix_ratio": From(("source", "shared_prefix_ratio"),
+                                    lambda ratio, known: ratio if known.shared else None),
+        "num_prefix_groups": From(("source", "prefix_groups"),
+                                  lambda groups, known: groups if known.shared else None),
     },
     "synthetic": {
         "input_tokens": From(("source", "input_tokens")),

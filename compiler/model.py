@@ -235,7 +235,8 @@ class Session:
         0.0, "Delay between a turn's completion and the next turn (ms).")
 
 
-SOURCE_TRACE = ["format", "paths", "block_size", "nested_timestamp_basis"]
+SOURCE_TRACE = ["format", "paths", "block_size", "nested_timestamp_basis", "shared_prefix_ratio",
+                "prefix_groups"]
 SOURCE_SYNTH = ["input_tokens", "output_tokens", "cached_prefix_tokens", "shared_prefix_ratio",
                 "prefix_groups"]
 SOURCE_SESSION = ["new_input_tokens_per_turn", "output_tokens_per_turn", "session"]
@@ -253,12 +254,15 @@ SOURCE_SESSION = ["new_input_tokens_per_turn", "output_tokens_per_turn", "sessio
 @attrs.frozen
 class Source:
     type: Literal["trace", "synthetic", "synthetic-session"] = choice("synthetic", "Source kind.")
-    format: Literal["mooncake", "mooncake-delta", "weka", "agentic_mooncake"] = choice(
-        "mooncake", "Trace format (trace source).")
-    paths: tuple[str, ...] = items((), TRACE_PATHS, 1, 4096, minLength=1, maxLength=4096)
+    format: Literal["mooncake", "mooncake-delta", "weka", "agentic_mooncake", "dynamo",
+                    "applied_compute_agentic"] = choice(
+        "mooncake", "Trace format (trace source; docs/traces-and-reports.md).")
+    paths: tuple[str, ...] = items(
+        (), TRACE_PATHS + " Several only for `dynamo` request traces.", 1, 4096, minLength=1,
+        maxLength=4096)
     block_size: int | None = positive(
-        None, "Tokens per trace hash id (default 512; weka/agentic_mooncake carry their own and "
-        "an explicit value must match).", BLOCK_SIZE_MAX)
+        None, "Tokens per trace hash id (default 512; weka, agentic_mooncake and dynamo carry "
+        "their own and an explicit value must match).", BLOCK_SIZE_MAX)
     nested_timestamp_basis: Literal["auto", "absolute", "relative"] | None = choice(  # weka only
         None, "Weka only: how subagent request times relate to their marker.",
         metadata={APPLIED_DEFAULT: "auto"})
@@ -270,8 +274,8 @@ class Source:
         TRAFFIC["cached_prefix_tokens"],
         "Tokens of one prefix shared by every synthetic prompt (<= input_tokens).", TOKENS_MAX)
     shared_prefix_ratio: float = bounded(
-        0.0, "Share of each synthetic prompt taken from a shared prefix family (not with "
-        "cached_prefix_tokens).", 0, 1)
+        0.0, "Share of each synthetic prompt (applied_compute_agentic trace: of each session's "
+        "first prompt) taken from a shared prefix family (not with cached_prefix_tokens).", 0, 1)
     prefix_groups: int = nonneg(
         0, "Shared prefix families (> 0 when shared_prefix_ratio > 0).", 1_000_000)
     new_input_tokens_per_turn: int = positive(

@@ -371,9 +371,12 @@ AGENTIC_FORMATS = ("weka", "agentic_mooncake")
 class Traffic:
     source_type: Literal["trace", "synthetic", "synthetic-session"] = choice(
         "synthetic", "Source kind.")
-    trace_format: Literal["mooncake", "mooncake-delta", "weka", "agentic_mooncake"] | None = \
-        choice(None, "Trace format.", nullable=True)
-    trace_paths: tuple[str, ...] = items((), TRACE_PATHS, 0, 4096, minLength=1, maxLength=4096)
+    trace_format: Literal["mooncake", "mooncake-delta", "weka", "agentic_mooncake", "dynamo",
+                          "applied_compute_agentic"] | None = choice(
+        None, "Trace format.", nullable=True)
+    trace_paths: tuple[str, ...] = items(
+        (), TRACE_PATHS + " Several only for `dynamo` request traces.", 0, 4096, minLength=1,
+        maxLength=4096)
     trace_block_size: int | None = positive(
         None, "Tokens per trace hash id.", BLOCK_SIZE_MAX, nullable=True)
     weka_nested_timestamp_basis: Literal["auto", "absolute", "relative"] | None = choice(

@@ -184,6 +184,21 @@ def locate(text: str, key: str, index: int | None = None) -> tuple[int, int] | N
     return None
 
 
+def locate_path(text: str, keys: tuple[str, ...],
+                index: int | None = None) -> tuple[int, int] | None:
+    """locate() for a nested key (`("request", "replay", "input_length")`), its value's columns
+    [start, end) in the line; the innermost object found when a key is missing."""
+    span: tuple[int, int] | None = None
+    for depth, key in enumerate(keys):
+        inner = text if span is None else text[span[0] - 1:span[1] - 1]
+        base = 0 if span is None else span[0] - 1
+        found = locate(inner, key, index if depth == len(keys) - 1 else None)
+        if found is None:
+            return span
+        span = (found[0] + base, found[1] + base)
+    return span
+
+
 _SPACE = re.compile(r"[ \t\r\n]*")
 _SCALAR_END = re.compile(r"[,}\] \t\r\n]")
 _STRUCTURE = re.compile(r'["\[\]{}]')

@@ -7,14 +7,15 @@ replay pass re-reads rows by offset when they are due, so neither pass holds the
 
 from __future__ import annotations
 
+import io
 from array import array
 from typing import Any
 
 from kvreplay.engine.traces.jsonl import LineError, decode_object, iter_lines, locate
 from kvreplay.engine.traces.mooncake_rows import MooncakeRow, check_row, unknown_fields
-from kvreplay.engine.traces.rules import diag
+from kvreplay.engine.traces.rules import diag, unreadable
 from kvreplay.schema.diagnostics import Diagnostic, Related, Span
-from kvreplay.schema.files import NotRegularFile, open_regular
+from kvreplay.schema.files import open_regular
 
 MAX_LISTED_ERRORS = 200
 
@@ -28,9 +29,10 @@ class TraceIndex:
     first-turn timestamp (None when no first turn has one).
     """
 
-    def __init__(self, path: str, display: str) -> None:
+    def __init__(self, path: str, display: str, data: bytes | None = None) -> None:
         self.path = path
         self.display = display
+        self.data = data  # the trace's bytes when it was converted from another format
         self.offsets = array("q")
         self.lines = array("q")
         self.next_turn = array("q")
@@ -219,23 +221,19 @@ class _Scan:
 
 def scan_mooncake(path: str, display: str, *, block_size: int, timestamps: bool,
                   speedup: float = 1.0, stop_requests: int | None = None,
-                  stop_sessions: int | None = None) -> tuple[TraceIndex | None, list[Diagnostic]]:
-    """Check every row of one trace file; the index is None when any error was found."""
-    index = TraceIndex(path, display)
+                  stop_sessions: int | None = None, data: bytes | None = None,
+                  ) -> tuple[TraceIndex | None, list[Diagnostic]]:
+    """Check every row of one trace file (or of `data`, Mooncake rows converted from another
+    format); the index is None when any error was found."""
+    index = TraceIndex(path, display, data)
     scan = _Scan(index, block_size=block_size, timestamps=timestamps, speedup=speedup,
                  stop_requests=stop_requests, stop_sessions=stop_sessions)
     try:
-        with open_regular(path) as stream:
+        with (open_regular(path) if data is None else io.BytesIO(data)) as stream:
             for number, offset, raw in iter_lines(stream):
                 scan.row(number, offset, raw)
-    except FileNotFoundError:
-        return None, [diag("TRACE-PATH", f"trace file not found: {display}", file=display)]
-    except NotRegularFile as exc:
-        return None, [diag("TRACE-PATH", f"trace path is not a regular file: {display} (it is "
-                           f"{exc.kind})", file=display)]
     except OSError as exc:
-        return None, [diag("TRACE-PATH", f"cannot read trace file {display}: "
-                           f"{exc.strerror or exc}", file=display)]
+        return None, [unreadable(exc, display)]
     scan.finish()
     has_errors = any(d.severity == "error" for d in scan.found) or scan.unlisted > 0
     return (None if has_errors else index), scan.found

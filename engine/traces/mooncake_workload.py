@@ -20,6 +20,7 @@ its predecessor ends. Pending state is bounded by the sessions in flight, whatev
 from __future__ import annotations
 
 import heapq
+import io
 from collections.abc import Iterator
 from typing import BinaryIO
 
@@ -201,7 +202,8 @@ class MooncakeWorkload(HeapReleases):
     def _reopen(self) -> BinaryIO:
         index = self._index
         try:
-            return open_regular(index.path)
+            # a trace converted from another format reads from its bytes
+            return open_regular(index.path) if index.data is None else io.BytesIO(index.data)
         except OSError as exc:
             raise WorkloadError([diag("TRACE-PATH", f"cannot reopen the trace file: "
                                       f"{exc.strerror or exc}", file=index.display)]) from None

@@ -87,3 +87,16 @@ def diag(rule: str, message: str, *, file: str | None = None, path: str | None =
                 end_line=line if end_column is not None else None, end_column=end_column)
     return Diagnostic(rule=rule, severity=severity, message=message, span=span, hint=hint,
                       related=related)
+
+
+def unreadable(exc: OSError, display: str) -> Diagnostic:
+    """TRACE-PATH for a trace file that cannot be opened or read."""
+    from kvreplay.schema.files import NotRegularFile
+
+    if isinstance(exc, FileNotFoundError):
+        message = f"trace file not found: {display}"
+    elif isinstance(exc, NotRegularFile):
+        message = f"trace path is not a regular file: {display} (it is {exc.kind})"
+    else:
+        message = f"cannot read trace file {display}: {exc.strerror or exc}"
+    return diag("TRACE-PATH", message, file=display)

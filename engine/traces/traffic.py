@@ -19,13 +19,17 @@ from kvreplay.engine.traces.rules import diag
 from kvreplay.engine.traces.synthetic import Arrivals, SyntheticWorkload
 from kvreplay.schema.diagnostics import Diagnostic, Severity, sort_unique
 
-TRACE_FORMATS = ("mooncake", "mooncake-delta", "weka", "agentic_mooncake")
+TRACE_FORMATS = ("mooncake", "mooncake-delta", "weka", "agentic_mooncake", "dynamo",
+                 "applied_compute_agentic")
 AGENTIC_FORMATS = ("weka", "agentic_mooncake")
+# Read by their own readers and replayed as Mooncake rows (or, agentic Dynamo traces, a graph).
+CONVERTED_FORMATS = ("dynamo", "applied_compute_agentic")
 DEFAULT_ARRIVAL_SEED = 42
 
 if TYPE_CHECKING:  # the agentic modules load only for agentic traffic
     from kvreplay.engine.agentic.driver import AgenticWorkload
     from kvreplay.engine.agentic.profile import ProfileOptions
+    from kvreplay.engine.traces.agentic.graph import AgenticGraph
 
     _AnyWorkload = MooncakeWorkload | SyntheticWorkload | AgenticWorkload
 
@@ -104,6 +108,11 @@ def _load(traffic: Mapping[str, Any], *, base_dir: str, trace_paths: Sequence[st
     if source == "trace" and traffic.get("trace_format") in AGENTIC_FORMATS:
         workload = _agentic(f, traffic, base_dir=base_dir, trace_paths=trace_paths, model=model,
                             engine_block_size=block_size)
+    elif source == "trace" and traffic.get("trace_format") in CONVERTED_FORMATS:
+        from kvreplay.engine.traces.converted import converted_workload
+
+        workload = converted_workload(f, traffic, base_dir=base_dir, trace_paths=trace_paths,
+                                      model=model, engine_block_size=block_size)
     elif source == "trace":
         workload = _trace(f, traffic, base_dir=base_dir, trace_paths=trace_paths)
     elif source in ("synthetic", "synthetic-session"):
@@ -143,6 +152,8 @@ def _trace(f: _Fields, traffic: Mapping[str, Any], *, base_dir: str,
         f.ignored("concurrency", "with trace_timestamps load")
     stop_requests = f.integer("stop_requests", 1)
     stop_sessions = f.integer("stop_sessions", 1)
+    for key in ("shared_prefix_ratio", "num_prefix_groups"):
+        f.ignored(key, f"with {fmt} traces (their rows name their own blocks)")
     paths = _paths(traffic, base_dir, trace_paths)
     if len(paths) != 1:
         f.error("TRACE-PATH", "trace_paths", f"{fmt} traffic needs exactly one trace path, found "
@@ -197,6 +208,13 @@ def _agentic(f: _Fields, traffic: Mapping[str, Any], *, base_dir: str,
     f.found.extend(found)
     if graph is None:
         return None
+    return agentic_workload(f, graph, options, display, model=model,
+                            engine_block_size=engine_block_size)
+
+
+def agentic_workload(f: _Fields, graph: AgenticGraph, options: _AgenticOptions, display: str, *,
+                     model: str | None, engine_block_size: int | None) -> AgenticWorkload | None:
+    """The workload of a read agentic graph, with its load controls."""
     graph.normalize_starts()
     from kvreplay.engine.agentic.driver import AgenticWorkload
     from kvreplay.engine.agentic.snapshot import SnapshotError

@@ -81,12 +81,15 @@ EXAMPLES = {
     "trace": """examples:
   kvreplay trace convert plays.jsonl -o plays-v2.jsonl       # Weka -> Agentic Mooncake v2
   kvreplay trace convert corpus/ --basis relative            # a directory of plays
+  kvreplay trace convert requests-*.jsonl -o trace.jsonl     # Dynamo request traces
 """,
     "trace convert": """examples:
   kvreplay trace convert examples/traces/weka-g2-restore.jsonl           # the v2 file on stdout
   kvreplay trace convert plays.jsonl -o plays-v2.jsonl                   # written atomically
   kvreplay trace convert corpus/ --basis relative -o corpus-v2.jsonl     # a directory of plays
   kvreplay trace convert plays.jsonl --block-size 64                     # refuse other sizes
+  kvreplay trace convert a.jsonl b.jsonl -o trace.jsonl   # Dynamo request traces -> Mooncake or v2
+  kvreplay trace convert sessions.jsonl --block-size 64 --shared-prefix-ratio 0.5 --prefix-groups 2
 """,
     "matrix": """examples:
   kvreplay matrix                   # markdown table
@@ -255,20 +258,34 @@ def build_parser() -> argparse.ArgumentParser:
     trace = add("trace", "work with trace files")
     trace_sub = trace.add_subparsers(dest="trace_command", metavar="ACTION", required=True)
     convert = trace_sub.add_parser(
-        "convert", parents=[common], help="lower Weka plays to an Agentic Mooncake v2 file",
-        description="Lower Weka / AgentX plays (a .json, a .jsonl or a directory) to the Agentic "
-        "Mooncake v2 dependency graph the engine replays: one header line, then one row per "
-        "request with its dependencies. Replaying the v2 file gives the same graph and the same "
-        "replay as the Weka source.", epilog=EXAMPLES["trace convert"],
+        "convert", parents=[common],
+        help="convert a trace to the format the engine replays it as",
+        description="Convert a trace to the format the engine replays it as: Weka / AgentX "
+        "plays (a .json, a .jsonl or a directory) and agentic Dynamo request traces to the "
+        "Agentic Mooncake v2 dependency graph (one header line, then one row per request with "
+        "its dependencies); standard Dynamo request traces (one or several files) and Applied "
+        "Compute agentic sessions to Mooncake rows. Replaying the output gives the same replay "
+        "as the source.", epilog=EXAMPLES["trace convert"],
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    convert.add_argument("trace", metavar="TRACE",
-                         help="Weka / AgentX plays: a .json or .jsonl file, or a directory of "
-                         "them")
+    convert.add_argument("trace", metavar="TRACE", nargs="+",
+                         help="Weka / AgentX plays (a .json or .jsonl file, or a directory of "
+                         "them), Dynamo request-trace files, or an Applied Compute sessions "
+                         "file")
+    convert.add_argument("--from", dest="source_format", metavar="FORMAT",
+                         choices=["auto", "weka", "dynamo", "applied_compute_agentic"],
+                         default="auto", help="the source format: weka, dynamo, "
+                         "applied_compute_agentic (default auto: from the first record)")
     convert.add_argument("-o", "--output", metavar="OUT", help="write here (atomically)")
     convert.add_argument("--basis", choices=["auto", "absolute", "relative"], default="auto",
                          help="how subagent request timestamps are read (default auto)")
     convert.add_argument("--block-size", type=int, default=None, metavar="N",
-                         help="require this trace block size")
+                         help="require this trace block size (Applied Compute sessions: the "
+                         "tokens per synthesized block, required)")
+    convert.add_argument("--shared-prefix-ratio", type=float, default=0.0, metavar="R",
+                         help="Applied Compute: share of each session's first prompt taken "
+                         "from a prefix group (default 0)")
+    convert.add_argument("--prefix-groups", type=int, default=0, metavar="N",
+                         help="Applied Compute: prefix groups, session i in group i mod N")
 
     matrix = add("matrix", "render the support matrix from the rule files")
     matrix.add_argument("--format", choices=["markdown", "json"], default="markdown",

@@ -35,7 +35,7 @@ KINDS = ("agg", "agg-delta", "agg-dp", "pd", "pd-dp", "g2", "g2-pd", "synth", "k
          "agentic")
 # Telemetry samples (the samples compared too) over scenarios of these kinds.
 TELEMETRY_BASES = ("agg", "agg-dp", "g2", "kv-queue", "pd", "pd-dp", "g2-pd")
-KINDS = KINDS + ("telemetry",)
+KINDS = KINDS + ("telemetry", "dynamo", "applied-compute")
 TIME_KEYS = ("arrival_time_ms", "dispatched_at_ms", "first_admit_ms", "first_token_ms",
              "last_token_ms", "terminal_time_ms", "prefill_admit_ms", "source_held_ms",
              "destination_reserved_ms", "destination_activated_ms", "decode_admit_ms",
@@ -81,6 +81,11 @@ def generate(kind: str, seed: int) -> dict[str, Any]:
         return _telemetry_scenario(rng, seed)
     bs = 4
     blocks = rng.choice([5, 6, 8, 10, 12, 16])
+    if kind in ("dynamo", "applied-compute"):
+        from harness_traces import applied_compute_scenario, dynamo_scenario
+
+        make = dynamo_scenario if kind == "dynamo" else applied_compute_scenario
+        return make(rng, {"kind": kind, "seed": seed, "block_size": bs}, blocks)
 
     def rank() -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -339,6 +344,18 @@ def role_dp(scn: dict[str, Any], worker_type: str) -> int:
     return int(scn.get(f"{worker_type}_dp", scn["dp"]))
 
 
+def trace_files(scn: dict[str, Any], folder: Path) -> list[str]:
+    """The scenario's trace written to `folder`: one file, or a Dynamo trace's several."""
+    if "files" not in scn:
+        write_trace(scn, folder / "trace.jsonl")
+        return [str(folder / "trace.jsonl")]
+    paths = [folder / f"trace-{k}.jsonl" for k in range(scn["files"])]
+    for k, path in enumerate(paths):
+        path.write_text("".join(json.dumps(row) + "\n" for row, at in
+                                zip(scn["rows"], scn["file_of"], strict=True) if at == k))
+    return [str(p) for p in paths]
+
+
 def write_trace(scn: dict[str, Any], path: Path) -> None:
     with path.open("w") as f:
         if "header" in scn:
@@ -347,7 +364,7 @@ def write_trace(scn: dict[str, Any], path: Path) -> None:
             f.write(json.dumps(row) + "\n")
 
 
-def native_document(scn: dict[str, Any], trace: str) -> dict[str, Any]:
+def native_document(scn: dict[str, Any], trace: str | list[str]) -> dict[str, Any]:
     """The kvreplay native document of a scenario."""
     def role(rank: dict[str, Any], worker_type: str) -> dict[str, Any]:
         return {"dp_size": role_dp(scn, worker_type), "tensor_parallel_size": scn.get("tp", 1),
@@ -355,8 +372,10 @@ def native_document(scn: dict[str, Any], trace: str) -> dict[str, Any]:
                 "rank": {**rank, "worker_type": worker_type}}
 
     traffic: dict[str, Any] = {
-        "source_type": "trace", "trace_format": scn["trace_format"], "trace_paths": [trace],
+        "source_type": "trace", "trace_format": scn["trace_format"],
+        "trace_paths": [trace] if isinstance(trace, str) else trace,
         "load_type": "trace_timestamps", "trace_block_size": scn["block_size"]}
+    traffic.update(scn.get("traffic", {}))
     if "synthetic" in scn:
         traffic = synthetic_traffic(scn["synthetic"])
     if "header" in scn:
@@ -409,11 +428,11 @@ def run_reference(scn: dict[str, Any]) -> dict[str, Any]:
         rows = [{**r, "session_id": None, "turn_index": None} for r in report.per_request]
         return {"summary": dict(report.summary), "per_request": rows}
     with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "trace.jsonl"
-        write_trace(scn, path)
+        paths = trace_files(scn, Path(tmp))
         kwargs: dict[str, Any] = {"trace_format": scn["trace_format"],
                                   "trace_block_size": scn["block_size"],
                                   "router_mode": "round_robin", "capture_per_request": True}
+        kwargs.update(scn.get("replay", {}))
         if "router" in scn:
             from dynamo._core import KvRouterConfig
 
@@ -441,7 +460,7 @@ def run_reference(scn: dict[str, Any]) -> dict[str, Any]:
             kwargs["telemetry_options"] = TelemetryOptions(sample_interval_ms=scn["telemetry_ms"])
         dp = scn["dp"]
         if "rank" in scn:
-            report = run_trace_replay([str(path)],
+            report = run_trace_replay(paths,
                                       extra_engine_args={"engine": scn["rank"], "dp_size": dp,
                                                          "tensor_parallel_size": scn.get("tp", 1)},
                                       num_workers=scn["workers"], **kwargs)
@@ -450,7 +469,7 @@ def run_reference(scn: dict[str, Any]) -> dict[str, Any]:
                        "dp_size": role_dp(scn, "prefill")}
             decode = {"engine": {**scn["decode"], "worker_type": "decode"},
                       "dp_size": role_dp(scn, "decode")}
-            report = run_trace_replay([str(path)], prefill_engine_args=prefill,
+            report = run_trace_replay(paths, prefill_engine_args=prefill,
                                       decode_engine_args=decode,
                                       num_prefill_workers=scn["prefill_workers"],
                                       num_decode_workers=scn["decode_workers"], **kwargs)
@@ -468,9 +487,8 @@ def run_kvreplay(scn: dict[str, Any]) -> dict[str, Any]:
     from kvreplay.engine.traces import workload_from_traffic
 
     with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "trace.jsonl"
-        write_trace(scn, path)
-        doc = native_document(scn, str(path))
+        paths = trace_files(scn, Path(tmp))
+        doc = native_document(scn, paths)
         workload = workload_from_traffic(doc["traffic"], base_dir=tmp,
                                          block_size=scn["block_size"], model=AGENTIC_MODEL)
         return report_from_run(run_native(doc, workload=workload))

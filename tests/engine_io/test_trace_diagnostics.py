@@ -206,7 +206,7 @@ TRAFFIC_CASES: dict[str, tuple[dict[str, Any], list[tuple[str, str, str]]]] = {
                                trace_paths=["a.json"], load_type="trace_timestamps"), [
         ("TRACE-FORMAT", "$.traffic.trace_format", "trace format 'sharegpt' is not read by the "
          "bundled workload readers (they read mooncake, mooncake-delta, weka, "
-         "agentic_mooncake)")]),
+         "agentic_mooncake, dynamo, applied_compute_agentic)")]),
     "agentic with concurrency": (traffic(source_type="trace", trace_format="weka",
                                          trace_paths=["a.json"], load_type="concurrency"), [
         ("WORKLOAD-LOAD", "$.traffic.load_type", "agentic traces replay their own dependency "
