@@ -23,7 +23,8 @@ HOST_OFFLOAD_OMITTED = ("scope", "shared_d2h_bandwidth_gbps", "shared_h2d_bandwi
                         "latency_to_first_byte_ms")
 # Rank keys written only when set (the native normalizer drops an unknown KV size).
 RANK_OPTIONAL = ("kv_cache_bytes_per_token", "native_host_offload", "g3_offload", "sglang",
-                 "trtllm", "aic_nextn", "aic_nextn_accept_rates")
+                 "trtllm", "aic_nextn", "aic_nextn_accept_rates", "state_cache",
+                 "prefix_match_unit")
 
 
 def _json(value: Any) -> Any:

@@ -283,6 +283,8 @@ ROLE: Mapping[str, From[_Role]] = {
     "timing_model": From(("timing",), lambda timing, _: _native(s.Timing, timing)),
     "host_offload": From(("kv_cache", "host_offload"), lambda g2, role: role.host_offload(g2)),
     "g3_offload": From(("kv_cache", "g3_offload")),  # the config's G3 block is the native one
+    "state_cache": From(("kv_cache", "state_cache")),  # the config's block is the native one
+    "prefix_match_unit": From(("kv_cache", "prefix_match_unit")),
     "sglang": From(("scheduler", "sglang"), lambda given, role: _sglang(given, role.backend)),
     "trtllm": From(("scheduler", "trtllm"), lambda given, role: given or (
         s.TrtllmOptions() if role.backend == "trtllm" else None)),
@@ -298,7 +300,10 @@ ROLE_ENGINE: Mapping[str, From[_Role]] = {
     "kv_transfer_bandwidth": From(("kv_transfer", "bandwidth_gb_per_second")),
     "kv_transfer_timing_mode": From(
         ("kv_transfer", "timing_mode"),
-        lambda mode, _: m.applied_default(m.KvTransfer, "timing_mode") if mode is None else mode),
+        lambda mode, role: mode if mode is not None else RANK_DEFAULTS["kv_transfer_timing_mode"]
+        # the reference's state cache refuses any other mode (aggregated: no handoff to time)
+        if role.worker.kv_cache.state_cache is not None
+        else m.applied_default(m.KvTransfer, "timing_mode")),
 }
 
 # The traffic, under `traffic` (its defaults where the config has none): every source's fields,

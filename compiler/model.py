@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 import attrs
 
+from kvreplay.schema.hybrid import StateCache as StateCache
 from kvreplay.schema.native_defaults import TRAFFIC_DEFAULTS as TRAFFIC
 from kvreplay.schema.native_model import (
     BLOCK_SIZE_MAX,
@@ -143,6 +144,10 @@ class KvCache:
     capacity: Capacity = Capacity()
     host_offload: HostOffloadOptions | None = None
     g3_offload: G3Offload | None = None
+    state_cache: StateCache | None = None
+    prefix_match_unit: int | None = positive(
+        None, "Tokens per prefix-match unit of a hybrid model (a divisor of block_size; needs "
+        "state_cache).", BLOCK_SIZE_MAX)
 
 
 @described(

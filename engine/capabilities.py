@@ -70,6 +70,18 @@ def _g3(spec: Spec) -> list[str]:
             for role in spec.roles if role.g3_offload is not None]
 
 
+def _hybrid(spec: Spec) -> list[str]:
+    out = []
+    for role in spec.roles:
+        if role.state_cache is not None:
+            out.append(f"hybrid KV state cache (state_cache) on role {role.name}: not executed by "
+                       "the bundled engine")
+        if role.prefix_match_unit is not None:
+            out.append(f"prefix match unit (prefix_match_unit) on role {role.name}: not executed "
+                       "by the bundled engine")
+    return out
+
+
 def _speculation(spec: Spec) -> list[str]:
     out = []
     for role in spec.roles:
@@ -96,6 +108,7 @@ def _scaling(spec: Spec) -> list[str]:
 # fixed and polynomial, which the engine runs, are not in the native schema.)
 REFUSAL_CHECKS: tuple[tuple[str, Callable[[Spec], list[str]]], ...] = (
     ("g3", _g3),
+    ("hybrid", _hybrid),
     ("speculation", _speculation),
     ("scaling", _scaling),
 )

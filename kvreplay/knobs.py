@@ -78,6 +78,9 @@ EXPOSED: tuple[Knob, ...] = (
     _rank("g3_offload", "kv_cache.g3_offload", {"scope": "worker_local", "num_g3_blocks": 10},
           10, sub=("num_g3_blocks",), context=((f"{W}.kv_cache.host_offload",
                                                {"num_host_blocks": 100}),)),
+    _rank("state_cache", "kv_cache.state_cache", {"bytes_per_request": 4096}),
+    _rank("prefix_match_unit", "kv_cache.prefix_match_unit", 2,
+          context=((f"{W}.kv_cache.state_cache", {"bytes_per_request": 4096}),)),
     Knob("rank.kv_transfer_bytes_per_token", "engine.kv_transfer.bytes_per_token", 1000,
          PD_RANK + ("kv_transfer_bytes_per_token",), 1000, PD),
     Knob("rank.kv_transfer_bandwidth", "engine.kv_transfer.bandwidth_gb_per_second", 25,
@@ -201,9 +204,9 @@ EXPOSED: tuple[Knob, ...] = (
 
 _LIVE = ("live-deployment plumbing of a Dynamo frontend (ports, threads, indexer services, "
          "hashing keys); an offline replay has no such process and results do not depend on it")
-_HYBRID = ("hybrid-attention KV layouts (per-group KV caches, state-space state per request); "
-           "the bundled engine models one uniform paged KV cache, so the support matrix has no "
-           "row for them yet")
+_HYBRID = ("per-group KV caches of hybrid-attention models (the reference runs them only with "
+           "prefix caching off and a byte capacity); the bundled engine models one uniform paged "
+           "KV cache, so neither YAML nor the support matrix has them yet")
 _MEMORY = ("sizes G1 from a GPU memory fraction, which needs device memory and weight sizes "
            "from a hardware profile; kvreplay sizes G1 as blocks or bytes "
            "(`kv_cache.capacity`), the quantity these fractions compute")
@@ -237,8 +240,6 @@ NOT_EXPOSED: dict[str, str] = {
                                "null); `kv_cache.bytes_per_token` writes kv_cache_bytes_per_token",
     "rank.kv_cache_groups": _HYBRID,
     "rank.kv_cache_capacity_bytes": _HYBRID,
-    "rank.state_cache": _HYBRID,
-    "rank.prefix_match_unit": _HYBRID,
     "rank.sglang": "a block, exposed field by field as `scheduler.sglang.*`",
     "rank.trtllm": "a block, exposed field by field as `scheduler.trtllm.*`",
     "role.gpu_memory_utilization": _MEMORY,

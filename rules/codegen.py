@@ -26,6 +26,7 @@ _HEADER = '''\
 
 from kvreplay.rules.functions import (agentic_source, is_blank, key_ref, role_layout_id,
                                       role_ranks, show, to_json)
+from kvreplay.rules.functions import match_unit_divides, state_room
 from kvreplay.rules.logic import any3, every3, not3, pairs
 '''
 

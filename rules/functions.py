@@ -62,6 +62,20 @@ def role_ranks(role: s.Role) -> int | None:
     return role.workers * role.dp_size
 
 
+def state_room(role: s.Role) -> int | None:
+    """Bytes of a role's KV capacity left for one working state beside one token block (the
+    reference's minimum for a state cache), unknown while the KV bytes per token are."""
+    if role.kv_cache_bytes_per_token is None or role.num_gpu_blocks is None:
+        return None
+    return (role.num_gpu_blocks - 1) * role.block_size * role.kv_cache_bytes_per_token
+
+
+def match_unit_divides(role: s.Role) -> bool | None:
+    """The role's prefix_match_unit divides its block size (unknown while it is unset)."""
+    unit = role.prefix_match_unit
+    return None if unit is None else role.block_size % unit == 0
+
+
 def is_blank(text: str | None) -> bool | None:
     return None if text is None else text.strip() == ""
 
@@ -79,6 +93,11 @@ BUILTINS: dict[str, Builtin] = {
                 "role_layout_id"),
         Builtin("ranks", ("role",), "num", "the ranks a role simulates: its workers x attention "
                 "DP", "role_ranks"),
+        Builtin("state_room", ("role",), "num", "the bytes of a role's KV capacity left for one "
+                "request state beside one token block: (blocks - 1) x block size x KV bytes per "
+                "token; unknown while the bytes per token are unknown", "state_room"),
+        Builtin("match_unit_divides", ("role",), "bool", "the role's prefix_match_unit divides "
+                "its block size", "match_unit_divides"),
         Builtin("blank", ("str",), "bool", "the text is empty or only spaces", "is_blank"),
         Builtin("json", ("any",), "str", "the value written as JSON (for hints to paste)",
                 "to_json"),

@@ -40,6 +40,7 @@ KEY_MODULES = (
     "kvreplay.schema.native_defaults",
     "kvreplay.schema.sla",
     "kvreplay.schema.telemetry",
+    "kvreplay.schema.hybrid",
     "kvreplay.schema.schema_facts",  # kvreplay.schema.sla's field helpers
     "kvreplay.schema.suggest",
     "kvreplay.schema.layout",

@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 import attrs
 
+from kvreplay.schema.hybrid import StateCache
 from kvreplay.schema.native_defaults import G3_OFFLOAD_DEFAULTS as G3
 from kvreplay.schema.native_defaults import HOST_OFFLOAD_DEFAULTS as G2
 from kvreplay.schema.native_defaults import RANK_DEFAULTS as RANK
@@ -212,6 +213,10 @@ class RankCore:
     timing_model: Timing = Timing()
     host_offload: HostOffload | None = nested(key="native_host_offload")
     g3_offload: G3Offload | None = None
+    state_cache: StateCache | None = None
+    prefix_match_unit: int | None = positive(
+        None, "Tokens per prefix-match unit (a divisor of block_size; needs state_cache).",
+        BLOCK_SIZE_MAX, nullable=True)
 
 
 @described("Native per-rank engine arguments (missing fields take the native engine's defaults).")

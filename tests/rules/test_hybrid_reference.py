@@ -1,0 +1,69 @@
+"""The hybrid KV rules (HYBRID-*) say what the reference refuses: each rule case compiled and
+replayed on ai-dynamo 1.6.1 (a tiny Mooncake trace, fixed timing) is refused by it exactly when a
+HYBRID rule fires (skipped without the reference)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+import kvreplay
+from kvreplay.engine.capabilities import refusals
+
+CASES = sorted((Path(__file__).resolve().parents[2] / "rules" / "cases").glob("HYBRID-*/*.yaml"))
+TIMING = {"type": "fixed", "prefill_ms": 7.0, "decode_ms": 3.0}
+
+
+def _compiled(path: Path) -> kvreplay.CompileResult:
+    return kvreplay.compile_config(yaml.safe_load(path.read_text()), matrix=True)
+
+
+def _reference_verdict(native: dict[str, Any], tmp: Path) -> str | None:
+    """None when the reference replays the document's rank, else its error."""
+    replay = pytest.importorskip("dynamo.replay")
+    trace = tmp / "t.jsonl"
+    trace.write_text("".join(json.dumps({"timestamp": 10 * i, "input_length": 8,
+                                         "output_length": 2, "hash_ids": [1, 2 + i]}) + "\n"
+                             for i in range(3)))
+    role = native["spec"]["engine"]
+    rank = {**role["rank"], "timing_model": TIMING}
+    policy = native["spec"]["adapters"]["placement"]["provider"]
+    try:
+        replay.run_trace_replay(
+            [str(trace)], extra_engine_args={
+                "engine": rank, "dp_size": role["dp_size"],
+                "num_gpu_blocks_is_explicit": role["num_gpu_blocks_is_explicit"]},
+            num_workers=native["spec"]["topology"]["workers"]["initial_workers"],
+            router_mode=policy, trace_format="mooncake", trace_block_size=4)
+    except Exception as exc:  # the reference raises ValueError or its engine error
+        return str(exc)
+    return None
+
+
+@pytest.mark.reference
+@pytest.mark.parametrize("path", CASES, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_a_hybrid_rule_fires_exactly_when_the_reference_refuses(path: Path,
+                                                                tmp_path: Path) -> None:
+    compiled = _compiled(path)
+    ours = {d.rule for d in compiled.diagnostics if d.rule.startswith("HYBRID-")}
+    assert ours == ({path.parent.name} if path.stem.startswith("fail") else set())
+    native = kvreplay.compile_config(yaml.safe_load(path.read_text()), matrix=False).native()
+    verdict = _reference_verdict(native, tmp_path)
+    assert (verdict is not None) == bool(ours), verdict
+
+
+def test_the_bundled_engine_refuses_a_state_cache_and_a_match_unit() -> None:
+    """Valid hybrid settings compile, and `run` refuses them by name (not executed yet)."""
+    path = next(p for p in CASES if p.name == "pass-divisor-with-state-cache.yaml")
+    native = kvreplay.compile_config(yaml.safe_load(path.read_text()), matrix=False).native()
+    assert native["spec"]["engine"]["rank"]["state_cache"] == {"bytes_per_request": 4096}
+    assert native["spec"]["engine"]["rank"]["prefix_match_unit"] == 2
+    assert refusals(native) == [
+        "hybrid KV state cache (state_cache) on role aggregated: not executed by the bundled "
+        "engine",
+        "prefix match unit (prefix_match_unit) on role aggregated: not executed by the bundled "
+        "engine"]
