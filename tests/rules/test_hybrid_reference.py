@@ -29,16 +29,23 @@ def _reference_verdict(native: dict[str, Any], tmp: Path) -> str | None:
     trace.write_text("".join(json.dumps({"timestamp": 10 * i, "input_length": 8,
                                          "output_length": 2, "hash_ids": [1, 2 + i]}) + "\n"
                              for i in range(3)))
-    role = native["spec"]["engine"]
-    rank = {**role["rank"], "timing_model": TIMING}
+    def args(role: dict[str, Any]) -> dict[str, Any]:
+        return {"engine": {**role["rank"], "timing_model": TIMING}, "dp_size": role["dp_size"],
+                "num_gpu_blocks_is_explicit": role["num_gpu_blocks_is_explicit"]}
+
+    engine, topology = native["spec"]["engine"], native["spec"]["topology"]
+    if "rank" in engine:
+        roles: dict[str, Any] = {"extra_engine_args": args(engine),
+                                 "num_workers": topology["workers"]["initial_workers"]}
+    else:
+        roles = {"prefill_engine_args": args(engine["prefill"]),
+                 "decode_engine_args": args(engine["decode"]),
+                 "num_prefill_workers": topology["prefill"]["initial_workers"],
+                 "num_decode_workers": topology["decode"]["initial_workers"]}
     policy = native["spec"]["adapters"]["placement"]["provider"]
     try:
-        replay.run_trace_replay(
-            [str(trace)], extra_engine_args={
-                "engine": rank, "dp_size": role["dp_size"],
-                "num_gpu_blocks_is_explicit": role["num_gpu_blocks_is_explicit"]},
-            num_workers=native["spec"]["topology"]["workers"]["initial_workers"],
-            router_mode=policy, trace_format="mooncake", trace_block_size=4)
+        replay.run_trace_replay([str(trace)], router_mode=policy, trace_format="mooncake",
+                                trace_block_size=4, **roles)
     except Exception as exc:  # the reference raises ValueError or its engine error
         return str(exc)
     return None
