@@ -175,6 +175,11 @@ PROBED_ELSEWHERE: dict[str, str] = {
                               "deployment's model)",
     "router.host_cache_hit_weight": "tests/engine/test_engine_g2_reference.py::test_host_"
                                     "credit_and_reported_overlap_match_the_reference",
+    "replay.telemetry_options": "test_differential.py (kind telemetry: every sample compared)",
+    # The reference applies them to applied_compute_agentic traces only.
+    "replay.trace_shared_prefix_ratio": "test_differential.py (kind applied-compute: some "
+                                        "sessions share a prefix family)",
+    "replay.trace_num_prefix_groups": "test_differential.py (kind applied-compute)",
 }
 
 # Features the bundled engine does not execute yet (refused at run time, or approximated and
@@ -189,10 +194,7 @@ PENDING: dict[str, int] = {
     "rank.g3_offload": 24, "router.disk_cache_hit_weight": 24,
     "role.startup_time": 27, "replay.planner_config": 27,
     "rank.kv_cache_groups": 28, "rank.kv_cache_capacity_bytes": 28, "rank.state_cache": 28,
-    "rank.prefix_match_unit": 28, "replay.telemetry_options": 28,
-    # The reference applies them to applied_compute_agentic traces only (a format kvreplay does
-    # not read yet, issue 28 item 3); on Mooncake rows they change nothing there.
-    "replay.trace_shared_prefix_ratio": 28, "replay.trace_num_prefix_groups": 28,
+    "rank.prefix_match_unit": 28,
 }
 
 # Exposed knobs that are no input of the replay's figures, or that carry other rows.
