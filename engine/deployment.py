@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from kvreplay.engine.identity import BlockIdentities
 from kvreplay.engine.kv_index import KvIndex
+from kvreplay.engine.ranks import RankScheduler, make_ranks
 from kvreplay.engine.records import RequestRecord
 from kvreplay.engine.router import KvRouter, Overlaps, RoundRobinRouter
 from kvreplay.engine.router_queue import RouterQueue
-from kvreplay.engine.scheduler import Rank, RankStats
+from kvreplay.engine.scheduler import RankStats
 from kvreplay.engine.traces.request import TraceRequest
 from kvreplay.engine.worker import Worker
 from kvreplay.schema.spec import Role, Spec
@@ -27,11 +28,11 @@ class Pool:
         self.name = "agg" if role.name == "aggregated" else role.name
         self.role = role
         self.block_size = role.block_size
-        self.ranks: list[Rank] = []
+        self.ranks: list[RankScheduler] = []
         self.workers: list[Worker] = []
         for w in range(role.workers):
-            ranks = [Rank(role, self.name, w, r, w * role.dp_size + r, identities,
-                          record_events, stats) for r in range(role.dp_size)]
+            ranks = make_ranks(role, self.name, w, w * role.dp_size, identities, record_events,
+                               stats)
             self.ranks.extend(ranks)
             self.workers.append(Worker(first_gid + w, self.name, w, ranks,
                                        role.prefill_schedule_interval))
@@ -40,7 +41,7 @@ class Pool:
         self.router: Router = RoundRobinRouter(self.name, self.ranks, role.workers, role.dp_size,
                                                flattened=role.name != "aggregated")
 
-    def worker_of(self, rank: Rank) -> Worker:
+    def worker_of(self, rank: RankScheduler) -> Worker:
         return self.workers[rank.worker_id]
 
 

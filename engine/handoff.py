@@ -23,7 +23,7 @@ from kvreplay.engine.simtime import ms_to_ns, ns_to_ms
 
 if TYPE_CHECKING:
     from kvreplay.engine.deployment import Pool
-    from kvreplay.engine.scheduler import Rank
+    from kvreplay.engine.ranks import RankScheduler
     from kvreplay.engine.traces.request import TraceRequest
     from kvreplay.engine.worker import Worker
 
@@ -150,7 +150,7 @@ class Handoff:
             # arrived): an idle decode worker with waiting requests runs a pass.
             self.loop.poke(worker)
 
-    def retry_destinations(self, rank: Rank) -> None:
+    def retry_destinations(self, rank: RankScheduler) -> None:
         """Try to reserve for the oldest waiting destination (one per call).
 
         Tried when a destination reaches an idle rank, at each activation (after the arrived
@@ -167,15 +167,15 @@ class Handoff:
         gen = rank.capacity_gen
         tried = front.last_attempt_gen == gen
         front.last_attempt_gen = gen
-        if len(rank.running) >= rank.max_seqs or tried:
+        if tried or rank.destination_blocked():
             return
         if self._reserve(rank, front):
             pending.popleft()
         self.loop.observe(rank)
 
-    def _reserve(self, rank: Rank, dseq: Seq) -> bool:
+    def _reserve(self, rank: RankScheduler, dseq: Seq) -> bool:
         """Reserve destination blocks and start the transfer; False: no room yet."""
-        if -(-dseq.input_length // rank.block_size) > rank.num_blocks:
+        if rank.destination_never_fits(dseq):
             # The reference aborts the whole run here; kvreplay rejects just this request.
             dseq.rec.rejection = ("decode_kv_cache", rank.num_blocks * rank.block_size)
             self.loop.observe(rank, -1)
@@ -224,8 +224,7 @@ class Handoff:
         loop = self.loop
 
         def release() -> None:
-            rank.pool.release(seq.blocks)
-            seq.blocks = []
+            rank.release_source(seq)
             seq.rec.source_released_ms = ns_to_ms(loop.now)
             loop.observe(rank)
             loop.settled(seq.rec.ordinal)

@@ -30,13 +30,14 @@ from kvreplay.engine.host_client import HostClient, direction_of
 from kvreplay.engine.host_pool import STORE, HostPool, Transfer
 from kvreplay.engine.host_timeline import HostTimeline
 from kvreplay.engine.host_transfer import FairShare
+from kvreplay.engine.scheduler import Rank
 from kvreplay.engine.simtime import ms_to_ns
 
 if TYPE_CHECKING:
     from kvreplay.engine.deployment import Pool
     from kvreplay.engine.identity import BlockIdentities
     from kvreplay.engine.port import LoopPort
-    from kvreplay.engine.scheduler import Rank
+    from kvreplay.engine.ranks import RankScheduler
     from kvreplay.engine.sequence import Seq
     from kvreplay.engine.worker import Worker
     from kvreplay.schema.native_model import HostOffload
@@ -87,6 +88,7 @@ class HostRuntime:
                                              block_bytes, False, hasher)
                         self.pools.append(host_pool)
                         self.names.append(_rank_name(rank, len(worker.ranks) > 1))
+                    assert isinstance(rank, Rank)  # G2 runs on vLLM ranks (config.check_spec)
                     self._join(rank, host_pool, cfg, pool)
         self.timeline = HostTimeline(port, len(self.pools))
         for host_pool in self.pools:
@@ -151,7 +153,7 @@ class HostRuntime:
         if payload == self.fair_version:
             self._advance_fair()
 
-    def withdraw(self, rank: Rank, seq: Seq) -> None:
+    def withdraw(self, rank: RankScheduler, seq: Seq) -> None:
         """A canceled request gives up its restore: unpin the sources, stop the copy (a
         shared pool reflows its bandwidth), forget the delivery."""
         client = rank.host
@@ -177,7 +179,7 @@ class HostRuntime:
 
     # -- internals ---------------------------------------------------------------------------
 
-    def _tick(self, rank: Rank, client: HostClient) -> None:
+    def _tick(self, rank: RankScheduler, client: HostClient) -> None:
         client.tick()
 
     def _flush(self, client: HostClient) -> None:
@@ -314,7 +316,7 @@ def _order(transfer: Transfer, pool: HostPool) -> int:
     return (transfer.kind << 60) | (pool.index << 40) | transfer.id
 
 
-def _rank_name(rank: Rank, ranks: bool) -> str:
+def _rank_name(rank: RankScheduler, ranks: bool) -> str:
     """`pool worker` (`pool worker.rank` with attention DP), as the HTML page names workers."""
     name = f"{rank.pool_name} {rank.worker_id}"
     return f"{name}.{rank.dp_rank}" if ranks else name

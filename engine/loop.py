@@ -46,10 +46,11 @@ from kvreplay.engine.host_runtime import HostRuntime
 from kvreplay.engine.identity import BlockIdentities
 from kvreplay.engine.kv_index import DEVICE
 from kvreplay.engine.ledger import Ledger
+from kvreplay.engine.ranks import RankScheduler
 from kvreplay.engine.records import RequestRecord
 from kvreplay.engine.result import PoolFacts, RunFacts, RunResult
 from kvreplay.engine.router import Overlaps
-from kvreplay.engine.scheduler import PassOutcome, Rank, RankStats
+from kvreplay.engine.scheduler import PassOutcome, RankStats
 from kvreplay.engine.sequence import Seq
 from kvreplay.engine.simtime import check_ns, limit_to_ns, ms_to_ns, ns_to_ms
 from kvreplay.engine.telemetry import Telemetry
@@ -313,7 +314,7 @@ class Simulation:
         else:
             self.events.push(self.now, WORKER_READY, worker.gid, worker)
 
-    def publish(self, rank: Rank, events: list[tuple[int, int]], visible_ns: int,
+    def publish(self, rank: RankScheduler, events: list[tuple[int, int]], visible_ns: int,
                 tier: int) -> None:
         pool = self.pool_of[rank.pool_name]
         if pool.index is None:
@@ -425,7 +426,7 @@ class Simulation:
             self._deliver(pool, outcome)
         if pool.index is not None:
             for rank in worker.ranks:
-                events = rank.pool.take_events()
+                events = rank.take_events()
                 if events:
                     self.publish(rank, events, now, DEVICE)
         if self.host is not None:
@@ -604,9 +605,7 @@ class Simulation:
             rank.unqueue(seq)
             if self.host is not None:
                 self.host.withdraw(rank, seq)
-            if seq.blocks:
-                rank.pool.release(seq.blocks)
-                seq.blocks = []
+            rank.drop(seq)
             pool.router.release(seq)
             self.drain(pool)
         self._end_canceled(rec)
@@ -686,7 +685,7 @@ def _run_facts(cfg: Spec, pools: list[Pool], stepwise: bool,
     return facts
 
 
-def stall_reason(rank: Rank, seq: Seq) -> str:
+def stall_reason(rank: RankScheduler, seq: Seq) -> str:
     """Why a request left on a rank can never move, with the numbers."""
     name = seq.req.request_id or f"request #{seq.req.ordinal}"
     where = f"{rank.pool_name} worker {rank.worker_id} rank {rank.dp_rank}"

@@ -30,8 +30,8 @@ import random
 from collections.abc import Sequence
 
 from kvreplay.engine.kv_index import KvIndex
+from kvreplay.engine.ranks import RankScheduler
 from kvreplay.engine.records import RoutingDecision
-from kvreplay.engine.scheduler import Rank
 from kvreplay.engine.sequence import Seq
 from kvreplay.schema.native_model import Router as RouterConfig
 
@@ -45,7 +45,7 @@ class RoundRobinRouter:
     __slots__ = ("_next_rank", "_next_worker", "dp_size", "flattened", "pool_name", "ranks",
                  "workers")
 
-    def __init__(self, pool_name: str, ranks: Sequence[Rank], workers: int, dp_size: int,
+    def __init__(self, pool_name: str, ranks: Sequence[RankScheduler], workers: int, dp_size: int,
                  flattened: bool = False) -> None:
         self.pool_name = pool_name
         self.ranks = list(ranks)
@@ -56,7 +56,7 @@ class RoundRobinRouter:
         self._next_rank = [0] * workers
 
     def route(self, chain: list[int], input_length: int,
-              seen: Overlaps | None = None) -> tuple[Rank, RoutingDecision]:
+              seen: Overlaps | None = None) -> tuple[RankScheduler, RoutingDecision]:
         if self.flattened:
             sid = self._next_worker
             self._next_worker = (sid + 1) % len(self.ranks)
@@ -95,8 +95,8 @@ class KvRouter:
                  "assume_reuse", "block_size", "cfg", "dp_size", "index", "pool_name", "ranks",
                  "track_blocks", "track_prefill")
 
-    def __init__(self, pool_name: str, ranks: Sequence[Rank], dp_size: int, block_size: int,
-                 cfg: RouterConfig, index: KvIndex | None, track_prefill: bool,
+    def __init__(self, pool_name: str, ranks: Sequence[RankScheduler], dp_size: int,
+                 block_size: int, cfg: RouterConfig, index: KvIndex | None, track_prefill: bool,
                  track_blocks: bool, assume_reuse: bool) -> None:
         self.pool_name = pool_name
         self.ranks = list(ranks)
@@ -177,7 +177,7 @@ class KvRouter:
                                                               strict=True))
 
     def route(self, chain: list[int], input_length: int,
-              seen: Overlaps | None = None) -> tuple[Rank, RoutingDecision]:
+              seen: Overlaps | None = None) -> tuple[RankScheduler, RoutingDecision]:
         costs, overlaps = self.costs(chain, input_length, seen)
         chosen = self._pick(costs)
         target = self.ranks[chosen]

@@ -66,6 +66,10 @@ class RankStats:
 class Rank:
     """Scheduler state of one (worker, dp_rank)."""
 
+    # vLLM recomputes the last prompt token of a request that needs logits (TRT-LLM does not).
+    recompute_last = True
+    group = None  # no state shared by the worker's ranks (ranks.PassGroup)
+
     __slots__ = (
         "_budget",
         "_capacity_bound",
@@ -159,6 +163,26 @@ class Rank:
     def has_work(self) -> bool:
         return bool(self.running or self.waiting) or (
             bool(self.connector) and self.connector_ready())
+
+    # -- the seam (ranks.RankScheduler) --------------------------------------------------------
+
+    def take_events(self) -> list[tuple[int, int]]:
+        return self.pool.take_events()
+
+    def drop(self, seq: Seq) -> None:
+        if seq.blocks:
+            self.pool.release(seq.blocks)
+            seq.blocks = []
+
+    def release_source(self, seq: Seq) -> None:
+        self.pool.release(seq.blocks)
+        seq.blocks = []
+
+    def destination_never_fits(self, dseq: Seq) -> bool:
+        return -(-dseq.input_length // self.block_size) > self.num_blocks
+
+    def destination_blocked(self) -> bool:
+        return len(self.running) >= self.max_seqs
 
     def connector_ready(self) -> bool:
         """A connector waiter that is not sleeping on transfer progress."""
@@ -282,26 +306,36 @@ class Rank:
             if not seq.materialized:
                 known = seq.input_length + seq.generated
                 known_blocks = -(-known // bs)
-                if seq.pool_admissions == 0 and known_blocks > self.num_blocks:
+                if seq.pool_admissions == 0 and self._never_fits(seq, known_blocks):
                     self._reject(seq, outcome, "kv_cache", self.num_blocks * bs)
                     continue
                 active_hits = 0
                 if self.caching:
                     full = known // bs
                     hits, active_hits = pool.lookup(seq.block_ids, full)
-                    if seq.generated < seq.max_output:  # needs logits: recompute the last token
+                    if self.recompute_last and seq.generated < seq.max_output:
+                        # needs logits: recompute the last token
                         cap = (known - 1) // bs
                         if hits > cap:
                             hits = cap
                         if active_hits > hits:
                             active_hits = hits
                     cached = hits * bs
-                if known_blocks - active_hits > self.num_blocks - pool.num_active():
+                if self._must_wait(seq, known_blocks, active_hits):
                     break  # wait for capacity
                 if self._defer and known - cached > 1:
                     break  # more than the last token of prefill waits for the cadence
             if not self._admit(seq, cached, now_ns, outcome):
                 break
+
+    def _never_fits(self, seq: Seq, known_blocks: int) -> bool:
+        """A fresh request the pool can never hold (rejected)."""
+        return known_blocks > self.num_blocks
+
+    def _must_wait(self, seq: Seq, known_blocks: int, active_hits: int) -> bool:
+        """The known sequence, less its active cached prefix, does not fit the blocks not in
+        use: the request (and every one behind it) waits."""
+        return known_blocks - active_hits > self.num_blocks - self.pool.num_active()
 
     def _admit(self, seq: Seq, cached: int, now_ns: int, outcome: PassOutcome) -> bool:
         """Schedule an accepted waiting request's first chunk; False stops admitting."""
@@ -483,32 +517,8 @@ class Rank:
             elif not rec.admission_history:
                 rec.first_admission_g1_reused_input_tokens = g1
                 rec.first_admission_host_reused_input_tokens = host
-        rec.admission_history.append(Admission(
-            admission_ordinal=len(rec.admission_history),
-            pool=self.pool_name,
-            pool_admission_ordinal=pool_ordinal,
-            at_ms=at_ms,
-            reused_input_tokens=cached,
-            g1_reused_input_tokens=g1,
-            host_reused_input_tokens=host,
-            is_readmission=pool_ordinal > 0,
-        ))
-        if rec.first_admit_ms is None:
-            rec.first_admit_ms = at_ms
-        # The best prompt reuse outside the decode pool. A readmission may also hit its own
-        # output blocks; the reference counts those too, kvreplay counts input tokens only.
-        reused = cached if cached < seq.input_length else seq.input_length
-        if self.is_decode:
-            if rec.decode_reused_input_tokens is None or reused > rec.decode_reused_input_tokens:
-                rec.decode_reused_input_tokens = reused
-        elif reused > rec.reused_input_tokens:
-            rec.reused_input_tokens = reused
-        if pool_ordinal > 0:
-            rec.readmission_count += 1
-        elif self.pool_name == "prefill":
-            rec.prefill_admit_ms = at_ms
-        elif self.pool_name == "decode":
-            rec.decode_admit_ms = at_ms
+        note_admission(seq, self.pool_name, self.is_decode, at_ms, pool_ordinal, cached, g1,
+                       host)
 
     def _schedule(self, seq: Seq, cached: int, outcome: PassOutcome) -> int:
         """Schedule seq's next chunk (running or being admitted); see the module docstring."""
@@ -718,6 +728,9 @@ class Rank:
         # prefill's forward), plus every request on a decode worker. Its total sequence length
         # sizes the polynomial decode time (checked against the reference).
         is_decode = self.is_decode
+        # A first token whose prompt was wholly cached (no last-token recompute: TRT-LLM) rides
+        # a pass that computed no prompt tokens for it: it is timed as decode.
+        cached_prompts = not self.recompute_last
         decoders = 0
         forwards = 0
         active = 0
@@ -734,7 +747,8 @@ class Rank:
                 done_without_token.append(seq)
                 continue
             ready.append(seq)
-            if generated or is_decode:
+            if generated or is_decode or (
+                    cached_prompts and self._scheduled.get(seq, DECODE_TOKEN)[1] == 0):
                 decoders += 1
                 active += known
                 # A decode forward computes no prompt token (a recomputed prompt is a prefill).
@@ -766,3 +780,35 @@ class Rank:
             gone = set(done_without_token)
             self.running = [s for s in running if s not in gone]
         return decode_ns
+
+
+def note_admission(seq: Seq, pool_name: str, is_decode: bool, at_ms: float, pool_ordinal: int,
+                   cached: int, g1: int | None, host: int | None) -> None:
+    """Record an admission of seq into a rank of pool `pool_name` (every backend's)."""
+    rec = seq.rec
+    rec.admission_history.append(Admission(
+        admission_ordinal=len(rec.admission_history),
+        pool=pool_name,
+        pool_admission_ordinal=pool_ordinal,
+        at_ms=at_ms,
+        reused_input_tokens=cached,
+        g1_reused_input_tokens=g1,
+        host_reused_input_tokens=host,
+        is_readmission=pool_ordinal > 0,
+    ))
+    if rec.first_admit_ms is None:
+        rec.first_admit_ms = at_ms
+    # The best prompt reuse outside the decode pool. A readmission may also hit its own
+    # output blocks; the reference counts those too, kvreplay counts input tokens only.
+    reused = cached if cached < seq.input_length else seq.input_length
+    if is_decode:
+        if rec.decode_reused_input_tokens is None or reused > rec.decode_reused_input_tokens:
+            rec.decode_reused_input_tokens = reused
+    elif reused > rec.reused_input_tokens:
+        rec.reused_input_tokens = reused
+    if pool_ordinal > 0:
+        rec.readmission_count += 1
+    elif pool_name == "prefill":
+        rec.prefill_admit_ms = at_ms
+    elif pool_name == "decode":
+        rec.decode_admit_ms = at_ms

@@ -9,7 +9,8 @@ from kvreplay.engine.traces.request import TraceRequest
 
 if TYPE_CHECKING:
     from kvreplay.engine.host_pool import Transfer
-    from kvreplay.engine.scheduler import Rank
+    from kvreplay.engine.radix import Node
+    from kvreplay.engine.ranks import RankScheduler
 
 WAITING = 0
 RUNNING = 1
@@ -42,7 +43,9 @@ class Seq:
         "loaded_prefix",
         "materialized",
         "max_output",
+        "node",
         "orig_g1_tokens",
+        "pages",
         "partner",
         "pool_admissions",
         "rec",
@@ -56,7 +59,7 @@ class Seq:
     )
 
     def __init__(self, req: TraceRequest, rec: RequestRecord, block_ids: list[int],
-                 max_output: int, hidden: bool, scheduler: Rank) -> None:
+                 max_output: int, hidden: bool, scheduler: RankScheduler) -> None:
         self.req = req
         self.rec = rec
         self.input_length = req.input_length
@@ -76,7 +79,7 @@ class Seq:
         self.waiting_order = 0
         self.last_attempt_gen = -1
         self.partner: Seq | None = None  # P/D: the prefill-side Seq holding the source KV
-        self.scheduler = scheduler  # the Rank it was placed on
+        self.scheduler = scheduler  # the rank it was placed on
         # G2 (host_client.py): write-through cursor in prompt blocks, the latest store cohort,
         # a restore in flight or completed (activated) and what it brought, and the
         # connector-queue state (sleeping = waits for transfer progress).
@@ -88,6 +91,9 @@ class Seq:
         self.loaded_prefix = 0
         self.in_connector = False
         self.sleeping = False
+        # SGLang (sglang.py): the pages the request holds and the radix node it locks.
+        self.pages = 0
+        self.node: Node | None = None
 
     def __repr__(self) -> str:
         return (f"Seq({self.req.request_id!r}, computed={self.computed}, "

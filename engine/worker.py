@@ -22,6 +22,7 @@ from collections.abc import Callable
 from heapq import heapify, heappop, heappush, heapreplace
 from itertools import accumulate
 
+from kvreplay.engine.ranks import PassGroup, RankScheduler, StretchRank
 from kvreplay.engine.records import ItlEntry, SharedGaps
 from kvreplay.engine.scheduler import PassOutcome, Rank
 from kvreplay.engine.sequence import Seq
@@ -79,8 +80,10 @@ class Worker:
         "fixed_decode_ns",
         "fixed_timing",
         "gid",
+        "group",
         "order",
         "outcome",
+        "own",
         "pass_end",
         "pass_index",
         "pass_start",
@@ -92,16 +95,25 @@ class Worker:
         "stretch_k",
         "ticks",
         "version",
+        "vllm",
         "worker_id",
     )
 
-    def __init__(self, gid: int, pool_name: str, worker_id: int, ranks: list[Rank],
+    def __init__(self, gid: int, pool_name: str, worker_id: int, ranks: list[RankScheduler],
                  prefill_schedule_interval: int) -> None:
         self.gid = gid
         self.order = gid  # same-instant pass completions are handled in this order
         self.pool_name = pool_name
         self.worker_id = worker_id
         self.ranks = ranks
+        # vLLM-shaped ranks are fast-forwarded here; other backends' ranks state their own
+        # stretches (ranks.StretchRank). One worker's ranks all run one backend.
+        vllm = [rank for rank in ranks if isinstance(rank, Rank)]
+        own = [rank for rank in ranks if isinstance(rank, StretchRank)]
+        self.vllm: list[Rank] | None = vllm if len(vllm) == len(ranks) else None
+        self.own: list[StretchRank] | None = None if self.vllm is not None else own
+        assert self.vllm is not None or len(own) == len(ranks), "a rank of unknown shape"
+        self.group: PassGroup | None = ranks[0].group
         self.busy = False
         self.deferred: list[Callable[[], None]] = []  # scheduler commands held until pass end
         self.version = 0
@@ -126,6 +138,8 @@ class Worker:
         self.dp_interval = prefill_schedule_interval if len(ranks) > 1 else 1
 
     def has_work(self) -> bool:
+        if self.own is not None:
+            return any(rank.has_work() for rank in self.own)
         for rank in self.ranks:
             if rank.running or rank.waiting or (rank.connector and rank.connector_ready()):
                 return True
@@ -141,20 +155,29 @@ class Worker:
             end = self._try_stretch(now_ns)
             if end is not None:
                 return end
-        outcome = PassOutcome()
-        duration = 0
         throttle = self.dp_interval > 1 and self.pass_index % self.dp_interval != 0
         stats = self.ranks[0].stats
         before = stats.committed_prompt_tokens
-        for rank in self.ranks:
-            if not rank.has_work():
-                continue
-            d = rank.plan(now_ns, outcome, throttle)
-            if d > duration:
-                duration = d
+        group = self.group
+        while True:
+            if group is not None:
+                group.begin()
+            outcome = PassOutcome()
+            duration = 0
+            for rank in self.ranks:
+                if not rank.has_work():
+                    continue
+                d = rank.plan(now_ns, outcome, throttle)
+                if d > duration:
+                    duration = d
+            # A deferred round that moved nothing is retried at once, one round down.
+            if outcome.effective() or group is None or not group.retry():
+                break
         self.committed = stats.committed_prompt_tokens - before
         if not outcome.effective():
             return None  # nothing can move until the worker is poked
+        if group is not None:
+            group.end(1)
         self.pass_index += 1
         self.busy = True
         self.outcome = outcome
@@ -165,9 +188,12 @@ class Worker:
     def _pure_passes(self) -> int:
         """How many upcoming passes are pure decode passes (0 when the next one is not)."""
         k = 1 << 62
+        if self.own is not None:
+            return _own_pure_passes(self.own, k)
+        assert self.vllm is not None
         any_running = False
         growing: list[tuple[Rank, int]] = []
-        for rank in self.ranks:
+        for rank in self.vllm:
             if _holds_stretches(rank):
                 return 0
             if not rank.running:
@@ -334,11 +360,16 @@ class Worker:
         last = start + j * d if ends is None else ends[-1]
         first_ms = ns_to_ms(first_end)
         last_ms = ns_to_ms(last)
-        if uniform:
-            _grow_through(self.ranks, j)
+        own = self.own
+        if own is not None:
+            for stretching in own:
+                stretching.advance_stretch(j)
+        elif uniform:
+            assert self.vllm is not None
+            _grow_through(self.vllm, j)
         for rank in self.ranks:
             bs = rank.block_size
-            caching = rank.caching
+            caching = rank.caching and own is None
             for seq in rank.running:
                 g0 = seq.generated
                 generated = g0 + j
@@ -363,7 +394,10 @@ class Worker:
                 rec.last_token_ms = last_ms
                 rec.output_length = generated
                 if caching and seq.computed // bs > seq.registered:
+                    assert isinstance(rank, Rank)
                     rank.register_through(seq, seq.computed // bs)
+        if self.group is not None:
+            self.group.end(j)
         self.pass_index += j
         self.stretch_k = 0
         self.stretch_ends = None
@@ -453,6 +487,18 @@ def _grow_one(rank: Rank, seq: Seq, j: int) -> None:
     rank.pool.allocate(-(-(seq.computed + j) // bs) - len(seq.blocks), seq.blocks)
     if rank.caching and (seq.computed + j) // bs > seq.registered:
         rank.register_through(seq, (seq.computed + j) // bs)
+
+
+def _own_pure_passes(ranks: list[StretchRank], k: int) -> int:
+    """_pure_passes over ranks that state their own stretches: the fewest any allows (0 when
+    one allows none), and none when no request runs."""
+    any_running = False
+    for rank in ranks:
+        k = rank.stretch_passes(k)
+        if k < MIN_STRETCH:
+            return 0
+        any_running = any_running or bool(rank.running)
+    return k if any_running else 0
 
 
 def _holds_stretches(rank: Rank) -> bool:

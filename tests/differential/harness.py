@@ -25,14 +25,21 @@ from __future__ import annotations
 import copy
 import json
 import os
+import pickle
 import random
+import select
+import signal
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+# SGLang and TensorRT-LLM ranks under their own schedulers (engine.md sections "SGLang" and
+# "TensorRT-LLM"): policies, budgets, intervals, tiny pools so that eviction and retraction
+# happen, sessions, mooncake-delta, DP; sglang-pd disaggregated; trtllm also P/D at times.
+BACKEND_KINDS = ("sglang", "sglang-pd", "trtllm")
 KINDS = ("agg", "agg-delta", "agg-dp", "pd", "pd-dp", "g2", "g2-pd", "synth", "kv-queue",
-         "agentic")
+         "agentic", *BACKEND_KINDS)
 # Telemetry samples (the samples compared too) over scenarios of these kinds.
 TELEMETRY_BASES = ("agg", "agg-dp", "g2", "kv-queue", "pd", "pd-dp", "g2-pd")
 KINDS = KINDS + ("telemetry", "dynamo", "applied-compute")
@@ -106,6 +113,8 @@ def generate(kind: str, seed: int) -> dict[str, Any]:
                            else "mooncake"}
     if kind == "agentic":
         return _agentic_scenario(rng, scn, rank(), blocks)
+    if kind in BACKEND_KINDS:
+        return _backend_scenario(rng, scn, kind, rank, blocks)
     if kind.endswith("pd") or kind == "pd-dp":
         scn["prefill"] = rank()
         scn["decode"] = rank()
@@ -161,6 +170,63 @@ def _telemetry_scenario(rng: random.Random, seed: int) -> dict[str, Any]:
     scn = generate(rng.choice(TELEMETRY_BASES), 1_000_000 + seed)
     scn.update(kind="telemetry", base=scn["kind"],
                telemetry_ms=rng.choice([0.5, 1.0, 2.0, 2.5, 3.0, 5.0, 10.0, 25.0]))
+    return scn
+
+
+def _backend_scenario(rng: random.Random, scn: dict[str, Any], kind: str,
+                      vllm_rank: Callable[[], dict[str, Any]], blocks: int) -> dict[str, Any]:
+    """An SGLang or TensorRT-LLM deployment (aggregated or P/D, 1-2 workers, DP 1-2) on a
+    Mooncake trace (sessions, sometimes mooncake-delta); one worker of an aggregated SGLang
+    deployment is now and then placed by the KV router with its queue (its events feed the
+    queue's cached-prefix order)."""
+    backend = "trtllm" if kind == "trtllm" else "sglang"
+    bs = scn["block_size"]
+    page = rng.choice([1, 2, 4, 4, 4])  # one page size: P/D needs the same on both sides
+
+    def rank() -> dict[str, Any]:
+        out = vllm_rank()
+        out["backend"] = backend
+        out["enable_prefix_caching"] = rng.random() < 0.9
+        if backend == "sglang":
+            out.update(block_size=page, num_gpu_blocks=blocks * bs // page,
+                       enable_chunked_prefill=True,
+                       prefill_decode_interval=rng.choice([0, 0, 0, 1, 2, 3]))
+            out["sglang"] = {
+                "schedule_policy": rng.choice(["fifo", "lpm"]),
+                "chunked_prefill_size": page * rng.choice([1, 2, 3, 4, 8, 16]),
+                "max_prefill_tokens": rng.choice([8, 16, 32, 16384, 16384]),
+                "clip_max_new_tokens": rng.choice([1, 2, 4, 4096]),
+                "schedule_conservativeness": rng.choice([0.05, 0.3, 1.0, 1.0, 1.5])}
+        elif rng.random() < 0.5:
+            out["trtllm"] = {"capacity_scheduler_policy": "guaranteed_no_evict"}
+        if rng.random() < 0.15:
+            out["max_model_len"] = rng.choice([8, 12, 16, 20])
+        if rng.random() < 0.15:
+            out["timing_model"] = {"type": "polynomial"}
+        return out
+
+    delta = rng.random() < 0.3
+    scn["trace_format"] = "mooncake-delta" if delta else "mooncake"
+    if kind == "sglang-pd" or (kind == "trtllm" and rng.random() < 0.3):
+        scn["prefill"] = rank()
+        scn["decode"] = rank()
+        scn["prefill_workers"] = rng.choice([1, 1, 2])
+        scn["decode_workers"] = rng.choice([1, 1, 2])
+        scn["dp"] = rng.choice([1, 1, 2])
+        for role in ("prefill", "decode"):
+            scn[role].update({"kv_transfer_bytes_per_token": 250000,
+                              "kv_transfer_bandwidth": rng.choice([0.5, 1.0, 4.0])})
+    else:
+        scn["rank"] = rank()
+        scn["workers"] = rng.choice([1, 1, 2, 3])
+        scn["dp"] = rng.choice([1, 1, 1, 2])
+        if backend == "sglang" and rng.random() < 0.2:
+            scn["workers"] = scn["dp"] = 1
+            scn["router"] = {"queue_threshold": rng.choice([None, 0.0, 0.5, 1.0]),
+                             "queue_policy": rng.choice(["fcfs", "lcfs", "wspt"])}
+    if rng.random() < 0.1:
+        scn["max_sim_time_ms"] = float(rng.choice([20, 50, 120]))
+    scn["rows"] = _rows(rng, bs, blocks, delta=delta)
     return scn
 
 
@@ -686,11 +752,45 @@ def save_case(path: Path, name: str, why: str, scn: dict[str, Any]) -> None:
     path.write_text(json.dumps(case, indent=1) + "\n")
 
 
+REFERENCE_TIMEOUT_S = 60.0
+
+
+def run_reference_guarded(scn: dict[str, Any],
+                          timeout_s: float = REFERENCE_TIMEOUT_S) -> dict[str, Any]:
+    """run_reference in a forked child, given up on after `timeout_s` (the reference loops
+    forever on some stalled SGLang deployments instead of reporting them: docs/engine.md)."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        os.close(read)
+        try:
+            answer: tuple[str, Any] = ("ok", run_reference(scn))
+        except Exception as exc:
+            answer = ("error", f"{type(exc).__name__}: {str(exc)[:300]}")
+        with os.fdopen(write, "wb") as out:
+            pickle.dump(answer, out)
+        os._exit(0)
+    os.close(write)
+    ready, _, _ = select.select([read], [], [], timeout_s)
+    if not ready:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        os.close(read)
+        raise TimeoutError(f"the reference ran for more than {timeout_s:g} s")
+    with os.fdopen(read, "rb") as got:
+        data = got.read()
+    os.waitpid(pid, 0)
+    status, value = pickle.loads(data) if data else ("error", "the reference died")
+    if status != "ok":
+        raise RuntimeError(value)
+    return dict(value)
+
+
 def check(scn: dict[str, Any]) -> tuple[str, list[str]]:
     """("match" | "differ" | "reference-error" | "kvreplay-error", details)."""
     try:
-        ref = run_reference(scn)
-    except Exception as exc:  # the reference refuses or aborts: nothing to compare
+        ref = run_reference_guarded(scn)
+    except Exception as exc:  # the reference refuses, aborts or hangs: nothing to compare
         return "reference-error", [f"{type(exc).__name__}: {str(exc)[:300]}"]
     try:
         mine = run_kvreplay(scn)
