@@ -80,6 +80,11 @@ def check_spec(spec: Spec, *, plain: bool | None = None) -> None:
     for role in spec.roles:
         where = "/spec/engine" if plain else f"/spec/engine/{role.name}"
         _check_host(role, f"{where}/rank/native_host_offload")
+        if role.backend == "sglang" and not role.enable_chunked_prefill:
+            # BACKEND-SGLANG-CHUNKED-PREFILL (the reference's message)
+            raise EngineConfigError(f"{where}/rank/enable_chunked_prefill: "
+                                    "enable_chunked_prefill=false is not supported for "
+                                    "backend=sglang")
     _check_shared_pool(spec)
 
 

@@ -16,7 +16,7 @@ from kvreplay.schema.spec import Spec
 
 # The rank-local rules the engine enforces itself (G3 and MTP it refuses as features).
 LIMIT_RULES = frozenset({"G2-BACKEND", "G2-SCOPE", "NATIVE-LAYOUT-ID", "G2-BYTES",
-                         "G2-PREFIX-CACHING"})
+                         "G2-PREFIX-CACHING", "BACKEND-SGLANG-CHUNKED-PREFILL"})
 
 
 def refused(spec: Spec) -> str | None:

@@ -43,6 +43,7 @@ NATIVE_RULES = {
     "requires enable_prefix_caching=true": "G2-PREFIX-CACHING",
     "does not support aic_nextn": "G2-SPECULATION",
     "g3_offload requires native_host_offload": "G3-REQUIRES-G2",
+    "enable_chunked_prefill=false is not supported": "BACKEND-SGLANG-CHUNKED-PREFILL",
 }
 RANK_RULES = frozenset(NATIVE_RULES.values())
 POOL_RULES = frozenset({"POOL-LAYOUT", "POOL-CAPACITY", "POOL-BANDWIDTH"})
@@ -76,7 +77,8 @@ def native_rule(message: str) -> str:
 
 
 def generated_roles() -> list[Role]:
-    """Aggregated roles over backends, G2 forms, KV bytes, prefix caching, MTP, G3 and DP/TP."""
+    """Aggregated roles over backends, G2 forms, KV bytes, prefix caching, MTP, G3 and DP/TP,
+    and without chunked prefill."""
     g2_forms = ["none", "local", "shared-derived", "shared-missing", "shared-blank",
                 "shared-explicit", "worker_local"]
     roles = []
@@ -98,6 +100,12 @@ def generated_roles() -> list[Role]:
             speculation=Speculation("mtp", 2, (0.8, 0.5)) if mtp else None,
             g3_offload=G3Offload(scope="worker_local", num_g3_blocks=128) if g3 else None,
         ))
+    for backend, prefix, (dp, tp) in itertools.product(("vllm", "sglang", "trtllm"),
+                                                       (True, False), ((1, 1), (2, 4))):
+        roles.append(Role(name="aggregated", backend=backend,
+                          block_size=block_size_default(backend), dp_size=dp,
+                          tensor_parallel_size=tp, enable_prefix_caching=prefix,
+                          enable_chunked_prefill=False))
     return roles
 
 
