@@ -11,17 +11,21 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import attrs
-
-from kvreplay.schema.spec import Role, SglangOptions, Spec, TrtllmOptions
+from kvreplay.schema.spec import Spec
 
 CAPABILITIES: frozenset[str] = frozenset({
     "topology:aggregated",
     "topology:disaggregated",
     "attention_dp",
     "backend:vllm",
-    "backend:sglang:via-vllm-core",
-    "backend:trtllm:via-vllm-core",
+    "backend:sglang",
+    "backend:sglang:radix_cache",
+    "backend:sglang:policies:fifo,lpm",
+    "backend:sglang:prefill_decode_interval",
+    "backend:sglang:retraction",
+    "backend:sglang:pd:source-first",
+    "backend:trtllm",
+    "backend:trtllm:guaranteed_no_evict",
     "timing:fixed",
     "timing:polynomial",
     "g1:prefix_caching",
@@ -126,33 +130,13 @@ def refusals(source: Spec | Mapping[str, Any]) -> list[str]:
 
 
 def approximations(source: Spec | Mapping[str, Any]) -> list[str]:
-    """What runs through a stand-in model; the report must say so."""
+    """What runs through a stand-in model; the report must say so. SGLang and TensorRT-LLM ranks
+    run their own schedulers (engine.md sections "SGLang" and "TensorRT-LLM"); what remains is
+    SGLang's P/D handoff order."""
     spec = _spec(source)
     out = []
-    for role in spec.roles if spec is not None else ():
-        backend = role.backend
-        if backend != "vllm":
-            ignored = _backend_options(role)
-            tail = f"; not executed: {', '.join(ignored)}" if ignored else ""
-            out.append(f"backend {backend} on role {role.name} runs through the vLLM-shaped "
-                       f"scheduler (no {backend}-specific scheduling{tail})")
-    return out
-
-
-def _backend_options(role: Role) -> list[str]:
-    """The backend's scheduler options set away from their native defaults, as `name=value`."""
-    out = []
-    options: SglangOptions | TrtllmOptions | None = None
-    if role.backend == "sglang":
-        if role.prefill_decode_interval:
-            out.append(f"prefill_decode_interval={role.prefill_decode_interval}")
-        options = role.sglang
-    elif role.backend == "trtllm":
-        options = role.trtllm
-    if options is not None:
-        default = type(options)()
-        for field in attrs.fields(type(options)):
-            value = getattr(options, field.name)
-            if value != getattr(default, field.name):
-                out.append(f"{role.backend}.{field.name}={value}")
+    if spec is not None and spec.mode == "disaggregated" and any(
+            role.backend == "sglang" for role in spec.roles):
+        out.append("backend sglang in disaggregated mode: the KV handoff runs prefill first, then "
+                   "reserves the decode destination (SGLang reserves the destination first)")
     return out

@@ -68,11 +68,17 @@ def test_supported_documents_have_no_refusals() -> None:
     assert refusals(native_pd(rank(), rank())) == []
 
 
-def test_non_vllm_backends_run_as_a_reported_approximation() -> None:
-    """SGLang runs through the vLLM-shaped core, and the run facts say so."""
-    doc = native(rank(backend="sglang"))
-    assert approximations(doc) == ["backend sglang on role aggregated runs through the "
-                                   "vLLM-shaped scheduler (no sglang-specific scheduling)"]
+def test_non_vllm_backends_run_their_own_schedulers() -> None:
+    """SGLang and TensorRT-LLM run their own schedulers: nothing is approximated, except
+    SGLang's P/D handoff order, which the run facts carry."""
+    for backend in ("sglang", "trtllm"):
+        doc = native(rank(backend=backend))
+        assert approximations(doc) == []
+        assert run_native(doc, workload=small_workload()).facts.approximations == []
+    doc = native_pd(rank(backend="sglang"), rank(backend="sglang"))
+    assert approximations(doc) == [
+        "backend sglang in disaggregated mode: the KV handoff runs prefill first, then reserves "
+        "the decode destination (SGLang reserves the destination first)"]
     result = run_native(doc, workload=small_workload())
     assert result.facts.approximations == approximations(doc)
 
