@@ -69,7 +69,7 @@ class HandoffLoop(Protocol):
         """The request's source KV is released (its record may be reported now)."""
         ...
 
-    def observe(self, rank: Rank, destinations: int = 0) -> None:
+    def observe(self, rank: RankScheduler, destinations: int = 0) -> None:
         """A handoff command reached the rank (telemetry reads its gauges then); `destinations`
         counts the ones accepted there (+1) or activated or rejected (-1)."""
         ...
@@ -137,6 +137,12 @@ class Handoff:
         """The decode rank takes the destination (a handoff action)."""
         rank = dseq.scheduler
         worker = self.decode.worker_of(rank)
+        if not rank.accepts_destination(dseq):
+            # The reference fails the handoff (its reserve action fails): the request ends
+            # `failed` (its session with it) and the source lets go.
+            self.loop.terminal(self.decode, dseq, "failed")
+            self._hand_back_source(_source_of(dseq), released=False)
+            return
         rank.pending.append(dseq)
         if worker.busy:
             # Queued now; the worker's pass end makes one reservation attempt for the queue.
@@ -216,16 +222,18 @@ class Handoff:
         source = _source_of(dseq)
         self.enqueue(lambda: self._hand_back_source(source))
 
-    def _hand_back_source(self, seq: Seq) -> None:
+    def _hand_back_source(self, seq: Seq, released: bool = True) -> None:
         """Release the source KV: a command of the prefill worker, applied at once when it is
-        idle, else at its pass end (and reported then, as the reference does)."""
+        idle, else at its pass end (and reported then, as the reference does; a canceled
+        source, `released` False, is not reported)."""
         rank = seq.scheduler
         worker = self.prefill.worker_of(rank)
         loop = self.loop
 
         def release() -> None:
             rank.release_source(seq)
-            seq.rec.source_released_ms = ns_to_ms(loop.now)
+            if released:
+                seq.rec.source_released_ms = ns_to_ms(loop.now)
             loop.observe(rank)
             loop.settled(seq.rec.ordinal)
             loop.restart(worker)

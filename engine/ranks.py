@@ -96,6 +96,11 @@ class RankScheduler(Protocol):
         """P/D prefill side: the held source KV of a handed-off request is released."""
         ...
 
+    def accepts_destination(self, dseq: Seq) -> bool:
+        """P/D decode side: whether the rank takes the destination at all (False: the handoff
+        fails)."""
+        ...
+
     def destination_never_fits(self, dseq: Seq) -> bool:
         """P/D decode side: the destination can never be reserved on this rank."""
         ...

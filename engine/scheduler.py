@@ -178,6 +178,9 @@ class Rank:
         self.pool.release(seq.blocks)
         seq.blocks = []
 
+    def accepts_destination(self, dseq: Seq) -> bool:
+        return True
+
     def destination_never_fits(self, dseq: Seq) -> bool:
         return -(-dseq.input_length // self.block_size) > self.num_blocks
 

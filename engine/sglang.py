@@ -649,6 +649,9 @@ class SglangRank:
         self._finish_lease(seq)
         self.capacity_gen += 1
 
+    def accepts_destination(self, dseq: Seq) -> bool:
+        return True
+
     def destination_never_fits(self, dseq: Seq) -> bool:
         return -(-dseq.input_length // self.block_size) > self.num_blocks
 

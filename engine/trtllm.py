@@ -80,6 +80,11 @@ class TrtllmRank(Rank):
     def _pick_victim(self) -> Seq | None:
         return None  # the reservation leaves nothing to preempt
 
+    def accepts_destination(self, dseq: Seq) -> bool:
+        """A prompt reaching the decode rank's max_model_len fails the handoff."""
+        limit = self.max_model_len
+        return limit is None or dseq.input_length < limit
+
     def destination_never_fits(self, dseq: Seq) -> bool:
         return not self._clamp(dseq) or self._to_completion(dseq) > self.num_blocks
 
