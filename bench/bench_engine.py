@@ -21,6 +21,8 @@ the first N; hash ids are 512-token blocks) on vLLM ranks of 1000 GPU blocks x 5
                the spec, the report). kvreplay runs as a user runs it, `python -m kvreplay run
                SPEC.json --trace ONE_ROW --format json` (the CLI, its argument parsing and
                checks); the reference through this script's child, as in every regime
+    sglang     fixed-rr on SGLang ranks (its scheduler, radix cache of 1000 x 512-token pages)
+    trtllm     fixed-rr on TensorRT-LLM ranks (guaranteed_no_evict)
 
 The realistic mix (`--regimes mix` runs all nine; each its own regime, their CPU summed at the
 end) is small and mid-size scenarios on the vendored slices of tests/cases/mooncake/ (no shared
@@ -97,10 +99,11 @@ class Regime:
     lanes: int | None = None  # agentic lanes (source "agentic")
     cli: bool = False  # kvreplay's child is `python -m kvreplay run`, not the API
     telemetry_ms: float | None = None  # spec.telemetry's sample interval
+    backend: str = "vllm"
 
     def rank(self, worker_type: str | None) -> dict[str, Any]:
         """The engine settings of one rank (`worker_type` None: leave the field out)."""
-        out: dict[str, Any] = {"backend": "vllm", "block_size": self.block,
+        out: dict[str, Any] = {"backend": self.backend, "block_size": self.block,
                                "num_gpu_blocks": self.blocks, "timing_model": dict(self.timing)}
         if self.disaggregated:
             out.update(kv_cache_bytes_per_token=BYTES_PER_TOKEN,
@@ -133,6 +136,10 @@ REGIMES = {r.name: r for r in (
            "through `python -m kvreplay run`", rows=1, cli=True),
     Regime("telemetry", f"{AGG}, fixed 20/5 ms, round robin, telemetry every 1,000 ms",
            telemetry_ms=1000.0),
+    Regime("sglang", f"{WORKERS} aggregated SGLang workers, 1000 x {BLOCK}-token pages, fixed "
+           "20/5 ms, round robin, fifo", backend="sglang"),
+    Regime("trtllm", f"{WORKERS} aggregated TensorRT-LLM workers, 1000 x {BLOCK}-token blocks, "
+           "fixed 20/5 ms, round robin, guaranteed_no_evict", backend="trtllm"),
 )}
 
 # The realistic mix: small and mid-size scenarios of the kinds users run, each on a vendored
