@@ -181,13 +181,16 @@ def _backend_scenario(rng: random.Random, scn: dict[str, Any], kind: str,
     queue's cached-prefix order)."""
     backend = "trtllm" if kind == "trtllm" else "sglang"
     bs = scn["block_size"]
-    page = rng.choice([1, 2, 4, 4, 4])  # one page size: P/D needs the same on both sides
+    pages: list[int] = []  # one page size: P/D needs the same on both sides
 
     def rank() -> dict[str, Any]:
         out = vllm_rank()
         out["backend"] = backend
         out["enable_prefix_caching"] = rng.random() < 0.9
         if backend == "sglang":
+            if not pages:
+                pages.append(rng.choice([1, 2, 4, 4, 4]))
+            page = pages[0]
             out.update(block_size=page, num_gpu_blocks=blocks * bs // page,
                        enable_chunked_prefill=True,
                        prefill_decode_interval=rng.choice([0, 0, 0, 1, 2, 3]))
