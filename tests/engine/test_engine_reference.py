@@ -113,3 +113,20 @@ def test_long_decodes_match_the_reference_per_request(tmp_path: Path, workers: i
 
     assert rows(ours) == [tuple(pytest.approx(v, abs=1e-6) for v in row)
                           for row in rows(theirs)]
+
+
+@pytest.mark.parametrize("backend", ["sglang", "trtllm"])
+def test_backends_match_the_reference_on_round_robin(rows: list[dict[str, Any]],
+                                                     trace_file: Path, backend: str) -> None:
+    """SGLang and TensorRT-LLM under their own schedulers (issue 26), round robin: reuse, mean
+    TTFT, mean TPOT and duration equal the reference's (to 1e-6)."""
+    replay = pytest.importorskip("dynamo.replay")
+    rank = {**RANK, "backend": backend}
+    report = replay.run_trace_replay([str(trace_file)], extra_engine_args={"engine": rank},
+                                     num_workers=4, router_mode="round_robin",
+                                     trace_format="mooncake", trace_block_size=512)
+    ref = dict(report.summary if hasattr(report, "summary") else report["summary"])
+    result = run_native(native(dict(rank), workers=4), workload=mooncake_workload(rows, 512))
+    mine = summary(result.records)
+    for key in ("prefix_cache_reused_ratio", "mean_ttft_ms", "mean_tpot_ms", "duration_ms"):
+        assert mine[key] == pytest.approx(ref[key], rel=1e-6), key
