@@ -19,7 +19,8 @@ radix_cache.rs) re-implements SGLang's `Scheduler.get_next_batch_to_run`. A pass
 4. a pass that formed a batch runs only that batch ("prefill first"): running requests do not
    decode, requests whose prompt completed get their first token from the prefill forward (a
    request finishing with it gets no KV slot), an unfinished chunk goes back to the head of the
-   waiting queue with its complete pages inserted in the tree; it lasts the prefill time;
+   waiting queue, and every request of the batch that goes on has its complete pages inserted
+   in the tree (SGLang's cache_unfinished_req); it lasts the prefill time;
 5. else running requests decode one token each: while their growth does not fit free +
    evictable pages and more than one runs, the one with the fewest output tokens is retracted
    (its pages beyond its cached prefix freed, requeued at the back), `new_token_ratio` is then
@@ -394,6 +395,8 @@ class SglangRank:
                 cache.free -= needed
                 for seq in going:
                     self._step(seq, outcome)
+            for seq in going:
+                self._cache_complete(seq)
         self.running.extend(going)
 
     def _decode(self, outcome: PassOutcome) -> tuple[int, bool]:
