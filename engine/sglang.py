@@ -11,7 +11,8 @@ radix_cache.rs) re-implements SGLang's `Scheduler.get_next_batch_to_run`. A pass
    interval defers prefill, a prefill batch is formed: waiting requests in order while running
    slots last, each matching its sequence against the radix tree once (at most len - 1 tokens
    when it must produce a token), taking a chunk of what it lacks (the rest when it fits the
-   chunk budget left, else whole pages of it), charged in whole pages against the chunk budget
+   chunk budget left once rounded up to whole pages, else the whole pages of it that fit),
+   charged in whole pages against the chunk budget
    (`chunked_prefill_size`), the prefill budget (`max_prefill_tokens`) and the total budget:
    free + evictable tokens minus every running request's remaining output (clipped at
    `clip_max_new_tokens`) times `new_token_ratio`, a request whose prompt completes also
@@ -318,7 +319,7 @@ class SglangRank:
             if extend == 0 and seq.computed > 0:
                 waiting.appendleft(seq)
                 break
-            if extend <= rem_chunk:
+            if -(-extend // bs) * bs <= rem_chunk:
                 chunk = extend
             else:
                 chunk = rem_chunk // bs * bs
