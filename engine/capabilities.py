@@ -86,6 +86,15 @@ def _hybrid(spec: Spec) -> list[str]:
     return out
 
 
+def _telemetry(spec: Spec) -> list[str]:
+    # The samples read a vLLM-shaped block pool; SGLang ranks hold a radix cache instead.
+    if spec.telemetry is None:
+        return []
+    return [f"telemetry samples (report.telemetry) with the SGLang scheduler on role {role.name}: "
+            "not executed by the bundled engine" for role in spec.roles
+            if role.backend == "sglang"]
+
+
 def _speculation(spec: Spec) -> list[str]:
     out = []
     for role in spec.roles:
@@ -113,6 +122,7 @@ def _scaling(spec: Spec) -> list[str]:
 REFUSAL_CHECKS: tuple[tuple[str, Callable[[Spec], list[str]]], ...] = (
     ("g3", _g3),
     ("hybrid", _hybrid),
+    ("telemetry", _telemetry),
     ("speculation", _speculation),
     ("scaling", _scaling),
 )

@@ -361,7 +361,7 @@ class Simulation:
     def settled(self, ordinal: int) -> None:
         self.ledger.settled(ordinal)
 
-    def observe(self, rank: Rank, destinations: int = 0) -> None:
+    def observe(self, rank: RankScheduler, destinations: int = 0) -> None:
         if self.telemetry is not None:
             self.telemetry.destinations[(rank.pool_name, rank.scheduler_id)] += destinations
             self.telemetry.refresh(rank)

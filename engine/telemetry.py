@@ -23,12 +23,13 @@ never spans a tick (Worker.cap_ns), so every pass end a sample must see is a rea
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from kvreplay.engine.simtime import ms_to_ns, ns_to_ms
 
 if TYPE_CHECKING:
     from kvreplay.engine.deployment import Pool
+    from kvreplay.engine.ranks import RankScheduler
     from kvreplay.engine.records import RequestRecord
     from kvreplay.engine.scheduler import Rank
 
@@ -116,10 +117,11 @@ class Telemetry:
 
     # -- what the loop reports --------------------------------------------------------------
 
-    def refresh(self, rank: Rank, late: bool = False) -> None:
+    def refresh(self, scheduler: RankScheduler, late: bool = False) -> None:
         """A command reached the rank or its worker's pass ended: its gauges are read now.
         `late`: shown only after this instant's sample (a P/D prefill rank takes the instant's
         arrivals after the reference samples it)."""
+        rank = cast("Rank", scheduler)  # vLLM-shaped: SGLang ranks refuse telemetry (capabilities)
         key = (rank.pool_name, rank.scheduler_id)
         pool = rank.pool
         # After a late refresh of the rank, its later ones this instant come after it too.
@@ -261,7 +263,7 @@ class Telemetry:
         self.samples.append(sample)
         self.ordinal += 1
 
-    def _gauge(self, pool: Pool, rank: Rank) -> dict[str, Any]:
+    def _gauge(self, pool: Pool, rank: RankScheduler) -> dict[str, Any]:
         active, inactive, running, waiting = self.gauges[(pool.name, rank.scheduler_id)]
         total = rank.num_blocks
         return {

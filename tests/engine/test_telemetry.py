@@ -12,6 +12,7 @@ from importlib import resources
 from typing import Any
 
 import jsonschema
+import pytest
 from engine_support import ListWorkload, native, native_pd, rank, request
 
 from kvreplay.engine import run_native
@@ -155,3 +156,15 @@ def test_the_sample_count_is_bounded_by_the_cadence() -> None:
     samples = sampled([long_request()], 10.0)
     assert len(samples) == 100 // 10 + 1
     assert samples[-1]["kind"] == "periodic"  # the run ends on a tick: no final sample
+
+
+def test_sglang_ranks_refuse_telemetry_by_name() -> None:
+    """Telemetry reads a vLLM-shaped block pool: with SGLang ranks (a radix cache) the run is
+    refused by name, never an AttributeError mid-run."""
+    from kvreplay.engine.errors import Unsupported
+
+    doc = native(rank(block_size=16, num_gpu_blocks=50, backend="sglang",
+                      enable_chunked_prefill=True))
+    doc["spec"]["telemetry"] = {"sample_interval_ms": 10.0}
+    with pytest.raises(Unsupported, match=r"telemetry samples .* SGLang"):
+        run_native(doc, workload=ListWorkload([long_request()]))
