@@ -51,15 +51,17 @@ def test_package_data_ships(wheel_files: list[str]) -> None:
     assert "kvreplay/rules/cases/G2-BACKEND/fail-sglang.yaml" in wheel_files  # for explain
 
 
-def test_the_compiled_row_printer_ships_with_its_stub(wheel_files: list[str]) -> None:
-    """The optional extension is in the wheel, under kvreplay.engine, when a C compiler built
-    it (as it built the one these tests import), and its type stub always."""
+@pytest.mark.parametrize("name", ["_rowtext", "_mtprng"])
+def test_the_compiled_extensions_ship_with_their_stubs(wheel_files: list[str], name: str) -> None:
+    """Each optional extension (the row printer, the MTP stream) is in the wheel, under
+    kvreplay.engine, when a C compiler built it (as it built the one these tests import), and
+    its type stub always."""
     import importlib.util
 
-    assert "kvreplay/engine/_rowtext.pyi" in wheel_files
-    built = [n for n in wheel_files if n.startswith("kvreplay/engine/_rowtext.")
+    assert f"kvreplay/engine/{name}.pyi" in wheel_files
+    built = [n for n in wheel_files if n.startswith(f"kvreplay/engine/{name}.")
              and n.endswith((".so", ".pyd"))]
-    assert len(built) == (importlib.util.find_spec("kvreplay.engine._rowtext") is not None)
+    assert len(built) == (importlib.util.find_spec(f"kvreplay.engine.{name}") is not None)
 
 
 def test_html_report_assets_ship(wheel_files: list[str]) -> None:
