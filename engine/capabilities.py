@@ -44,6 +44,7 @@ CAPABILITIES: frozenset[str] = frozenset({
     "g2:write_through_stores",
     "g2:restore_at_admission",
     "placement:host_pinned_credit",
+    "speculation:mtp",
     "traffic:weka",
     "traffic:agentic_mooncake",
     "agentic:dependency_graph",
@@ -96,18 +97,19 @@ def _telemetry(spec: Spec) -> list[str]:
 
 
 def _speculation(spec: Spec) -> list[str]:
-    out = []
-    for role in spec.roles:
-        speculation = role.speculation
-        if speculation is None:
-            continue
-        if speculation.kind == "mtp":  # natively the rank's aic_nextn
-            out.append(f"speculative decoding (MTP, aic_nextn) on role {role.name}: not modeled "
-                       "by the bundled engine")
-        else:
-            out.append(f"speculative decoding ({speculation.kind}) on role {role.name}: not "
-                       "modeled by the bundled engine")
-    return out
+    """MTP runs (speculation.py); n-gram drafting has no reference run to be checked against:
+    1.6.1's engine refuses it at launch ("engine launch does not implement ngram draft
+    scheduling")."""
+    return [f"speculative decoding (ngram) on role {role.name}: not executed: the reference "
+            "engine (ai-dynamo 1.6.1) implements no n-gram draft scheduling, so there is no "
+            "behaviour to reproduce (MTP, `kind: mtp`, runs)"
+            for role in spec.roles
+            if role.speculation is not None and role.speculation.kind != "mtp"] + [
+        f"speculative decoding (MTP) with the SGLang scheduler on role {role.name}: not executed "
+        "by the bundled engine yet (its MTP step is written for vLLM-shaped ranks)"
+        for role in spec.roles
+        if role.speculation is not None and role.speculation.kind == "mtp"
+        and role.backend == "sglang"]
 
 
 def _scaling(spec: Spec) -> list[str]:

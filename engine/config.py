@@ -48,6 +48,9 @@ def read_engine_spec(document: Mapping[str, Any]) -> Spec:
         if worker_type is not None and worker_type != name:
             raise EngineConfigError(f"{where}/rank/worker_type: {worker_type!r} does not match "
                                     f"its role {name!r}")
+        if native.rank.aic_nextn_accept_rates is not None and native.rank.aic_nextn is None:
+            raise EngineConfigError(f"{where}/rank/aic_nextn_accept_rates: "
+                                    "aic_nextn_accept_rates requires aic_nextn")
     check_spec(spec, plain=plain)
     return spec
 
@@ -85,6 +88,7 @@ def check_spec(spec: Spec, *, plain: bool | None = None) -> None:
             raise EngineConfigError(f"{where}/rank/enable_chunked_prefill: "
                                     "enable_chunked_prefill=false is not supported for "
                                     "backend=sglang")
+        _check_speculation(role, f"{where}/rank")
     _check_shared_pool(spec)
 
 
@@ -116,6 +120,23 @@ def _check_host(role: Role, where: str) -> None:
         # NATIVE-LAYOUT-ID (blank is missing, as the native engine reads it)
         raise EngineConfigError(f"{where}: cluster_shared native_host_offload requires a "
                                 "nonempty kv_layout_id")
+
+
+def _check_speculation(role: Role, where: str) -> None:
+    """The native engine's speculation limits (nextn 1-5 is the schema's): rates finite in
+    [0, 1], no host offload on the same role (G2-SPECULATION)."""
+    spec = role.speculation
+    if spec is None:
+        return
+    key = "aic_nextn_accept_rates" if spec.kind == "mtp" else "acceptance_rates"
+    for k, rate in enumerate(spec.acceptance_rates):
+        if not 0.0 <= rate <= 1.0:  # NaN fails both
+            raise EngineConfigError(f"{where}/{key}: {key}[{k}] must be finite and in [0, 1], "
+                                    f"got {rate!r}")
+    if role.host_offload is not None:
+        raise EngineConfigError(f"{where}/native_host_offload: native_host_offload does not "
+                                f"support speculation ({spec.kind}) on the same role "
+                                "(the native engine: it does not support aic_nextn)")
 
 
 def _check_shared_pool(spec: Spec) -> None:

@@ -56,6 +56,10 @@ def build_pools(spec: Spec, identities: BlockIdentities, stats: RankStats) -> li
         gid += role.workers
         if kv:
             _kv_router(pool, spec)
+        if spec.max_sim_time_ms is not None:  # a time cap ends an MTP livelock as it would
+            for rank in pool.ranks:               # end the reference's
+                if rank.mtp is not None:
+                    rank.mtp.stall_check = False
         pools.append(pool)
     return pools
 

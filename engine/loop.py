@@ -55,7 +55,7 @@ from kvreplay.engine.sequence import Seq
 from kvreplay.engine.simtime import check_ns, limit_to_ns, ms_to_ns, ns_to_ms
 from kvreplay.engine.telemetry import Telemetry
 from kvreplay.engine.traces.request import TraceRequest, Workload
-from kvreplay.engine.worker import Worker, stamp_tokens
+from kvreplay.engine.worker import Worker, stamp_bursts, stamp_tokens
 from kvreplay.schema.spec import Spec
 
 PROGRESS_EVERY = 2048
@@ -456,6 +456,8 @@ class Simulation:
 
         if outcome.tokens:
             stamp_tokens(outcome.tokens, self.now, first_token)
+        if outcome.bursts:
+            stamp_bursts(outcome.bursts, self.now, first_token)
         for seq in outcome.rejected:
             self.terminal(pool, seq, "rejected")
         for seq in outcome.finished:

@@ -93,6 +93,16 @@ class BlockPool:
 
     # -- mutations -----------------------------------------------------------------------------
 
+    def make_room(self, count: int) -> bool:
+        """Reserve `count` blocks of free capacity, evicting LRU heads now (an MTP step's
+        reservation: what it does not use stays free); False when they do not fit."""
+        if not self.can_allocate(count, []):
+            return False
+        short = count - (self.capacity - self.n_copies)
+        if short > 0:
+            self._evict(short)
+        return True
+
     def acquire_hits(self, hit_ids: list[int], into: list[int]) -> None:
         """Reference the first copy of each hit identity (in order), appending handles to `into`."""
         by_ident = self.by_ident

@@ -24,6 +24,7 @@ from kvreplay.schema.spec import Role
 
 if TYPE_CHECKING:
     from kvreplay.engine.host_client import HostClient
+    from kvreplay.engine.speculation import MtpSampler
 
 
 class PassGroup(Protocol):
@@ -68,6 +69,7 @@ class RankScheduler(Protocol):
     capacity_gen: int
     next_order: int
     retry_due: bool
+    mtp: MtpSampler | None  # MTP ranks: the seeded acceptance stream (speculation.py)
 
     @property
     def group(self) -> PassGroup | None:

@@ -153,6 +153,7 @@ class RequestRecord:
     """Everything the report says about one request."""
 
     __slots__ = (
+        "accepted_draft_tokens",
         "admission_history",
         "agentic",
         "agentic_phase",
@@ -162,6 +163,7 @@ class RequestRecord:
         "destination_activated_ms",
         "destination_reserved_ms",
         "dispatched_at_ms",
+        "draft_tokens",
         "first_admission_g1_reused_input_tokens",
         "first_admission_host_reused_input_tokens",
         "first_admit_ms",
@@ -183,6 +185,7 @@ class RequestRecord:
         "session_id",
         "source_held_ms",
         "source_released_ms",
+        "speculative_steps",
         "terminal_status",
         "terminal_time_ms",
         "turn_index",
@@ -241,6 +244,11 @@ class RequestRecord:
         self.play_id: str | None = None
         self.agentic: dict[str, str] | None = None
         self.agentic_phase: str | None = None
+        # MTP (set to 0 when the request is placed on a speculative decoding pool): decode steps
+        # with speculation, draft tokens proposed (nextn a step) and accepted ones emitted.
+        self.speculative_steps: int | None = None
+        self.draft_tokens = 0
+        self.accepted_draft_tokens = 0
 
     def itl_runs(self) -> list[tuple[float, int]]:
         """The token gaps in order as (gap_ms, count) runs, equal neighbours merged: the same

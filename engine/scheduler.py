@@ -26,6 +26,7 @@ from kvreplay.engine.pool import BlockPool
 from kvreplay.engine.records import Admission
 from kvreplay.engine.sequence import PREEMPTED, RUNNING, WAITING, Seq
 from kvreplay.engine.simtime import ns_to_ms
+from kvreplay.engine.speculation import emit_speculative, rank_sampler
 from kvreplay.engine.timing import PassTimer
 from kvreplay.schema.spec import Role
 
@@ -40,10 +41,11 @@ DECODE_TOKEN = (1, 0, 0)  # a scheduled decode step: (tokens used, prompt tokens
 class PassOutcome:
     """What one worker pass produced, delivered at its end."""
 
-    __slots__ = ("changes", "finished", "forwards", "held", "rejected", "tokens")
+    __slots__ = ("bursts", "changes", "finished", "forwards", "held", "rejected", "tokens")
 
     def __init__(self) -> None:
         self.tokens: list[Seq] = []  # visible tokens, in emission order
+        self.bursts: list[tuple[Seq, int]] = []  # MTP ranks: (request, visible tokens) instead
         self.finished: list[Seq] = []  # completed requests (after their last token, if any)
         self.rejected: list[Seq] = []
         self.held: list[Seq] = []  # P/D prefill side: prompt done, source KV held
@@ -97,6 +99,8 @@ class Rank:
         "lifo",
         "max_model_len",
         "max_seqs",
+        "mtp",
+        "mtp_prefix",
         "next_order",
         "num_blocks",
         "pending",
@@ -132,6 +136,10 @@ class Rank:
         self.is_prefill = cfg.name == "prefill"
         self.is_decode = cfg.name == "decode"
         self.timer = PassTimer(cfg)
+        # MTP (speculation.py): the rank's draft sampler, and vLLM's MTP prefix rule (a
+        # prefix hit gives back its last block, whose hidden states the drafter needs).
+        self.mtp = rank_sampler(cfg, scheduler_id)
+        self.mtp_prefix = self.mtp is not None and cfg.backend == "vllm"
         self.pool = BlockPool(cfg.num_gpu_blocks, record_events and self.caching)
         self.running: list[Seq] = []
         self.waiting: deque[Seq] = deque()
@@ -321,6 +329,8 @@ class Rank:
                         cap = (known - 1) // bs
                         if hits > cap:
                             hits = cap
+                        if self.mtp_prefix and hits:  # and MTP the last hit block (ref)
+                            hits -= 1
                         if active_hits > hits:
                             active_hits = hits
                     cached = hits * bs
@@ -657,6 +667,16 @@ class Rank:
             pool.register(seq.blocks[k], ids[k])
         seq.registered = full
 
+    # The hooks of a backend-independent emission step (speculation.emit_speculative).
+    def pick_victim(self) -> Seq | None:
+        return self._pick_victim()
+
+    def preempt(self, victim: Seq, outcome: PassOutcome) -> None:
+        self._preempt(victim, outcome)
+
+    def finish(self, seq: Seq, outcome: PassOutcome) -> None:
+        self._finish(seq, outcome)
+
     def _pick_victim(self) -> Seq | None:
         if not self.running:
             return None
@@ -723,6 +743,8 @@ class Rank:
             outcome.finished.append(seq)
 
     def _emit(self, outcome: PassOutcome) -> int:
+        if self.mtp is not None:
+            return emit_speculative(self, self.mtp, outcome)
         running = self.running
         ready: list[Seq] = []
         done_without_token: list[Seq] = []

@@ -94,6 +94,8 @@ class Seq:
         # SGLang (sglang.py): the pages the request holds and the radix node it locks.
         self.pages = 0
         self.node: Node | None = None
+        if scheduler.mtp is not None and not scheduler.is_prefill and rec.speculative_steps is None:
+            rec.speculative_steps = 0  # its decode steps speculate (speculation.py)
 
     def __repr__(self) -> str:
         return (f"Seq({self.req.request_id!r}, computed={self.computed}, "

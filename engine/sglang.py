@@ -127,6 +127,7 @@ class SglangRank:
         "max_prefill",
         "max_seqs",
         "min_ratio",
+        "mtp",
         "next_order",
         "num_blocks",
         "pending",
@@ -162,6 +163,7 @@ class SglangRank:
         self.chunked = True  # the reference refuses SGLang without chunked prefill
         self.is_prefill = cfg.name == "prefill"
         self.is_decode = cfg.name == "decode"
+        self.mtp = None  # MTP on SGLang ranks is refused (capabilities): no speculative steps
         options = cfg.sglang or SglangOptions()
         self.lpm = options.schedule_policy == "lpm"
         self.max_prefill = options.max_prefill_tokens

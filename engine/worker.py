@@ -71,6 +71,32 @@ def stamp_tokens(seqs: list[Seq], at_ns: int, on_first: Callable[[Seq], None]) -
             on_first(seq)
 
 
+def stamp_bursts(bursts: list[tuple[Seq, int]], at_ns: int,
+                 on_first: Callable[[Seq], None]) -> None:
+    """Record the visible tokens of MTP bursts (seq.generated already counts them), all emitted
+    at at_ns: the burst's first token after the gap since the request's last one, the others
+    with gaps of 0; `on_first(seq)` right after a request's first token is stamped."""
+    at_ms = ns_to_ms(at_ns)
+    for seq, burst in bursts:
+        rec = seq.rec
+        generated = seq.generated
+        start = generated - burst + 1  # the burst's first token, counted from 1
+        runs = rec.itl_gaps
+        if start == 1:
+            rec.first_token_ms = at_ms
+        else:
+            add_run(runs, ns_to_ms(at_ns - seq.last_token_ns), 1)
+        if burst > 1:
+            add_run(runs, 0.0, burst - 1)
+        if start <= 2 <= generated:
+            rec.second_token_ms = at_ms
+        seq.last_token_ns = at_ns
+        rec.last_token_ms = at_ms
+        rec.output_length = generated
+        if start == 1:
+            on_first(seq)
+
+
 class Worker:
     __slots__ = (
         "busy",
@@ -504,6 +530,8 @@ def _own_pure_passes(ranks: list[StretchRank], k: int) -> int:
 def _holds_stretches(rank: Rank) -> bool:
     """The rank's next pass is not a pure decode pass whatever its requests' lengths: it may
     admit, a P/D destination waits, a G2 copy is due, or a prompt is still being computed."""
+    if rank.mtp is not None:  # a speculative step's tokens are drawn pass by pass
+        return True
     running = rank.running
     if (rank.waiting or (rank.connector and rank.connector_ready())) and (
             len(running) < rank.max_seqs):

@@ -14,9 +14,10 @@ from kvreplay.engine.config import check_spec
 from kvreplay.rules import run_rules
 from kvreplay.schema.spec import Spec
 
-# The rank-local rules the engine enforces itself (G3 and MTP it refuses as features).
+# The rank-local rules the engine enforces itself (G3 and n-gram it refuses as features).
 LIMIT_RULES = frozenset({"G2-BACKEND", "G2-SCOPE", "NATIVE-LAYOUT-ID", "G2-BYTES",
-                         "G2-PREFIX-CACHING", "BACKEND-SGLANG-CHUNKED-PREFILL"})
+                         "G2-PREFIX-CACHING", "BACKEND-SGLANG-CHUNKED-PREFILL",
+                         "G2-SPECULATION"})
 
 
 def refused(spec: Spec) -> str | None:

@@ -1,0 +1,202 @@
+"""MTP speculative decoding: one rank's draft sampler and its decode step (engine.md section "MTP
+speculative decoding").
+
+A rank whose role sets MTP (`aic_nextn` = nextn, conditional acceptance rates, `aic_mtp_seed`)
+owns one sampler seeded with seed + its scheduler id (wrapping at 2**64). Its decode step
+(`emit_speculative`, the rank's emission when it has a sampler) follows the reference:
+
+1. requests with nothing left to generate end without a token; the others whose known sequence
+   is computed are *ready*;
+2. the blocks their largest bursts could fill (min(nextn + 1, tokens left) each; 1 on a prefill
+   worker) are reserved at once, evicting LRU heads; when they do not fit, the policy's victim is
+   preempted and the ready set is taken again, until they fit;
+3. the step costs one decode duration over every ready request (a prompt finished in this pass
+   included: a speculative rank charges decode for first tokens too; none on a prefill worker);
+4. each ready request, in running order, draws its burst: 1 + the draft positions accepted
+   (each position i accepted with probability rates[i] given the earlier ones, the first
+   rejection ends it), capped at the tokens left; a prefill worker draws nothing and emits 1;
+5. the burst's tokens are appended one by one (full blocks registered as each next token
+   starts, a block allocated from the reservation when a token needs one), all stamped at the
+   pass end; a request not finished keeps its last token dangling (computed = known - 1).
+
+Everything here is backend-independent: the hook is the rank's emission, whichever scheduler
+planned the pass.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from kvreplay.engine.errors import ReplayStalled
+from kvreplay.engine.mtp_rng import MASK64, StdRng, threshold
+from kvreplay.schema.spec import Role
+
+if TYPE_CHECKING:
+    from kvreplay.engine.scheduler import PassOutcome, Rank
+    from kvreplay.engine.sequence import Seq
+
+# The reference's rates when a rank sets aic_nextn without aic_nextn_accept_rates.
+DEFAULT_RATES = (0.85, 0.3, 0.0, 0.0, 0.0)
+
+
+def conditional_rates(nextn: int, rates: tuple[float, ...]) -> tuple[float, ...]:
+    """The per-position rates a sampler uses: the given ones (the defaults when none are given),
+    zero-padded or cut to nextn, as the reference normalizes them."""
+    given = rates or DEFAULT_RATES
+    return tuple(given[:nextn]) + (0.0,) * (nextn - len(given))
+
+
+class MtpSampler:
+    """One rank's draft acceptance stream, and what it sampled (`accepted_hist[a]`: steps that
+    accepted a draft positions, before the cap at the tokens left)."""
+
+    __slots__ = ("_rng", "accepted_hist", "nextn", "rates", "stall_check", "thresholds")
+
+    def __init__(self, nextn: int, rates: tuple[float, ...], seed: int) -> None:
+        self.nextn = nextn
+        self.rates = conditional_rates(nextn, rates)
+        self.thresholds = tuple(threshold(rate) for rate in self.rates)
+        self._rng = StdRng(seed & MASK64)
+        self.accepted_hist = [0] * (nextn + 1)
+        self.stall_check = True  # without a time cap, a step that can never fit fails the run
+
+    def burst(self, left: int) -> int:
+        """Tokens one verification emits for a request with `left` tokens to go (no draw when
+        none is left)."""
+        if left <= 0:
+            return 0
+        accepted = self._rng.accepted(self.thresholds)
+        self.accepted_hist[accepted] += 1
+        burst = accepted + 1
+        return burst if burst < left else left
+
+
+def rank_sampler(role: Role, scheduler_id: int) -> MtpSampler | None:
+    """The sampler of a rank of `role` (None without MTP): seeded with the role's seed + the
+    rank's scheduler id in its pool (worker x dp_size + dp rank), as the reference seeds it."""
+    spec = role.speculation
+    if spec is None or spec.kind != "mtp" or spec.num_speculative_tokens is None:
+        return None
+    return MtpSampler(spec.num_speculative_tokens, spec.acceptance_rates,
+                      spec.seed + scheduler_id)
+
+
+def _left(seq: Seq, known: int, limit: int | None) -> int:
+    """Tokens the request may still generate: its requested output, capped by max_model_len."""
+    left = seq.max_output - seq.generated
+    if limit is not None and limit - known < left:
+        left = limit - known if limit > known else 0
+    return left
+
+
+def _ready(rank: Rank) -> list[Seq]:
+    limit = rank.max_model_len
+    out = []
+    for seq in rank.running:
+        known = seq.input_length + seq.generated
+        if seq.computed == known and _left(seq, known, limit) > 0:
+            out.append(seq)
+    return out
+
+
+def _reserve(rank: Rank, ready: list[Seq], max_burst: int,
+             outcome: PassOutcome) -> list[Seq] | None:
+    """Reserve the blocks the ready requests' largest bursts could fill, preempting the policy's
+    victims until they fit; the ready requests then (None: nothing can emit)."""
+    bs = rank.block_size
+    limit = rank.max_model_len
+    pool = rank.pool
+    while True:
+        need = 0
+        for seq in ready:
+            known = seq.input_length + seq.generated
+            left = _left(seq, known, limit)
+            burst = max_burst if max_burst < left else left
+            need += -(-(known + burst) // bs) - -(-known // bs)
+        if pool.make_room(need):
+            return ready
+        if (len(rank.running) == 1 and need > pool.capacity - len(ready[0].blocks)
+                and rank.mtp is not None and rank.mtp.stall_check):
+            # Alone on the rank and still short: readmitted, it would come back to this very
+            # step (the reference replays it forever).
+            seq = ready[0]
+            raise ReplayStalled(
+                f"request {seq.rec.ordinal + 1} can never finish: its MTP step of up to "
+                f"{max_burst} tokens needs {need} more block(s) beyond the "
+                f"{len(seq.blocks)} it holds on a {pool.capacity}-block rank")
+        victim = rank.pick_victim()
+        if victim is None:
+            return None
+        rank.preempt(victim, outcome)
+        ready = _ready(rank)
+        if not ready:
+            return None
+
+
+def emit_speculative(rank: Rank, sampler: MtpSampler, outcome: PassOutcome) -> int:
+    """The rank's emission step with MTP (see the module docstring); returns its decode
+    duration (ns). Bursts go to `outcome.bursts` as (request, tokens)."""
+    running = rank.running
+    limit = rank.max_model_len
+    ready: list[Seq] = []
+    done: list[Seq] = []
+    for seq in running:
+        known = seq.input_length + seq.generated
+        if seq.computed < known:
+            continue
+        if _left(seq, known, limit) == 0:
+            done.append(seq)
+        else:
+            ready.append(seq)
+    if done:
+        for seq in done:
+            rank.finish(seq, outcome)
+        gone = set(done)
+        rank.running = [s for s in running if s not in gone]
+    if not ready:
+        return 0
+    prefill = rank.is_prefill
+    got = _reserve(rank, ready, 1 if prefill else sampler.nextn + 1, outcome)
+    if got is None:
+        return 0
+    ready = got
+    decode_ns = 0
+    if not prefill:
+        decode_ns = rank.timer.decode_ns(sum(s.input_length + s.generated for s in ready))
+    bursts = [(seq, 1 if prefill else sampler.burst(_left(seq, seq.input_length + seq.generated,
+                                                           limit)))
+              for seq in ready]
+    bs = rank.block_size
+    caching = rank.caching
+    pool = rank.pool
+    finished = []
+    out = outcome.bursts
+    for seq, burst in bursts:
+        known = seq.input_length + seq.generated
+        left = _left(seq, known, limit)
+        for _ in range(burst):
+            # The token about to be appended makes the one before it computed.
+            if caching and known // bs > seq.registered:
+                rank.register_through(seq, known // bs)
+            known += 1
+            left -= 1
+            if len(seq.blocks) * bs < known:
+                pool.allocate(1, seq.blocks)
+        seq.generated += burst
+        outcome.changes += burst
+        rec = seq.rec
+        if rec.speculative_steps is not None and not prefill:
+            rec.speculative_steps += 1
+            rec.draft_tokens += sampler.nextn
+            rec.accepted_draft_tokens += burst - 1
+        if not seq.hidden:
+            out.append((seq, burst))
+        if left == 0:
+            rank.finish(seq, outcome)
+            finished.append(seq)
+        else:
+            seq.computed = known - 1
+    if finished:
+        gone = set(finished)
+        rank.running = [s for s in rank.running if s not in gone]
+    return decode_ns
