@@ -39,10 +39,17 @@ from typing import Any
 # happen, sessions, mooncake-delta, DP; sglang-pd disaggregated; trtllm also P/D at times.
 BACKEND_KINDS = ("sglang", "sglang-pd", "trtllm")
 KINDS = ("agg", "agg-delta", "agg-dp", "pd", "pd-dp", "g2", "g2-pd", "synth", "kv-queue",
-         "agentic", *BACKEND_KINDS)
+         "agentic", *BACKEND_KINDS, "mtp")
 # Telemetry samples (the samples compared too) over scenarios of these kinds.
 TELEMETRY_BASES = ("agg", "agg-dp", "g2", "kv-queue", "pd", "pd-dp", "g2-pd")
 KINDS = KINDS + ("telemetry", "dynamo", "applied-compute")
+# Kinds tools/difftest.py draws on request (--kinds) but the suite does not replay: mtp-pd
+# scenarios can livelock both engines at one instant (docs/engine.md "MTP speculative
+# decoding"), which the generator does not yet avoid.
+DRAFT_KINDS = ("mtp-pd",)
+# Backends the MTP kinds draw: MTP on SGLang ranks is refused by the bundled engine (its MTP
+# step is written for vLLM-shaped ranks); TRT-LLM's exact MTP is not checked yet either.
+MTP_BACKENDS = ("vllm",)
 TIME_KEYS = ("arrival_time_ms", "dispatched_at_ms", "first_admit_ms", "first_token_ms",
              "last_token_ms", "terminal_time_ms", "prefill_admit_ms", "source_held_ms",
              "destination_reserved_ms", "destination_activated_ms", "decode_admit_ms",
@@ -81,8 +88,8 @@ SKETCH_GAMMA = 1.0 + 2 * 0.001 / (1 - 0.001)  # its bin ratio (relative accuracy
 
 def generate(kind: str, seed: int) -> dict[str, Any]:
     """A random small scenario of one kind (deterministic in the seed)."""
-    if kind not in KINDS:
-        raise ValueError(f"unknown kind {kind!r} (one of {', '.join(KINDS)})")
+    if kind not in KINDS + DRAFT_KINDS:
+        raise ValueError(f"unknown kind {kind!r} (one of {', '.join(KINDS + DRAFT_KINDS)})")
     rng = random.Random(f"{kind}:{seed}")
     if kind == "telemetry":
         return _telemetry_scenario(rng, seed)
@@ -108,9 +115,10 @@ def generate(kind: str, seed: int) -> dict[str, Any]:
             out["max_num_batched_tokens"] = 32  # every prompt fits one pass
         return out
 
+    mtp = kind.startswith("mtp")
+    delta = kind == "agg-delta" or (mtp and rng.random() < 0.2)
     scn: dict[str, Any] = {"kind": kind, "seed": seed, "block_size": bs,
-                           "trace_format": "mooncake-delta" if kind == "agg-delta"
-                           else "mooncake"}
+                           "trace_format": "mooncake-delta" if delta else "mooncake"}
     if kind == "agentic":
         return _agentic_scenario(rng, scn, rank(), blocks)
     if kind in BACKEND_KINDS:
@@ -120,7 +128,8 @@ def generate(kind: str, seed: int) -> dict[str, Any]:
         scn["decode"] = rank()
         scn["prefill_workers"] = rng.choice([1, 1, 2])
         scn["decode_workers"] = rng.choice([1, 1, 2])
-        scn["dp"] = rng.choice([2, 3]) if kind == "pd-dp" else 1
+        scn["dp"] = rng.choice([2, 3]) if kind == "pd-dp" else (
+            rng.choice([1, 1, 2]) if kind == "mtp-pd" else 1)
         for role in ("prefill", "decode"):
             scn[role].update({"kv_transfer_bytes_per_token": 250000,
                               "kv_transfer_bandwidth": rng.choice([0.5, 1.0, 4.0])})
@@ -136,8 +145,9 @@ def generate(kind: str, seed: int) -> dict[str, Any]:
     else:
         scn["rank"] = rank()
         scn["workers"] = 1 if kind == "kv-queue" else rng.choice([1, 1, 2, 3])
-        scn["dp"] = rng.choice([2, 3]) if kind == "agg-dp" else 1
-        if kind == "agg-dp":
+        scn["dp"] = rng.choice([2, 3]) if kind == "agg-dp" else (
+            rng.choice([1, 1, 1, 2]) if kind == "mtp" else 1)
+        if kind == "agg-dp" or (kind == "mtp" and scn["dp"] > 1):
             scn["rank"]["prefill_schedule_interval"] = rng.choice([1, 2, 3])
     if kind.startswith("g2"):
         scope = rng.choice(["dp_rank_local", "dp_rank_local", "cluster_shared"])
@@ -158,9 +168,18 @@ def generate(kind: str, seed: int) -> dict[str, Any]:
         scn["synthetic"] = _synthetic(rng, bs, blocks)
         scn["rows"] = []
         return scn
+    if mtp:
+        _speculate(rng, scn)
     if rng.random() < 0.15:
         scn["max_sim_time_ms"] = float(rng.choice([20, 50, 120]))
-    scn["rows"] = _rows(rng, bs, blocks, delta=kind == "agg-delta")
+    elif mtp:
+        # Tiny pools can make two requests preempt each other forever (MTP reserves a whole
+        # burst's blocks), in both engines alike: a cap far past the scenario's end stops them.
+        scn["max_sim_time_ms"] = 2000.0
+    outputs = [1, 2, 3, 5, 8, 12, 20] if mtp else [1, 1, 2, 3, 4]  # MTP: several bursts
+    scn["rows"] = _rows(rng, bs, blocks, delta=delta, outputs=outputs)
+    if mtp:
+        _fit_outputs(scn["rows"], (blocks - 1) * bs, delta)
     return scn
 
 
@@ -233,6 +252,44 @@ def _backend_scenario(rng: random.Random, scn: dict[str, Any], kind: str,
     return scn
 
 
+def _fit_outputs(rows: list[dict[str, Any]], budget: int, delta: bool) -> None:
+    """Cut outputs so that every request's whole sequence fits in `budget` tokens (a delta
+    turn's prompt holds its session's earlier turns): one that outgrows the pool alone preempts
+    itself forever, in both engines alike and without time passing, so no cap ends it (a burst
+    reserves at most the blocks of the tokens left, so MTP needs nothing more)."""
+    before: dict[str, int] = {}
+    for row in rows:
+        total = (before.get(row["session_id"], 0) if delta else 0) + row["input_length"]
+        row["output_length"] = max(1, min(row["output_length"], budget - total))
+        before[row["session_id"]] = total + row["output_length"]
+
+
+def _speculate(rng: random.Random, scn: dict[str, Any]) -> None:
+    """MTP on the aggregated rank, or on the decode rank, the prefill rank or both (P/D): nextn
+    1-3, random conditional rates (0 and 1 now and then, sometimes fewer than nextn or none),
+    a random seed, a backend, fixed or polynomial timing, sometimes max_model_len."""
+    roles = ["rank"] if "rank" in scn else rng.choice(
+        [["decode"], ["decode"], ["prefill", "decode"], ["prefill"]])
+    for role in ("rank", "prefill", "decode"):
+        if role not in scn:
+            continue
+        rank = scn[role]
+        rank["backend"] = rng.choice(MTP_BACKENDS)
+        if rng.random() < 0.3:
+            rank["timing_model"] = {"type": "polynomial"}
+        if rng.random() < 0.15:
+            rank["max_model_len"] = rng.choice([12, 16, 20, 24])
+        if role not in roles:
+            continue
+        nextn = rng.choice([1, 2, 2, 3])
+        rank["aic_nextn"] = nextn
+        rank["aic_mtp_seed"] = rng.randrange(2**64) if rng.random() < 0.2 else rng.randrange(100)
+        if rng.random() < 0.9:
+            rates = [rng.choice([0.0, 1.0, round(rng.random(), 3)]) if rng.random() < 0.2
+                     else round(rng.random(), 3) for _ in range(rng.randint(1, nextn + 1))]
+            rank["aic_nextn_accept_rates"] = ",".join(str(r) for r in rates)
+
+
 def _synthetic(rng: random.Random, bs: int, blocks: int) -> dict[str, Any]:
     """Single-turn synthetic requests (the Dynamo API's `run_synthetic_trace_replay`): a closed
     loop or open-loop arrivals, optional prefix families."""
@@ -268,7 +325,8 @@ def synthetic_traffic(syn: dict[str, Any]) -> dict[str, Any]:
     return section
 
 
-def _rows(rng: random.Random, bs: int, blocks: int, delta: bool) -> list[dict[str, Any]]:
+def _rows(rng: random.Random, bs: int, blocks: int, delta: bool,
+          outputs: list[int]) -> list[dict[str, Any]]:
     """Sessions of 1-3 turns whose prompts share and extend prefixes."""
     prefixes = [[rng.randrange(1, 500) for _ in range(8)] for _ in range(rng.choice([1, 2, 3]))]
     rows: list[dict[str, Any]] = []
@@ -287,7 +345,7 @@ def _rows(rng: random.Random, bs: int, blocks: int, delta: bool) -> list[dict[st
                 used = min(max_blocks, max(used, n))
                 hashes = prefix[:used]
             length = len(hashes) * bs - rng.randrange(bs)
-            out = rng.choice([1, 1, 2, 3, 4])
+            out = rng.choice(outputs)
             row: dict[str, Any] = {"session_id": f"s{s}", "hash_ids": hashes,
                                    "input_length": length, "output_length": out}
             if k == 0:
