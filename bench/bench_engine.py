@@ -17,6 +17,7 @@ the first N; hash ids are 512-token blocks) on vLLM ranks of 1000 GPU blocks x 5
     g2-local   fixed-rr plus G2 host offload per rank (4,000 host blocks, 32 GB/s both ways,
                kv_cache_bytes_per_token 131072)
     g2-shared  fixed-rr plus one cluster-shared G2 pool (16,000 host blocks, same links)
+    mtp        fixed-rr with MTP on every rank (aic_nextn 2, rates 0.8, 0.6, seed 42)
     floor      fixed-rr on the trace's first row alone: the process floor (start-up, reading
                the spec, the report). kvreplay runs as a user runs it, `python -m kvreplay run
                SPEC.json --trace ONE_ROW --format json` (the CLI, its argument parsing and
@@ -100,6 +101,7 @@ class Regime:
     cli: bool = False  # kvreplay's child is `python -m kvreplay run`, not the API
     telemetry_ms: float | None = None  # spec.telemetry's sample interval
     backend: str = "vllm"
+    mtp: dict[str, Any] | None = None  # the rank's aic_* keys
 
     def rank(self, worker_type: str | None) -> dict[str, Any]:
         """The engine settings of one rank (`worker_type` None: leave the field out)."""
@@ -111,6 +113,8 @@ class Regime:
         if self.host is not None:
             out.update(kv_cache_bytes_per_token=BYTES_PER_TOKEN,
                        native_host_offload=dict(self.host))
+        if self.mtp is not None:
+            out.update(self.mtp)
         if worker_type is not None:
             out["worker_type"] = worker_type
         return out
@@ -132,6 +136,8 @@ REGIMES = {r.name: r for r in (
            f"blocks, {LINK_GBPS:g} GB/s links",
            host={"scope": "cluster_shared", "num_host_blocks": 16000, "kv_layout_id": "bench",
                  **HOST_LINKS}),
+    Regime("mtp", f"{AGG}, fixed 20/5 ms, round robin, MTP nextn 2, rates 0.8, 0.6",
+           mtp={"aic_nextn": 2, "aic_nextn_accept_rates": "0.8,0.6", "aic_mtp_seed": 42}),
     Regime("floor", f"{AGG}, fixed 20/5 ms, round robin, the first trace row alone; kvreplay "
            "through `python -m kvreplay run`", rows=1, cli=True),
     Regime("telemetry", f"{AGG}, fixed 20/5 ms, round robin, telemetry every 1,000 ms",
