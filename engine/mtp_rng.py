@@ -121,7 +121,7 @@ def _compiled() -> type | None:
         from kvreplay.engine import _mtprng
     except ImportError:
         return None
-    return _mtprng.StdRng  # type: ignore[no-any-return]
+    return _mtprng.StdRng
 
 
 StdRng = _compiled() or PyStdRng
