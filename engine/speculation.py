@@ -133,9 +133,8 @@ def _reserve(rank: Rank, ready: list[Seq], max_burst: int,
             return None
 
 
-def emit_speculative(rank: Rank, sampler: MtpSampler, outcome: PassOutcome) -> int:
-    """The rank's emission step with MTP (see the module docstring); returns its decode
-    duration (ns). Bursts go to `outcome.bursts` as (request, tokens)."""
+def _end_done(rank: Rank, outcome: PassOutcome) -> list[Seq]:
+    """End the requests with nothing left to generate (no token); the ready ones, in order."""
     running = rank.running
     limit = rank.max_model_len
     ready: list[Seq] = []
@@ -153,6 +152,46 @@ def emit_speculative(rank: Rank, sampler: MtpSampler, outcome: PassOutcome) -> i
             rank.finish(seq, outcome)
         gone = set(done)
         rank.running = [s for s in running if s not in gone]
+    return ready
+
+
+def _append(rank: Rank, sampler: MtpSampler, seq: Seq, burst: int,
+            outcome: PassOutcome) -> bool:
+    """Append one burst's tokens (registering full blocks, allocating from the reservation)
+    and count it; True when the request is finished."""
+    bs = rank.block_size
+    caching = rank.caching
+    pool = rank.pool
+    known = seq.input_length + seq.generated
+    left = _left(seq, known, rank.max_model_len)
+    for _ in range(burst):
+        # The token about to be appended makes the one before it computed.
+        if caching and known // bs > seq.registered:
+            rank.register_through(seq, known // bs)
+        known += 1
+        left -= 1
+        if len(seq.blocks) * bs < known:
+            pool.allocate(1, seq.blocks)
+    seq.generated += burst
+    outcome.changes += burst
+    rec = seq.rec
+    if rec.speculative_steps is not None and not rank.is_prefill:
+        rec.speculative_steps += 1
+        rec.draft_tokens += sampler.nextn
+        rec.accepted_draft_tokens += burst - 1
+    if not seq.hidden:
+        outcome.bursts.append((seq, burst))
+    if left == 0:
+        rank.finish(seq, outcome)
+        return True
+    seq.computed = known - 1
+    return False
+
+
+def emit_speculative(rank: Rank, sampler: MtpSampler, outcome: PassOutcome) -> int:
+    """The rank's emission step with MTP (see the module docstring); returns its decode
+    duration (ns). Bursts go to `outcome.bursts` as (request, tokens)."""
+    ready = _end_done(rank, outcome)
     if not ready:
         return 0
     prefill = rank.is_prefill
@@ -160,42 +199,14 @@ def emit_speculative(rank: Rank, sampler: MtpSampler, outcome: PassOutcome) -> i
     if got is None:
         return 0
     ready = got
+    limit = rank.max_model_len
     decode_ns = 0
     if not prefill:
         decode_ns = rank.timer.decode_ns(sum(s.input_length + s.generated for s in ready))
     bursts = [(seq, 1 if prefill else sampler.burst(_left(seq, seq.input_length + seq.generated,
                                                            limit)))
               for seq in ready]
-    bs = rank.block_size
-    caching = rank.caching
-    pool = rank.pool
-    finished = []
-    out = outcome.bursts
-    for seq, burst in bursts:
-        known = seq.input_length + seq.generated
-        left = _left(seq, known, limit)
-        for _ in range(burst):
-            # The token about to be appended makes the one before it computed.
-            if caching and known // bs > seq.registered:
-                rank.register_through(seq, known // bs)
-            known += 1
-            left -= 1
-            if len(seq.blocks) * bs < known:
-                pool.allocate(1, seq.blocks)
-        seq.generated += burst
-        outcome.changes += burst
-        rec = seq.rec
-        if rec.speculative_steps is not None and not prefill:
-            rec.speculative_steps += 1
-            rec.draft_tokens += sampler.nextn
-            rec.accepted_draft_tokens += burst - 1
-        if not seq.hidden:
-            out.append((seq, burst))
-        if left == 0:
-            rank.finish(seq, outcome)
-            finished.append(seq)
-        else:
-            seq.computed = known - 1
+    finished = [seq for seq, burst in bursts if _append(rank, sampler, seq, burst, outcome)]
     if finished:
         gone = set(finished)
         rank.running = [s for s in rank.running if s not in gone]
