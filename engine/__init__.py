@@ -3,14 +3,15 @@
 Import-light: the public names below load their modules on first use.
 
     run_spec(spec, *, workload, stepwise=False, progress=None, should_stop=None,
-             sink=None) -> RunResult                   # .records, .facts
+             sink=None, scaling_policy=None) -> RunResult  # .records, .facts
     run_native(document, *, workload, ...) -> RunResult # read_engine_spec + run_spec
     Replay(spec).run(workload, ...) -> RunResult        # a spec checked once, run later
     read_engine_spec(document) -> Spec                  # the checked Spec of a native document
     refusals(spec or document) -> list[str]             # one message per unsupported feature
     approximations(spec or document) -> list[str]       # what runs through a stand-in model
     CAPABILITIES                                        # frozenset of capability names
-    EngineError, EngineConfigError, Unsupported, Interrupted, ReplayStalled
+    EngineError, EngineConfigError, Unsupported, Interrupted, ReplayStalled, ScalingPolicyError
+    ScalingPolicy                                       # the scaling hook's Protocol
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ _API = {
     "Unsupported": "kvreplay.engine.errors",
     "Interrupted": "kvreplay.engine.errors",
     "ReplayStalled": "kvreplay.engine.errors",
+    "ScalingPolicyError": "kvreplay.engine.errors",
+    "ScalingPolicy": "kvreplay.engine.scaling",
     "prefix_hit_blocks": "kvreplay.engine.oracle",
 }
 

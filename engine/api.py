@@ -6,12 +6,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from kvreplay.engine.capabilities import approximations, refusals
+from kvreplay.engine.capabilities import approximations, refusals, scaling_refusals
 from kvreplay.engine.config import check_spec, read_engine_spec
 from kvreplay.engine.errors import Unsupported
 from kvreplay.engine.loop import Simulation
+from kvreplay.engine.policies import scaling_for
 from kvreplay.engine.records import RequestRecord
 from kvreplay.engine.result import RunResult
+from kvreplay.engine.scaling import ScalingPolicy
 from kvreplay.engine.traces.request import Workload
 from kvreplay.schema.spec import Spec
 
@@ -34,11 +36,15 @@ class Replay:
     def run(self, workload: Workload, *, stepwise: bool = False,
             progress: Callable[[float, float | None], None] | None = None,
             should_stop: Callable[[], bool] | None = None,
-            sink: Callable[[RequestRecord], None] | None = None) -> RunResult:
+            sink: Callable[[RequestRecord], None] | None = None,
+            scaling_policy: ScalingPolicy | None = None) -> RunResult:
         """Replay `workload`; see `run_spec`."""
+        policy = scaling_for(self.spec, scaling_policy)
+        if scaling_policy is not None and scaling_refusals(self.spec):
+            raise Unsupported(scaling_refusals(self.spec))
         simulation = Simulation(self.spec, workload, stepwise=stepwise, progress=progress,
                                 should_stop=should_stop, approximations=self.approximations,
-                                sink=sink)
+                                sink=sink, scaling_policy=policy)
         return simulation.run()
 
 
@@ -50,6 +56,7 @@ def run_spec(
     progress: Callable[[float, float | None], None] | None = None,
     should_stop: Callable[[], bool] | None = None,
     sink: Callable[[RequestRecord], None] | None = None,
+    scaling_policy: ScalingPolicy | None = None,
 ) -> RunResult:
     """Replay `workload` on the deployment `spec` describes; return records and run facts.
 
@@ -61,10 +68,13 @@ def run_spec(
     fast-forwarding of pure decode stretches (same records, slower). The core reads no files
     itself (the workload is built by the caller, which resolves trace paths). `sink` takes each
     measured record as it becomes terminal (times already relative to the measured window); the
-    result then keeps only the records that never ended.
+    result then keeps only the records that never ended. `scaling_policy`: an object with the
+    reference's scaling protocol (kvreplay.engine.scaling.ScalingPolicy) drives the pools'
+    sizes, for a spec without a scaling section of its own (a kvreplay policy in the spec runs
+    without it); a bad answer raises ScalingPolicyError.
     """
     return Replay(spec).run(workload, stepwise=stepwise, progress=progress,
-                            should_stop=should_stop, sink=sink)
+                            should_stop=should_stop, sink=sink, scaling_policy=scaling_policy)
 
 
 def run_native(
@@ -75,8 +85,10 @@ def run_native(
     progress: Callable[[float, float | None], None] | None = None,
     should_stop: Callable[[], bool] | None = None,
     sink: Callable[[RequestRecord], None] | None = None,
+    scaling_policy: ScalingPolicy | None = None,
 ) -> RunResult:
     """`run_spec` of a native document, read by config.read_engine_spec (`EngineConfigError`
     for a document the engine cannot read, naming the problem by its JSON pointer)."""
     return run_spec(read_engine_spec(document), workload=workload, stepwise=stepwise,
-                    progress=progress, should_stop=should_stop, sink=sink)
+                    progress=progress, should_stop=should_stop, sink=sink,
+                    scaling_policy=scaling_policy)

@@ -53,6 +53,10 @@ CAPABILITIES: frozenset[str] = frozenset({
     "agentic:snapshot",
     "agentic:warmup",
     "agentic:profile",
+    "scaling:hook",
+    "scaling:schedule",
+    "scaling:load",
+    "scaling:planner_load",
 })
 
 
@@ -113,10 +117,29 @@ def _speculation(spec: Spec) -> list[str]:
 
 
 def _scaling(spec: Spec) -> list[str]:
-    if spec.scaling.policy != "none":
-        return [f"scaling policy {spec.scaling.policy!r}: the bundled engine runs static worker "
-                "pools only"]
+    policy = spec.scaling.policy
+    if policy == "planner":
+        return ["scaling policy 'planner' (the reference's planner_config= path): it needs the "
+                "Dynamo planner package, which kvreplay does not imitate; use a kvreplay policy "
+                "(schedule, load, planner_load) or pass a policy object (scaling_policy=)"]
+    if policy != "none":
+        return scaling_refusals(spec)
     return []
+
+
+def scaling_refusals(spec: Spec) -> list[str]:
+    """What the engine does not run under a scaling policy (a spec's own, or one passed to the
+    run): G2 (its pools are built for the initial workers only), telemetry (its gauges are set
+    up for the initial ranks) and SGLang ranks (workers join through the vLLM-shaped seams)."""
+    out = [f"G2 host offload (native_host_offload) on role {role.name} under a scaling "
+           "policy: not executed by the bundled engine (static pools only)"
+           for role in spec.roles if role.host_offload is not None]
+    out += [f"the SGLang scheduler on role {role.name} under a scaling policy: not executed by "
+            "the bundled engine yet" for role in spec.roles if role.backend == "sglang"]
+    if spec.telemetry is not None:
+        out.append("telemetry samples (report.telemetry) under a scaling policy: not executed by "
+                   "the bundled engine yet")
+    return out
 
 
 # Checked in this order; each returns one message per occurrence. (Timing models other than

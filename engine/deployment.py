@@ -18,24 +18,31 @@ Router = RoundRobinRouter | KvRouter
 Queued = tuple[TraceRequest, RequestRecord, int, bool, int, Overlaps]
 
 
+# A worker's gid (its identity in the loop, and its order among same-instant events): its pool's
+# base, pool index << GID_SHIFT, plus its id in the pool; so every prefill worker comes before
+# every decode worker, workers added by scaling included.
+GID_SHIFT = 20
+
+
 class Pool:
     """One role's workers, their schedulers (worker * dp_size + rank) and router."""
 
-    __slots__ = ("block_size", "index", "name", "queue", "ranks", "role", "router", "workers")
+    __slots__ = ("_identities", "_record_events", "_stats", "block_size", "first_gid", "index",
+                 "name", "queue", "ranks", "role", "router", "workers")
 
     def __init__(self, role: Role, first_gid: int, identities: BlockIdentities,
                  stats: RankStats, record_events: bool) -> None:
         self.name = "agg" if role.name == "aggregated" else role.name
         self.role = role
         self.block_size = role.block_size
+        self.first_gid = first_gid
+        self._identities = identities
+        self._stats = stats
+        self._record_events = record_events
         self.ranks: list[RankScheduler] = []
         self.workers: list[Worker] = []
-        for w in range(role.workers):
-            ranks = make_ranks(role, self.name, w, w * role.dp_size, identities, record_events,
-                               stats)
-            self.ranks.extend(ranks)
-            self.workers.append(Worker(first_gid + w, self.name, w, ranks,
-                                       role.prefill_schedule_interval))
+        for _ in range(role.workers):
+            self._build_worker()
         self.index: KvIndex | None = None
         self.queue: RouterQueue[Queued] | None = None  # the KV router's queue (first pool)
         self.router: Router = RoundRobinRouter(self.name, self.ranks, role.workers, role.dp_size,
@@ -44,16 +51,30 @@ class Pool:
     def worker_of(self, rank: RankScheduler) -> Worker:
         return self.workers[rank.worker_id]
 
+    def _build_worker(self) -> Worker:
+        role = self.role
+        w = len(self.workers)
+        ranks = make_ranks(role, self.name, w, w * role.dp_size, self._identities,
+                           self._record_events, self._stats)
+        self.ranks.extend(ranks)
+        worker = Worker(self.first_gid + w, self.name, w, ranks, role.prefill_schedule_interval)
+        self.workers.append(worker)
+        return worker
+
+    def add_worker(self) -> Worker:
+        """A worker joins the pool (scaling): the next id, fresh ranks, known to the router."""
+        worker = self._build_worker()
+        self.router.grow(worker.ranks)
+        return worker
+
 
 def build_pools(spec: Spec, identities: BlockIdentities, stats: RankStats) -> list[Pool]:
-    """The pools of a spec's roles, in role order (worker gids run on across pools)."""
+    """The pools of a spec's roles, in role order (worker gids: GID_SHIFT)."""
     kv = spec.router.policy == "kv_router"
     pools = []
-    gid = 0
-    for role in spec.roles:
+    for index, role in enumerate(spec.roles):
         # Only schedulers whose KV feeds an overlap-aware router publish events.
-        pool = Pool(role, gid, identities, stats, kv and role.name != "decode")
-        gid += role.workers
+        pool = Pool(role, index << GID_SHIFT, identities, stats, kv and role.name != "decode")
         if kv:
             _kv_router(pool, spec)
         if spec.max_sim_time_ms is not None:  # a time cap ends an MTP livelock as it would

@@ -34,3 +34,8 @@ class Interrupted(EngineError):
     def __init__(self, partial: RunResult) -> None:
         self.partial = partial
         super().__init__(f"replay interrupted at simulated time {partial.facts.duration_ms} ms")
+
+
+class ScalingPolicyError(EngineError):
+    """A scaling policy failed or answered nonsense (named by its tick and the value); the CLI
+    exits 2, as for any bad input."""

@@ -124,6 +124,7 @@ class Handoff:
         loop = self.loop
         rec = seq.rec
         rec.source_held_ms = ns_to_ms(loop.now)
+        seq.scheduler.holding += 1
         self.prefill.router.release(seq)
         loop.drain(self.prefill)
         dseq = loop.place(self.decode, seq.req, rec, seq.req.output_length, False)
@@ -232,6 +233,7 @@ class Handoff:
 
         def release() -> None:
             rank.release_source(seq)
+            rank.holding -= 1
             if released:
                 seq.rec.source_released_ms = ns_to_ms(loop.now)
             loop.observe(rank)

@@ -14,6 +14,10 @@ At each timestamp T, in this order (the reference's equal-time phases):
 So events completing at T are seen by arrivals at T, and in aggregated replay arrivals at T
 join the passes starting at T, while a P/D worker restarts before them (both checked against
 the reference). Phases 1-3 are the events due at T in their order (events.py); 4 and 5 follow.
+With a scaling policy (scaling.py): a starting worker becomes ready before phase 1, a policy
+tick due at T runs once T is otherwise settled (aggregated: after phase 5; P/D: after the
+arrivals are offered, before they are placed, except at time 0), and a draining worker that
+holds nothing leaves at the end of T.
 
 The loop owns the clock, the passes and the requests' lives (arrival, placement, terminal);
 it delegates the records to the ledger (ledger.py), the P/D handoff to handoff.py, and G2 to
@@ -32,11 +36,14 @@ from kvreplay.engine.errors import EngineError, Interrupted, ReplayStalled
 from kvreplay.engine.events import (
     ACTIONS,
     AFTER_EVENTS,
+    BILLED,
     HOST_DONE,
     KV_VISIBLE,
     PASS_DONE,
+    SCALING_TICK,
     TRANSFER_DONE,
     WORKER_READY,
+    WORKER_UP,
     Event,
     EventKind,
     EventQueue,
@@ -49,7 +56,8 @@ from kvreplay.engine.ledger import Ledger
 from kvreplay.engine.ranks import RankScheduler
 from kvreplay.engine.records import RequestRecord
 from kvreplay.engine.result import PoolFacts, RunFacts, RunResult
-from kvreplay.engine.router import Overlaps
+from kvreplay.engine.router import KvRouter, Overlaps
+from kvreplay.engine.scaling import ScalingPolicy, ScalingRuntime
 from kvreplay.engine.scheduler import PassOutcome, RankStats
 from kvreplay.engine.sequence import Seq
 from kvreplay.engine.simtime import check_ns, limit_to_ns, ms_to_ns, ns_to_ms
@@ -68,7 +76,8 @@ class Simulation:
                  progress: Callable[[float, float | None], None] | None = None,
                  sink: Callable[[RequestRecord], None] | None = None,
                  should_stop: Callable[[], bool] | None = None,
-                 approximations: list[str] | None = None) -> None:
+                 approximations: list[str] | None = None,
+                 scaling_policy: ScalingPolicy | None = None) -> None:
         self.cfg = cfg
         self.aggregated = cfg.mode == "aggregated"
         self.workload = workload
@@ -79,7 +88,7 @@ class Simulation:
         self.identities = BlockIdentities(keep_keys=has_host)
         self.stats = RankStats()
         self.pools = build_pools(cfg, self.identities, self.stats)
-        self.workers: list[Worker] = [w for pool in self.pools for w in pool.workers]
+        self.workers: dict[int, Worker] = {w.gid: w for pool in self.pools for w in pool.workers}
         self.pool_of = {pool.name: pool for pool in self.pools}
         self.events = EventQueue()
         self.now = 0
@@ -113,21 +122,26 @@ class Simulation:
         self.telemetry = (None if cfg.telemetry is None else
                           Telemetry(cfg.telemetry.sample_interval_ms, self.pools))
         if self.telemetry is not None:
-            for worker in self.workers:
+            for worker in self.workers.values():
                 worker.ticks = self.telemetry.tick_at_or_after
+        # Scaling (scaling.py): the policy's ticks and the pools' fleets.
+        self.scaling = (None if scaling_policy is None
+                        else ScalingRuntime(self, self.pools, scaling_policy))
         self._release_state(workload)
         workload.bind(self)
 
     def _event_handlers(self) -> list[Callable[[Any], None]]:
         """What runs each event kind, indexed by kind."""
-        host, handoff = self.host, self.handoff
+        host, handoff, scaling = self.host, self.handoff, self.scaling
         by_kind: dict[EventKind, Callable[[Any], None]] = {
             HOST_DONE: _unexpected if host is None else host.on_event,
+            WORKER_UP: _unexpected if scaling is None else scaling.ready_event,
             PASS_DONE: self._pass_done,
             KV_VISIBLE: self._kv_visible,
             TRANSFER_DONE: _unexpected if handoff is None else handoff.transfer_done,
             ACTIONS: _unexpected if handoff is None else handoff.run_actions,
             WORKER_READY: self._start,
+            SCALING_TICK: _unexpected if scaling is None else scaling.on_tick_event,
         }
         return [by_kind[kind] for kind in EventKind]
 
@@ -159,6 +173,7 @@ class Simulation:
         always_ask = self._always_ask
         heap = self.events.heap  # popped here, in the queue's order: the hot path
         handlers = self._event_handlers()
+        early, settle = self._scaling_hooks()
         while True:
             if self.should_stop is not None and self.should_stop():
                 raise Interrupted(self._result())
@@ -177,7 +192,7 @@ class Simulation:
             while heap and heap[0][0] == now:
                 _, kind, key, _, payload = heappop(heap)
                 self.handling = (kind, key)
-                if kind != KV_VISIBLE:
+                if BILLED[kind]:
                     # The clock the report bills runs to the last engine event; router events
                     # that only land later (kv_event_lag_ms) do not extend it (as the reference).
                     self.busy_until = now
@@ -191,10 +206,12 @@ class Simulation:
                 self._ask()
             if self._next_ms is not None and self._release_at <= now:
                 self._release(now)
+            if early is not None:
+                early(now)
             if self.dirty:  # phase 5
-                for gid in sorted(self.dirty):
-                    self._start(self.workers[gid])
-                self.dirty.clear()
+                self._start_dirty()
+            if settle is not None:
+                settle(heap, now)
             steps += 1
             if self.progress is not None and steps % PROGRESS_EVERY == 0:
                 self._report_progress()
@@ -204,6 +221,49 @@ class Simulation:
         if self.progress is not None:
             self._report_progress()
         return self._result()
+
+    def _start_dirty(self) -> None:
+        for gid in sorted(self.dirty):
+            self._start(self.workers[gid])
+        self.dirty.clear()
+
+    def _scaling_hooks(self) -> tuple[Callable[[int], None] | None,
+                                      Callable[[list[Event], int], None] | None]:
+        """With a scaling policy (its first tick asked for now): a P/D tick before the
+        instant's placements, and the end of an instant (drained workers leave, an aggregated
+        run's tick) after its pass starts."""
+        scaling = self.scaling
+        if scaling is None:
+            return None, None
+        scaling.start()
+        return (None if self.aggregated else self._early_tick), self._settle_scaling
+
+    def _early_tick(self, now: int) -> None:
+        """P/D: a due tick runs after the instant's events and drained workers' removal, before
+        its arrivals are placed (ref; at time 0 the reference settles the first instant, its
+        arrivals included, before it seeds the ticks: an aggregated run's order then)."""
+        scaling = self.scaling
+        assert scaling is not None
+        if not scaling.due or not now:
+            return
+        if scaling.draining():
+            scaling.settle()
+        scaling.tick()
+
+    def _settle_scaling(self, heap: list[Event], now: int) -> None:
+        """End of an instant with a scaling policy: drained workers leave; an aggregated run's
+        due tick runs once nothing else is left at this instant, after its arrivals and pass
+        starts (ref; its own effects are handled in this instant)."""
+        scaling = self.scaling
+        assert scaling is not None
+        if scaling.draining():
+            scaling.settle()
+        if scaling.due and not (heap and heap[0][0] == now):
+            scaling.tick()
+            if self.dirty:
+                self._start_dirty()
+            if scaling.draining():
+                scaling.settle()
 
     # -- telemetry (telemetry.py): an instant is sampled once it has settled ------------------
 
@@ -266,6 +326,14 @@ class Simulation:
         self._asked = -1
         if released:
             self.busy_until = now
+            scaling = self.scaling
+            if scaling is not None:
+                # Offered at arrival; a P/D run's due tick comes before they are placed (ref).
+                scaling.traffic.offered += len(released)
+                if not self.aggregated:
+                    self.live += len(released)  # released, about to arrive: not done
+                    self._early_tick(now)
+                    self.live -= len(released)
             for req in released:
                 self._arrive(req)
         elif self._at_instant is None:
@@ -278,9 +346,11 @@ class Simulation:
                                   "releases nothing")
 
     def _stop_at_cap(self, cap_ns: int) -> None:
+        if self.scaling is not None and self.workload_done():
+            return  # only a policy tick was left (the reference's run was over)
         self.facts.stopped_at_time_cap = True
         # Only passes complete by the cap count their prompt tokens (as the reference).
-        for worker in self.workers:
+        for worker in self.workers.values():
             if worker.busy and worker.pass_end > cap_ns:
                 self.stats.committed_prompt_tokens -= worker.committed
 
@@ -355,6 +425,21 @@ class Simulation:
         self.cut(worker)
         self.dirty.add(worker.gid)
 
+    def adopt(self, worker: Worker) -> None:
+        """A worker added by scaling joins the loop."""
+        self.workers[worker.gid] = worker
+
+    def workload_done(self) -> bool:
+        """No request in flight, and the workload releases no more."""
+        if self.live:
+            return False
+        if self._asked != self.notices or self._always_ask:
+            self._ask()
+        return self._next_ms is None
+
+    def bill(self) -> None:
+        self.busy_until = self.now
+
     def arrival_number(self, ordinal: int) -> int:
         return self.arrival_no[ordinal]
 
@@ -406,14 +491,17 @@ class Simulation:
         if version != worker.version or not worker.busy:
             return  # superseded by a cut stretch
         now = self.now
+        k = worker.stretch_k
         forwards = 0
-        if worker.stretch_k:
-            self.facts.fast_forwarded_passes += worker.stretch_k
-            forwards = worker.stretch_k * sum(len(rank.running) for rank in worker.ranks)
+        if k:
+            self.facts.fast_forwarded_passes += k
+            forwards = k * sum(len(rank.running) for rank in worker.ranks)
         else:
             self.facts.passes += 1
             if worker.outcome is not None:
                 forwards = worker.outcome.forwards
+        scaling = self.scaling
+        wall = -1 if scaling is None else scaling.pass_ending(worker)
         outcome = worker.complete()
         if self.aggregated:
             self.dirty.add(worker.gid)  # restarts after the arrivals at `now` are queued
@@ -422,6 +510,8 @@ class Simulation:
             # (checked against the reference: they wait for the next pass).
             self.events.push(now, WORKER_READY, worker.gid, worker)
         pool = self.pool_of[worker.pool_name]
+        if scaling is not None:
+            scaling.pass_done(pool, worker, wall, k, outcome)
         if outcome is not None:
             self._deliver(pool, outcome)
         if pool.index is not None:
@@ -506,13 +596,15 @@ class Simulation:
             return
         self.place(pool, req, rec, max_output, hidden)
 
-    def drain(self, pool: Pool) -> None:
+    def drain(self, pool: Pool, placed: list[int] | None = None) -> None:
         queue = pool.queue
         if queue is None:
             return
         while queue and not pool.router.all_busy():
             req, rec, max_output, hidden, entered, seen = queue.pop()
             self.place(pool, req, rec, max_output, hidden, seen)
+            if placed is not None:
+                placed.append(req.ordinal)
             decision = rec.routing_history[-1]
             decision.outcome = "queued"
             decision.queue_entered_at_ms = ns_to_ms(entered)
@@ -523,6 +615,10 @@ class Simulation:
         chain = self._chain(req, pool.block_size)
         rank, decision = pool.router.route(chain, req.input_length, seen)
         rec.routing_history.append(decision)
+        if self.scaling is not None and isinstance(pool.router, KvRouter) \
+                and pool.index is not None:
+            self.scaling.traffic.admitted(decision.selected_overlap_blocks or 0,
+                                          -(-req.input_length // pool.block_size))
         tele = self.telemetry
         seq = Seq(req, rec, list(chain), max_output, hidden, rank)
         self.seq_of[req.ordinal] = seq
@@ -543,6 +639,8 @@ class Simulation:
         rec.terminal_status = status
         if self.telemetry is not None and status == "completed":
             self.telemetry.completed(rec)
+        if self.scaling is not None and status == "completed":
+            self.scaling.traffic.completed(*_shape(rec))
         pool.router.release(seq)
         self.drain(pool)
         self.seq_of.pop(seq.req.ordinal, None)
@@ -664,7 +762,19 @@ class Simulation:
             facts.g2_timeline = self.host.g2_timeline(self.busy_until)
         if self.telemetry is not None:
             facts.telemetry = self.telemetry.to_json()
+        if self.scaling is not None:
+            facts.scaling = self.scaling.finish(self.busy_until)
         return RunResult(records, facts, streamed=ledger.streamed)
+
+
+def _shape(rec: RequestRecord) -> tuple[int, int, float | None, float | None]:
+    """A completed request as the scaling traffic window counts it: prompt and output
+    lengths, TTFT and mean ITL (ms; None without tokens)."""
+    first, last = rec.first_token_ms, rec.last_token_ms
+    if first is None or last is None:
+        return rec.input_length, rec.output_length, None, None
+    itl = (last - first) / (rec.output_length - 1) if rec.output_length > 1 else None
+    return rec.input_length, rec.output_length, first - rec.arrival_time_ms, itl
 
 
 def _unexpected(payload: Any) -> None:

@@ -69,6 +69,13 @@ class RankScheduler(Protocol):
     capacity_gen: int
     next_order: int
     retry_due: bool
+    is_prefill: bool
+    is_decode: bool
+    # Scaling (scaling_metrics.py, fleet.py): the pass's captured forward-pass metrics, P/D
+    # sources held until their release, destinations whose KV is in transfer.
+    fpm: list[tuple[Seq, int, tuple[int, int, int]]] | None
+    holding: int
+    inbound: list[Seq]
     mtp: MtpSampler | None  # MTP ranks: the seeded acceptance stream (speculation.py)
 
     @property

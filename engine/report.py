@@ -403,6 +403,12 @@ def facts_from_core(core: RunFacts, *, sla: Sla | None = None,
         workers[role] += pool.workers
         gpus[role] = max(gpus[role], pool.gpus_per_worker)
     end_s = max(core.end_ms / 1000.0, 1e-9)
+    billed = {"prefill": workers["prefill"] * end_s, "decode": workers["decode"] * end_s}
+    scaling = core.scaling
+    if scaling is not None:  # provisioned from each worker's start request to its removal
+        billed = {"prefill": 0.0, "decode": 0.0}
+        for name, seconds in scaling["worker_seconds"].items():
+            billed["prefill" if name == "prefill" else "decode"] += seconds
     meta = {"mode": core.mode, "router": core.router, "stepwise": core.stepwise,
             "passes": core.passes, "fast_forwarded_passes": core.fast_forwarded_passes,
             "approximations": core.approximations, "preemptions_total": core.preemptions_total,
@@ -417,11 +423,14 @@ def facts_from_core(core: RunFacts, *, sla: Sla | None = None,
     if core.g2_timeline is not None:
         extra["g2_timeline"] = core.g2_timeline
     extra.update(core.workload_summary or {})
+    if scaling is not None:
+        extra["scaling"] = {key: scaling[key] for key in
+                            ("policy", "ticks", "lifecycle_operations", "replicas")}
     return ReportFacts(
         prefill_workers=workers["prefill"], decode_workers=workers["decode"],
         prefill_gpus_per_worker=gpus["prefill"], decode_gpus_per_worker=gpus["decode"],
-        prefill_worker_seconds=workers["prefill"] * end_s,
-        decode_worker_seconds=workers["decode"] * end_s,
+        prefill_worker_seconds=billed["prefill"],
+        decode_worker_seconds=billed["decode"],
         committed_prefill_tokens=core.committed_prefill_tokens,
         duration_ms=core.reported_duration_ms,
         kv_eviction_policy=core.kv_eviction_policy, sla=sla, wall_time_ms=wall_time_ms,

@@ -53,6 +53,7 @@ class RunFacts:
         "requests_released",
         "requests_terminal",
         "router",
+        "scaling",
         "stepwise",
         "stopped_at_time_cap",
         "telemetry",
@@ -83,6 +84,9 @@ class RunFacts:
         self.max_sim_time_ms: float | None = None
         self.stopped_at_time_cap = False  # requests not terminal at the cap have status None
         self.telemetry: dict[str, Any] | None = None  # samples of the engine (telemetry.py)
+        # With a scaling policy (scaling.py: ScalingRuntime.finish): ticks, lifecycle
+        # operations, replicas over time, provisioned worker seconds per pool.
+        self.scaling: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out = {name: getattr(self, name) for name in self.__slots__}

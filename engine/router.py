@@ -29,6 +29,7 @@ import math
 import random
 from collections.abc import Sequence
 
+from kvreplay.engine.errors import EngineError
 from kvreplay.engine.kv_index import KvIndex
 from kvreplay.engine.ranks import RankScheduler
 from kvreplay.engine.records import RoutingDecision
@@ -42,8 +43,8 @@ class RoundRobinRouter:
     """Aggregated: workers in turn, each worker's ranks in turn. P/D pools (`flattened`):
     scheduler ids in turn, (0,0) (0,1) (1,0) (1,1) (both checked against the reference)."""
 
-    __slots__ = ("_next_rank", "_next_worker", "dp_size", "flattened", "pool_name", "ranks",
-                 "workers")
+    __slots__ = ("_next_rank", "_next_worker", "active", "dp_size", "flattened", "pool_name",
+                 "ranks", "workers")
 
     def __init__(self, pool_name: str, ranks: Sequence[RankScheduler], workers: int, dp_size: int,
                  flattened: bool = False) -> None:
@@ -54,9 +55,13 @@ class RoundRobinRouter:
         self.flattened = flattened
         self._next_worker = 0
         self._next_rank = [0] * workers
+        # Scaling (fleet.py): the worker ids that take requests, in id order; None: every worker.
+        self.active: list[int] | None = None
 
     def route(self, chain: list[int], input_length: int,
               seen: Overlaps | None = None) -> tuple[RankScheduler, RoutingDecision]:
+        if self.active is not None:
+            return self._route_active(self.active)
         if self.flattened:
             sid = self._next_worker
             self._next_worker = (sid + 1) % len(self.ranks)
@@ -68,6 +73,35 @@ class RoundRobinRouter:
             self._next_rank[worker] = (rank + 1) % self.dp_size
         target = self.ranks[worker * self.dp_size + rank]
         return target, RoutingDecision(self.pool_name, worker, rank, target.scheduler_id)
+
+    def _route_active(self, active: list[int]) -> tuple[RankScheduler, RoutingDecision]:
+        """Round robin over the active workers (P/D: their schedulers) *(ref)*: a cursor into
+        the current list, which moves one past the pick whatever the list's length."""
+        if not active:
+            raise NoActiveWorker(self.pool_name)
+        dp = self.dp_size
+        if self.flattened:
+            schedulers = [w * dp + r for w in active for r in range(dp)]
+            at = self._next_worker % len(schedulers)
+            self._next_worker = at + 1
+            worker, rank = divmod(schedulers[at], dp)
+        else:
+            at = self._next_worker % len(active)
+            self._next_worker = at + 1
+            worker = active[at]
+            rank = self._next_rank[worker]
+            self._next_rank[worker] = (rank + 1) % dp
+        target = self.ranks[worker * dp + rank]
+        return target, RoutingDecision(self.pool_name, worker, rank, target.scheduler_id)
+
+    def grow(self, ranks: Sequence[RankScheduler]) -> None:
+        """A worker joined the pool (its ranks, in order)."""
+        self.ranks.extend(ranks)
+        self.workers += 1
+        self._next_rank.append(0)
+
+    def forget(self, scheduler_ids: Sequence[int]) -> None:
+        """A removed worker's schedulers (round robin holds nothing of them)."""
 
     def overlaps(self, chain: list[int]) -> Overlaps:
         """Round robin looks no prefix up."""
@@ -92,8 +126,8 @@ class KvRouter:
     """Cost-based placement with router-side load tracking (one instance per pool)."""
 
     __slots__ = ("_active", "_blocks", "_cursor", "_effective", "_live", "_prefill", "_rng",
-                 "assume_reuse", "block_size", "cfg", "dp_size", "index", "pool_name", "ranks",
-                 "track_blocks", "track_prefill")
+                 "assume_reuse", "block_size", "cfg", "dp_size", "index", "members", "pool_name",
+                 "ranks", "track_blocks", "track_prefill")
 
     def __init__(self, pool_name: str, ranks: Sequence[RankScheduler], dp_size: int,
                  block_size: int, cfg: RouterConfig, index: KvIndex | None, track_prefill: bool,
@@ -115,6 +149,8 @@ class KvRouter:
         self._cursor = 0
         self._rng = random.Random(cfg.seed)
         self._effective = 0.0  # the placed request's device + weighted host overlap, in blocks
+        # Scaling (fleet.py): the scheduler ids a request may go to; None: every scheduler.
+        self.members: list[int] | None = None
 
     def overlaps(self, chain: list[int]) -> Overlaps:
         """(device prefix blocks, host-pinned blocks contiguous beyond it) per scheduler."""
@@ -173,12 +209,22 @@ class KvRouter:
         router queue holds new requests then)."""
         threshold = self.cfg.queue_threshold
         assert threshold is not None
+        members = self.members
+        if members is not None:
+            return all(self._prefill[s] > threshold * self.ranks[s].budget for s in members)
         return all(p > threshold * r.budget for p, r in zip(self._prefill, self.ranks,
                                                               strict=True))
 
     def route(self, chain: list[int], input_length: int,
               seen: Overlaps | None = None) -> tuple[RankScheduler, RoutingDecision]:
         costs, overlaps = self.costs(chain, input_length, seen)
+        members = self.members
+        if members is not None:
+            if not members:
+                raise NoActiveWorker(self.pool_name)
+            keep = set(members)
+            costs = [c if s in keep else math.inf for s, c in enumerate(costs)]
+            overlaps = [o if s in keep else 0.0 for s, o in enumerate(overlaps)]
         chosen = self._pick(costs)
         target = self.ranks[chosen]
         self._effective = overlaps[chosen]
@@ -191,16 +237,33 @@ class KvRouter:
         )
         return target, decision
 
+    def grow(self, ranks: Sequence[RankScheduler]) -> None:
+        """A worker joined the pool: its schedulers, with no load and nothing cached."""
+        for rank in ranks:
+            self.ranks.append(rank)
+            self._prefill.append(0)
+            self._active.append(0)
+            self._blocks.append({})
+
+    def forget(self, scheduler_ids: Sequence[int]) -> None:
+        """A removed worker's schedulers leave the router's index (the reference deletes the
+        worker from its indexer)."""
+        if self.index is not None:
+            for scheduler_id in scheduler_ids:
+                self.index.clear(scheduler_id)
+
     def _pick(self, costs: list[float]) -> int:
         n = len(costs)
         temperature = self.cfg.temperature
         if temperature > 0:
-            low, high = min(costs), max(costs)
+            live = [c for c in costs if c != math.inf]  # inf: not a member (scaling)
+            low, high = min(live), max(live)
             if low == high:
-                weights = [1.0] * n
+                weights = [1.0 if c != math.inf else 0.0 for c in costs]
             else:
                 scale = 1.0 / ((high - low) * temperature)
-                weights = [math.exp(-(c - low) * scale) for c in costs]
+                weights = [math.exp(-(c - low) * scale) if c != math.inf else 0.0
+                           for c in costs]
             draw = self._rng.random() * sum(weights)
             acc = 0.0
             for s, w in enumerate(weights):
@@ -256,6 +319,15 @@ class KvRouter:
                 active[ident] = left
             else:
                 del active[ident]
+
+
+class NoActiveWorker(EngineError):
+    """A request reached a pool that a scaling policy left without an active worker."""
+
+    def __init__(self, pool_name: str) -> None:
+        self.pool_name = pool_name
+        super().__init__(f"no active worker in pool {pool_name} to place a request on (the "
+                         "scaling policy drained or never started every worker)")
 
 
 def _round_half_up(value: float) -> int:

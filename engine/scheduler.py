@@ -92,8 +92,11 @@ class Rank:
         "compute_not_before",
         "connector",
         "dp_rank",
+        "fpm",
+        "holding",
         "host",
         "identities",
+        "inbound",
         "is_decode",
         "is_prefill",
         "lifo",
@@ -167,6 +170,11 @@ class Rank:
         self._capacity_bound = False  # the last undeferred pass left requests waiting
         self.preemptions = 0  # this rank's (telemetry reports them per interval)
         self._defer = False  # this pass defers prefill work (DP cadence)
+        # Scaling (scaling_metrics.py): what the pass being planned scheduled (each request,
+        # its known length, its (tokens, prompt tokens, prompt before)), when captured.
+        self.fpm: list[tuple[Seq, int, tuple[int, int, int]]] | None = None
+        self.holding = 0  # P/D prefill: sources held until their release (a drain waits)
+        self.inbound: list[Seq] = []  # P/D decode: reserved destinations whose KV is in transfer
 
     def has_work(self) -> bool:
         return bool(self.running or self.waiting) or (
@@ -235,6 +243,9 @@ class Rank:
             mean_new = self._prefill_isl // n - self._prefill_prefix // n
             prefill_ns = self.timer.prefill_ns(n * mean_new)
         self.stats.committed_prompt_tokens += self._prefill_tokens
+        if self.fpm is not None:
+            self.fpm = [(q, q.input_length + q.generated, entry)
+                        for q, entry in self._scheduled.items()]
         compute_ns = prefill_ns + self._emit(outcome)
         # Emptied, not replaced: no per-pass dict, and no reference to a request (and through
         # it back to this rank) outliving the pass, so a finished run is freed without the
@@ -631,6 +642,7 @@ class Rank:
         if pool.pending is None:
             pool.allocate(fresh, dseq.blocks)
         dseq.registered = hits
+        self.inbound.append(dseq)
         return fresh
 
     def activate_destination(self, dseq: Seq) -> None:
@@ -644,6 +656,7 @@ class Rank:
         dseq.computed = dseq.input_length
         dseq.materialized = True
         dseq.status = WAITING
+        self.inbound.remove(dseq)
         order = dseq.waiting_order
         waiting = self.waiting
         at = len(waiting)

@@ -47,6 +47,7 @@ from kvreplay.schema.spec import Role, SglangOptions
 
 if TYPE_CHECKING:
     from kvreplay.engine.host_client import HostClient
+    from kvreplay.engine.speculation import MtpSampler
 
 # engine/scheduler/sglang/config.rs and decode.rs of the reference (SGLang's own defaults).
 INIT_NEW_TOKEN_RATIO = 0.7
@@ -116,9 +117,12 @@ class SglangRank:
         "compute_not_before",
         "connector",
         "dp_rank",
+        "fpm",
         "group",
+        "holding",
         "host",
         "identities",
+        "inbound",
         "init_ratio",
         "is_decode",
         "is_prefill",
@@ -163,7 +167,12 @@ class SglangRank:
         self.chunked = True  # the reference refuses SGLang without chunked prefill
         self.is_prefill = cfg.name == "prefill"
         self.is_decode = cfg.name == "decode"
-        self.mtp = None  # MTP on SGLang ranks is refused (capabilities): no speculative steps
+        self.mtp: MtpSampler | None = None  # MTP with SGLang ranks is refused (capabilities)
+        # The scheduler seam's scaling fields: scaling is refused with SGLang ranks, but the
+        # P/D handoff counts held sources on every rank.
+        self.fpm: list[tuple[Seq, int, tuple[int, int, int]]] | None = None
+        self.holding = 0
+        self.inbound: list[Seq] = []
         options = cfg.sglang or SglangOptions()
         self.lpm = options.schedule_policy == "lpm"
         self.max_prefill = options.max_prefill_tokens

@@ -21,6 +21,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable
 from heapq import heapify, heappop, heappush, heapreplace
 from itertools import accumulate
+from typing import Any
 
 from kvreplay.engine.ranks import PassGroup, RankScheduler, StretchRank
 from kvreplay.engine.records import ItlEntry, SharedGaps
@@ -105,8 +106,10 @@ class Worker:
         "dp_interval",
         "fixed_decode_ns",
         "fixed_timing",
+        "fpm",
         "gid",
         "group",
+        "horizon",
         "order",
         "outcome",
         "own",
@@ -162,6 +165,10 @@ class Worker:
         self.fixed_decode_ns = decodes.pop() if fixed else None
         # With attention DP, prefills are admitted every `interval` passes while a rank decodes.
         self.dp_interval = prefill_schedule_interval if len(ranks) > 1 else 1
+        # Scaling: no stretch pass ends after the next policy tick (scaling.py), and each
+        # pass's forward-pass metrics are captured (scaling_metrics.py) when `fpm` is a list.
+        self.horizon = 1 << 62
+        self.fpm: Any = None  # scaling_metrics.Captured, [] (capture next pass) or None
 
     def has_work(self) -> bool:
         if self.own is not None:
@@ -185,12 +192,15 @@ class Worker:
         stats = self.ranks[0].stats
         before = stats.committed_prompt_tokens
         group = self.group
+        capture = self.fpm is not None
         while True:
             if group is not None:
                 group.begin()
             outcome = PassOutcome()
             duration = 0
             for rank in self.ranks:
+                if capture:
+                    rank.fpm = []
                 if not rank.has_work():
                     continue
                 d = rank.plan(now_ns, outcome, throttle)
@@ -204,6 +214,10 @@ class Worker:
             return None  # nothing can move until the worker is poked
         if group is not None:
             group.end(1)
+        if capture:
+            from kvreplay.engine.scaling_metrics import capture_pass
+
+            self.fpm = capture_pass(self, duration)
         self.pass_index += 1
         self.busy = True
         self.outcome = outcome
@@ -278,38 +292,59 @@ class Worker:
         for rank in self.ranks:
             if rank.compute_not_before > now_ns:  # a G2 fence delays the next pass
                 return None
+        d = 0
+        durations: list[int] = []
+        ends: list[int] | None = None
+        if self.fixed_decode_ns is not None:
+            d = self.fixed_decode_ns
+        elif self.fixed_timing:
+            d = max(rank.timer.decode_ns(0) for rank in self.ranks if rank.running)
+        else:
+            # Pass j of the stretch: each decoding request has j more tokens; the worker's pass
+            # lasts as long as its slowest rank's.
+            series = [rank.timer.decode_series(
+                          sum(s.input_length + s.generated for s in rank.running),
+                          len(rank.running), k)
+                      for rank in self.ranks if rank.running]
+            durations = series[0] if len(series) == 1 else list(map(max, *series))
+            ends = list(accumulate(durations, initial=now_ns))
+            del ends[0]
+        horizon = self.horizon
+        if (now_ns + k * d if ends is None else ends[-1]) > horizon:
+            # A policy tick comes first: the stretch stops at its last pass end before it (the
+            # tick sees every pass that ended by then, scaling_metrics.py).
+            k = (horizon - now_ns) // d if ends is None else bisect_right(ends, horizon)
+            if k < MIN_STRETCH:
+                return None
+            if ends is not None:
+                del ends[k:]
+                del durations[k:]
+        if self.ticks is not None:  # telemetry: the stretch ends by the first tick after its
+            # first pass end, so samples equal step by step (telemetry.py)
+            if ends is None:
+                cap = self.ticks(now_ns + d)
+                if cap is not None and (cap - now_ns) // d < k:
+                    k = (cap - now_ns) // d
+            else:
+                cap = self.ticks(ends[0])
+                if cap is not None and (j := bisect_right(ends, cap)) < k:
+                    k = j
+                    del ends[j:]
+                    del durations[j:]
+        if self.fpm is not None:
+            from kvreplay.engine.scaling_metrics import capture_stretch
+
+            self.fpm = capture_stretch(self)
         self.busy = True
         self.outcome = None
         self.committed = 0
         self.pass_start = now_ns
         self.stretch_k = k
-        if self.fixed_timing:
-            d = self.fixed_decode_ns
-            if d is None:
-                d = max(rank.timer.decode_ns(0) for rank in self.ranks if rank.running)
-            if self.ticks is not None and (cap := self.ticks(now_ns + d)) is not None and (
-                    (cap - now_ns) // d < k):
-                self.stretch_k = k = (cap - now_ns) // d
-            self.stretch_d = d
-            self.stretch_ends = None
-            return now_ns + k * self.stretch_d
-        self.stretch_d = 0
-        # Pass j of the stretch: each decoding request has j more tokens; the worker's pass
-        # lasts as long as its slowest rank's.
-        series = [rank.timer.decode_series(
-                      sum(s.input_length + s.generated for s in rank.running),
-                      len(rank.running), k)
-                  for rank in self.ranks if rank.running]
-        durations = series[0] if len(series) == 1 else list(map(max, *series))
-        ends = list(accumulate(durations, initial=now_ns))
-        del ends[0]
-        if (self.ticks is not None and (cap := self.ticks(ends[0])) is not None
-                and (j := bisect_right(ends, cap)) < k):
-            self.stretch_k = j
-            del ends[j:]
-            del durations[j:]
-        self.stretch_durations = durations
+        self.stretch_d = d
         self.stretch_ends = ends
+        if ends is None:
+            return now_ns + k * d
+        self.stretch_durations = durations
         return ends[-1]
 
     def next_boundary(self, now_ns: int) -> int:

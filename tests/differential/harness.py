@@ -30,16 +30,18 @@ import random
 import select
 import signal
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
+
+import scaling_kind
 
 # SGLang and TensorRT-LLM ranks under their own schedulers (engine.md sections "SGLang" and
 # "TensorRT-LLM"): policies, budgets, intervals, tiny pools so that eviction and retraction
 # happen, sessions, mooncake-delta, DP; sglang-pd disaggregated; trtllm also P/D at times.
 BACKEND_KINDS = ("sglang", "sglang-pd", "trtllm")
 KINDS = ("agg", "agg-delta", "agg-dp", "pd", "pd-dp", "g2", "g2-pd", "synth", "kv-queue",
-         "agentic", *BACKEND_KINDS, "mtp")
+         "agentic", *BACKEND_KINDS, "mtp", "scaling")
 # Telemetry samples (the samples compared too) over scenarios of these kinds.
 TELEMETRY_BASES = ("agg", "agg-dp", "g2", "kv-queue", "pd", "pd-dp", "g2-pd")
 KINDS = KINDS + ("telemetry", "dynamo", "applied-compute")
@@ -123,6 +125,8 @@ def generate(kind: str, seed: int) -> dict[str, Any]:
         return _agentic_scenario(rng, scn, rank(), blocks)
     if kind in BACKEND_KINDS:
         return _backend_scenario(rng, scn, kind, rank, blocks)
+    if kind == "scaling":
+        return _scaling_scenario(rng, scn, rank, blocks)
     if kind.endswith("pd") or kind == "pd-dp":
         scn["prefill"] = rank()
         scn["decode"] = rank()
@@ -290,6 +294,27 @@ def _speculate(rng: random.Random, scn: dict[str, Any]) -> None:
             rank["aic_nextn_accept_rates"] = ",".join(str(r) for r in rates)
 
 
+def _scaling_scenario(rng: random.Random, scn: dict[str, Any], rank: Callable[[], dict[str, Any]],
+                      blocks: int) -> dict[str, Any]:
+    """Round robin, aggregated or P/D, DP 1-2, under a random schedule of targets
+    (scaling_kind.py)."""
+    disaggregated = rng.random() < 0.5
+    scn["dp"] = rng.choice([1, 1, 2])
+    if disaggregated:
+        scn["prefill"], scn["decode"] = rank(), rank()
+        scn["prefill_workers"] = rng.choice([1, 1, 2])
+        scn["decode_workers"] = rng.choice([1, 1, 2])
+        for role in ("prefill", "decode"):
+            scn[role].update({"kv_transfer_bytes_per_token": 250000,
+                              "kv_transfer_bandwidth": rng.choice([0.5, 1.0, 4.0])})
+    else:
+        scn["rank"] = rank()
+        scn["workers"] = rng.choice([1, 1, 2])
+    scn["scaling"] = scaling_kind.plan(rng, disaggregated)
+    scn["rows"] = _rows(rng, scn["block_size"], blocks, delta=False)
+    return scn
+
+
 def _synthetic(rng: random.Random, bs: int, blocks: int) -> dict[str, Any]:
     """Single-turn synthetic requests (the Dynamo API's `run_synthetic_trace_replay`): a closed
     loop or open-loop arrivals, optional prefix families."""
@@ -326,7 +351,7 @@ def synthetic_traffic(syn: dict[str, Any]) -> dict[str, Any]:
 
 
 def _rows(rng: random.Random, bs: int, blocks: int, delta: bool,
-          outputs: list[int]) -> list[dict[str, Any]]:
+          outputs: Sequence[int] = (1, 1, 2, 3, 4)) -> list[dict[str, Any]]:
     """Sessions of 1-3 turns whose prompts share and extend prefixes."""
     prefixes = [[rng.randrange(1, 500) for _ in range(8)] for _ in range(rng.choice([1, 2, 3]))]
     rows: list[dict[str, Any]] = []
@@ -494,9 +519,12 @@ def write_trace(scn: dict[str, Any], path: Path) -> None:
 def native_document(scn: dict[str, Any], trace: str | list[str]) -> dict[str, Any]:
     """The kvreplay native document of a scenario."""
     def role(rank: dict[str, Any], worker_type: str) -> dict[str, Any]:
-        return {"dp_size": role_dp(scn, worker_type), "tensor_parallel_size": scn.get("tp", 1),
-                "speculation": None,
-                "rank": {**rank, "worker_type": worker_type}}
+        out = {"dp_size": role_dp(scn, worker_type), "tensor_parallel_size": scn.get("tp", 1),
+               "speculation": None,
+               "rank": {**rank, "worker_type": worker_type}}
+        if "scaling" in scn:
+            out["startup_seconds"] = scaling_kind.startup_seconds(scn, worker_type)
+        return out
 
     traffic: dict[str, Any] = {
         "source_type": "trace", "trace_format": scn["trace_format"],
@@ -541,6 +569,9 @@ def run_reference(scn: dict[str, Any]) -> dict[str, Any]:
     """The reference's {"summary", "per_request"} (raises what the reference raises)."""
     os.environ.setdefault("DYN_LOG", "error")
     from dynamo.replay import run_synthetic_trace_replay, run_trace_replay
+
+    if "scaling" in scn:
+        return _run_reference_scaling(scn)
 
     if "synthetic" in scn:
         syn = scn["synthetic"]
@@ -607,6 +638,38 @@ def run_reference(scn: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _run_reference_scaling(scn: dict[str, Any]) -> dict[str, Any]:
+    """The reference under the scenario's Recorder (its lower-level entry point: the public
+    wrapper takes no policy object)."""
+    from dynamo._core import run_mocker_trace_replay
+
+    policy = scaling_kind.Recorder(scn["scaling"])
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "trace.jsonl"
+        write_trace(scn, path)
+        kwargs: dict[str, Any] = {"trace_format": scn["trace_format"],
+                                  "trace_block_size": scn["block_size"],
+                                  "router_mode": "round_robin", "capture_per_request": True,
+                                  "scaling_policy": policy}
+        dp = scn["dp"]
+        if "rank" in scn:
+            args = {"engine": scn["rank"], "dp_size": dp,
+                    **scaling_kind.startup_args(scn, "aggregated")}
+            result = run_mocker_trace_replay([str(path)], extra_engine_args=args,
+                                             num_workers=scn["workers"], **kwargs)
+        else:
+            roles = {role: {"engine": {**scn[role], "worker_type": role}, "dp_size": dp,
+                            **scaling_kind.startup_args(scn, role)}
+                     for role in ("prefill", "decode")}
+            result = run_mocker_trace_replay(
+                [str(path)], prefill_engine_args=roles["prefill"],
+                decode_engine_args=roles["decode"], num_prefill_workers=scn["prefill_workers"],
+                num_decode_workers=scn["decode_workers"], **kwargs)
+    return {"summary": dict(result.summary), "per_request": list(result.per_request),
+            "snapshots": policy.snapshots,
+            "lifecycle_operations": list(result.lifecycle_operations)}
+
+
 def run_kvreplay(scn: dict[str, Any]) -> dict[str, Any]:
     """kvreplay's report of the scenario, through the same reader path as `kvreplay run`."""
     from kvreplay.engine import run_native
@@ -618,7 +681,13 @@ def run_kvreplay(scn: dict[str, Any]) -> dict[str, Any]:
         doc = native_document(scn, paths)
         workload = workload_from_traffic(doc["traffic"], base_dir=tmp,
                                          block_size=scn["block_size"], model=AGENTIC_MODEL)
-        return report_from_run(run_native(doc, workload=workload))
+        if "scaling" not in scn:
+            return report_from_run(run_native(doc, workload=workload))
+        policy = scaling_kind.Recorder(scn["scaling"])
+        report = report_from_run(run_native(doc, workload=workload, scaling_policy=policy))
+        report["snapshots"] = policy.snapshots
+        report["lifecycle_operations"] = report["summary"]["scaling"]["lifecycle_operations"]
+        return report
 
 
 # -- comparing ------------------------------------------------------------------------------------
@@ -714,6 +783,8 @@ def compare(ref: dict[str, Any], mine: dict[str, Any]) -> list[str]:
     if "telemetry" in ref:
         out += compare_telemetry({**ref["telemetry"], "g2_domains": ref["summary"].get(
             "g2_domains")}, mine.get("telemetry"))
+    if "snapshots" in ref and "snapshots" in mine:
+        out.extend(scaling_kind.compare(ref, mine))
     return out
 
 

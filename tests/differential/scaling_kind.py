@@ -1,0 +1,106 @@
+"""The `scaling` difftest kind: random target schedules through the scaling hook.
+
+A scenario is an aggregated (1-2 workers, DP 1-2) or P/D (1-2 + 1-2 workers, DP 1-2) round-robin
+deployment with the harness's session rows, plus `scaling`: each role's start-up delay (none, or
+1-10 ms), the first tick and 1-6 ticks after it, each setting random targets (None or 1-4
+replicas per role) and the next tick. The same `Recorder` object (a fresh one per engine) drives
+both engines; besides the harness's per-request comparison (placements included), it compares
+every snapshot the policy saw (counts and ids exactly, forward-pass metrics and the traffic
+window to 1e-9), the lifecycle operations (the released request lists by length: the reference
+names requests by random uuids) and the provisioned worker seconds and GPU hours.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from typing import Any
+
+SNAPSHOT_TOLERANCE = 1e-9
+
+
+class Recorder:
+    """A scaling policy that plays a fixed plan and keeps every snapshot it is shown."""
+
+    def __init__(self, plan: dict[str, Any]) -> None:
+        self.first = plan["first_ms"]
+        self.ticks = list(plan["ticks"])
+        self.snapshots: list[dict[str, Any]] = []
+
+    def initial_tick_ms(self) -> float:
+        return self.first
+
+    def on_tick(self, snapshot: dict[str, Any]) -> dict[str, Any]:
+        self.snapshots.append(snapshot)
+        step = self.ticks[len(self.snapshots) - 1] if len(self.snapshots) <= len(self.ticks) \
+            else {"prefill": None, "decode": None, "next_ms": None}
+        return {"target_prefill": step["prefill"], "target_decode": step["decode"],
+                "next_tick_ms": step["next_ms"]}
+
+
+def plan(rng: random.Random, disaggregated: bool) -> dict[str, Any]:
+    """Start-up delays and a random schedule of targets."""
+    def target() -> int | None:
+        return rng.choice([None, 1, 1, 2, 2, 3, 4])
+
+    startup = {role: rng.choice([None, None, 0.001, 0.002, 0.005, 0.01])
+               for role in (("prefill", "decode") if disaggregated else ("aggregated",))}
+    t = float(rng.choice([0, 0.5, 1, 2, 3, 5, 10]))
+    first = t
+    ticks = []
+    for i in range(rng.randint(1, 6)):
+        t += float(rng.choice([0.5, 1, 2, 3, 5, 8, 15]))
+        last = i == 0 and rng.random() < 0.1
+        ticks.append({"prefill": target() if disaggregated else None, "decode": target(),
+                      "next_ms": None if last else t})
+        if last:
+            break
+    return {"startup": startup, "first_ms": first, "ticks": ticks}
+
+
+def startup_args(scn: dict[str, Any], role: str) -> dict[str, Any]:
+    seconds = scn["scaling"]["startup"].get(role)
+    return {} if seconds is None else {"startup_time": seconds}
+
+
+def startup_seconds(scn: dict[str, Any], role: str) -> float:
+    seconds = scn["scaling"]["startup"].get(role)
+    return 0.0 if seconds is None else float(seconds)
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, float) or isinstance(b, float):
+        if a is None or b is None:
+            return a is b
+        return math.isclose(a, b, rel_tol=SNAPSHOT_TOLERANCE, abs_tol=SNAPSHOT_TOLERANCE)
+    return bool(a == b)
+
+
+def compare(ref: dict[str, Any], mine: dict[str, Any]) -> list[str]:
+    """Differences in what the policy saw, the lifecycle operations and the billing."""
+    out = []
+    theirs, ours = ref["snapshots"], mine["snapshots"]
+    if len(theirs) != len(ours):
+        out.append(f"scaling ticks: reference {len(theirs)}, kvreplay {len(ours)}")
+    for i, (a, b) in enumerate(zip(theirs, ours, strict=False)):
+        for key in sorted(set(a) | set(b)):
+            if not _same(a.get(key), b.get(key)):
+                out.append(f"tick {i} {key}: reference {a.get(key)!r}, kvreplay {b.get(key)!r}")
+    ops_a, ops_b = ref["lifecycle_operations"], mine["lifecycle_operations"]
+    if len(ops_a) != len(ops_b):
+        out.append(f"lifecycle operations: reference {len(ops_a)}, kvreplay {len(ops_b)}")
+    for a, b in zip(ops_a, ops_b, strict=False):
+        a = {**a, "topology_released_request_uuids": len(a["topology_released_request_uuids"])}
+        b = {**b, "topology_released_request_uuids": len(b["topology_released_request_uuids"])}
+        if not _same(a, b):
+            out.append(f"lifecycle operation {a['operation_ordinal']}: reference {a!r}, "
+                       f"kvreplay {b!r}")
+    for key in ("prefill_worker_seconds", "decode_worker_seconds", "gpu_hours"):
+        x, y = ref["summary"].get(key), mine["summary"].get(key)
+        if not _same(x, y):
+            out.append(f"summary {key}: reference {x!r}, kvreplay {y!r}")
+    return out

@@ -1,0 +1,258 @@
+"""The scaling hook (engine.md, Scaling): ticks, targets, the workers' lifecycle, the report.
+
+Every expected value below was read off the reference (ai-dynamo 1.6.1,
+`run_mocker_trace_replay(..., scaling_policy=...)`) on the same scenario: block 4, 32 blocks,
+max 2 sequences, budget 16, fixed timing prefill 2 ms / decode 1 ms, 16-token prompts and 4
+output tokens unless a test says otherwise.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+from engine_support import ListWorkload, native, native_pd, rank, request
+
+from kvreplay.engine import ScalingPolicyError, run_native
+from kvreplay.engine.report import report_from_run
+from kvreplay.engine.result import RunResult
+
+RANK = rank(num_gpu_blocks=32, max_num_seqs=2, max_num_batched_tokens=16,
+            timing_model={"type": "fixed", "prefill_ms": 2.0, "decode_ms": 1.0})
+
+
+class Plan:
+    """A policy playing fixed decisions: (target_prefill, target_decode, next tick)."""
+
+    def __init__(self, first: float, steps: list[tuple[int | None, int | None, float | None]]):
+        self.first = first
+        self.steps = list(steps)
+        self.snapshots: list[dict[str, Any]] = []
+
+    def initial_tick_ms(self) -> float:
+        return self.first
+
+    def on_tick(self, snapshot: dict[str, Any]) -> dict[str, Any]:
+        self.snapshots.append(snapshot)
+        prefill, decode, nxt = self.steps[len(self.snapshots) - 1]
+        return {"target_prefill": prefill, "target_decode": decode, "next_tick_ms": nxt}
+
+
+def requests(times: list[float], out: int = 4) -> ListWorkload:
+    return ListWorkload([request(i, t, 16, out, [1000 * i + j for j in range(4)])
+                         for i, t in enumerate(times)])
+
+
+def run(times: list[float], policy: Any, *, startup: float = 0.0, workers: int = 1,
+        dp_size: int = 1, out: int = 4, stepwise: bool = False) -> RunResult:
+    doc = native(RANK, workers=workers, dp_size=dp_size)
+    doc["spec"]["engine"]["startup_seconds"] = startup
+    return run_native(doc, workload=requests(times, out), scaling_policy=policy,
+                      stepwise=stepwise)
+
+
+def placements(result: RunResult) -> list[int]:
+    return [r.routing_history[-1].scheduler_id for r in result.records]
+
+
+def operations(result: RunResult) -> list[tuple[Any, ...]]:
+    assert result.facts.scaling is not None
+    return [(op["at_ms"], op["cause"], [(t["worker_id"], t["transition"])
+                                        for t in op["transitions"]])
+            for op in result.facts.scaling["lifecycle_operations"]]
+
+
+TIMES = [0, 0, 1, 2, 5, 10, 20, 30, 31, 32, 40, 60]
+STEPS: list[tuple[int | None, int | None, float | None]] = [
+    (None, 3, 10.0), (None, None, 17.0), (None, 1, 24.0), (None, 2, 31.0), (None, None, 38.0),
+    (None, None, 45.0), (None, None, 52.0), (None, None, 59.0), (None, None, None)]
+
+
+def test_round_robin_follows_the_active_workers() -> None:
+    """Workers 1 and 2 start at 3 ms and are ready at 8; drained idle at 17 they are removed at
+    once; worker 3 (ids are never reused) starts at 24, ready at 29. Round robin keeps one cursor
+    into the current list of active workers: 10 ms -> worker 1, then 0, 3, 0, 3, 0, 3."""
+    result = run(TIMES, Plan(3.0, STEPS), startup=0.005)
+    assert placements(result) == [0, 0, 0, 0, 0, 1, 0, 3, 0, 3, 0, 3]
+    assert operations(result) == [
+        (3.0, "planner_scale", [(1, "worker_starting"), (2, "worker_starting")]),
+        (8.0, "worker_ready_event", [(1, "worker_ready")]),
+        (8.0, "worker_ready_event", [(2, "worker_ready")]),
+        (17.0, "planner_scale", [(2, "worker_draining"), (1, "worker_draining"),
+                                 (1, "worker_removed"), (2, "worker_removed")]),
+        (24.0, "planner_scale", [(3, "worker_starting")]),
+        (29.0, "worker_ready_event", [(3, "worker_ready")]),
+    ]
+
+
+def test_billing_runs_from_each_start_request_to_its_removal() -> None:
+    """Worker 0 for the whole 65 ms, workers 1 and 2 from 3 to 17, worker 3 from 24 to the end:
+    134 ms of provisioned worker time (not replicas x duration)."""
+    result = run(TIMES, Plan(3.0, STEPS), startup=0.005)
+    report = report_from_run(result)
+    assert report["summary"]["duration_ms"] == 65.0
+    assert report["summary"]["decode_worker_seconds"] == pytest.approx(0.134)
+    assert report["summary"]["gpu_hours"] == pytest.approx(0.134 / 3600)
+    replicas = report["summary"]["scaling"]["replicas"]["agg"]
+    assert replicas[0] == [0.0, 1, 0, 0] and replicas[1] == [3.0, 1, 2, 0]
+
+
+def test_snapshot_counts_forward_pass_metrics_and_traffic() -> None:
+    """Tick 0 (3 ms) sees the pass that ended at 2 ms: one 16-token prefill, one request
+    waiting; four requests offered. Tick 1 (10 ms) sees workers 0-2 active."""
+    policy = Plan(3.0, STEPS)
+    run(TIMES, policy, startup=0.005)
+    first, second = policy.snapshots[:2]
+    assert first["tick_ordinal"] == 0 and first["now_ms"] == 3.0
+    assert first["active_decode_ids"] == [0] and first["non_draining_decode_count"] == 1
+    (fpm,) = first["decode_fpm_snapshots"]
+    assert (fpm["num_prefill_requests"], fpm["sum_prefill_tokens"], fpm["num_queued_prefill"],
+            fpm["sum_queued_prefill_tokens"], fpm["wall_time"]) == (1, 16, 1, 16, 0.002)
+    assert first["traffic"]["num_req"] == 4 and first["traffic"]["duration_s"] == 0.003
+    assert second["active_decode_ids"] == [0, 1, 2]
+    (fpm,) = second["decode_fpm_snapshots"]
+    assert (fpm["num_decode_requests"], fpm["sum_decode_kv_tokens"],
+            fpm["num_queued_prefill"]) == (2, 36, 3)
+    traffic = second["traffic"]
+    assert (traffic["num_req"], traffic["shape_count"], traffic["avg_ttft_ms"],
+            traffic["accept_length_forward_count"]) == (2, 1, 2.0, 4)
+
+
+def test_a_draining_worker_finishes_its_requests_then_stops() -> None:
+    """Drained at 4 ms holding two requests, worker 1 takes no new one and is removed at 29 ms,
+    when its last request ends; the new workers (2, 3) cancel nothing of it."""
+    steps: list[tuple[int | None, int | None, float | None]] = [
+        (None, 2, 4.0), (None, 1, 30.0), (None, 3, 40.0), (None, 1, None)]
+    result = run([0, 2, 2.5, 3, 5, 6, 7, 8], Plan(1.0, steps), startup=0.001, out=20)
+    assert placements(result) == [0, 1, 0, 1, 0, 0, 0, 0]
+    ops = operations(result)
+    assert ops[2] == (4.0, "planner_scale", [(1, "worker_draining")])
+    assert ops[3] == (29.0, "drain_settlement", [(1, "worker_removed")])
+    assert result.facts.scaling is not None
+    assert result.facts.scaling["worker_seconds"]["agg"] == pytest.approx(0.134)
+
+
+def test_scale_down_cancels_the_newest_starting_workers_first() -> None:
+    """From 1 active + 3 starting to 2: workers 3 and 2 are cancelled (startup_cancelled, their
+    start operation as origin); a later scale-up takes id 4."""
+    steps: list[tuple[int | None, int | None, float | None]] = [
+        (None, 4, 2.0), (None, 2, 20.0), (None, 3, None)]
+    result = run([0, 2, 3, 25, 26], Plan(1.0, steps), startup=0.005)
+    assert result.facts.scaling is not None
+    cancel = result.facts.scaling["lifecycle_operations"][1]
+    assert cancel["origin_operation_ordinal"] == 0
+    assert [(t["worker_id"], t["prior_state"], t.get("reason"), t["origin_operation_ordinal"])
+            for t in cancel["transitions"]] == [(3, "starting", "startup_cancelled", 0),
+                                                (2, "starting", "startup_cancelled", 0)]
+    assert operations(result)[3] == (20.0, "planner_scale", [(4, "worker_starting")])
+    assert placements(result) == [0, 0, 0, 1, 4]
+    assert result.facts.scaling["worker_seconds"]["agg"] == pytest.approx(0.074)
+
+
+def test_attention_dp_workers_keep_their_own_rank_cursor() -> None:
+    """DP 2: round robin picks a worker from the active list and that worker's next rank
+    (scheduler ids worker x 2 + rank): 0, 2, 1, 3, 0, 2; after the drain at 10 ms, 1, 0, 1."""
+    steps: list[tuple[int | None, int | None, float | None]] = [(None, 2, 10.0), (None, 1, None)]
+    result = run([0, 2, 3, 4, 5, 6, 11, 12, 13], Plan(1.0, steps), dp_size=2)
+    assert placements(result) == [0, 2, 1, 3, 0, 2, 1, 0, 1]
+
+
+def test_ticks_stop_when_the_workload_is_done() -> None:
+    """A tick due after the last request ended is never run, and bills nothing: 11 ms of worker
+    0 and 10 of worker 1."""
+    steps: list[tuple[int | None, int | None, float | None]] = [(None, 2, 100.0), (None, 1, None)]
+    policy = Plan(1.0, steps)
+    result = run([0, 2], policy, startup=0.005)
+    assert len(policy.snapshots) == 1
+    assert result.facts.scaling is not None
+    assert result.facts.scaling["worker_seconds"]["agg"] == pytest.approx(0.021)
+
+
+def test_fast_forward_gives_the_step_by_step_records() -> None:
+    """Decode stretches stop at the next tick: records and snapshots equal step by step."""
+    steps: list[tuple[int | None, int | None, float | None]] = [
+        (None, 2, 9.5), (None, 1, 33.0), (None, 3, None)]
+    a, b = Plan(2.5, steps), Plan(2.5, steps)
+    fast = run([0, 1, 2, 15, 16, 40], a, out=30)
+    slow = run([0, 1, 2, 15, 16, 40], b, out=30, stepwise=True)
+    assert fast.facts.fast_forwarded_passes > 0
+    assert [r.last_token_ms for r in fast.records] == [r.last_token_ms for r in slow.records]
+    assert a.snapshots == b.snapshots
+
+
+def test_pd_tick_comes_before_the_instant_placements() -> None:
+    """P/D: a tick scaling prefill to 2 at 5 ms sees the arrivals at 5 offered but routes them
+    after the change (prefill worker 1, then 0); at time 0 the arrivals are placed first."""
+    doc = native_pd(RANK, RANK)
+    policy = Plan(5.0, [(2, None, None)])
+    result = run_native(doc, workload=requests([0, 5, 5]), scaling_policy=policy)
+    assert [r.routing_history[0].scheduler_id for r in result.records] == [0, 1, 0]
+    assert policy.snapshots[0]["traffic"]["num_req"] == 3
+    policy = Plan(0.0, [(2, None, None)])
+    result = run_native(doc, workload=requests([0, 0]), scaling_policy=policy)
+    assert [r.routing_history[0].scheduler_id for r in result.records] == [0, 0]
+
+
+class Bad:
+    def __init__(self, answer: Any, first: Any = 1.0) -> None:
+        self.answer = answer
+        self.first = first
+
+    def initial_tick_ms(self) -> Any:
+        return self.first
+
+    def on_tick(self, snapshot: dict[str, Any]) -> Any:
+        if isinstance(self.answer, Exception):
+            raise self.answer
+        return self.answer
+
+
+def decision(prefill: Any = None, decode: Any = None, nxt: Any = None) -> dict[str, Any]:
+    return {"target_prefill": prefill, "target_decode": decode, "next_tick_ms": nxt}
+
+
+@pytest.mark.parametrize(("policy", "message"), [
+    (Bad(decision(decode=-1)), "tick 0 at 1 ms: target_decode -1 is not a replica count"),
+    (Bad(decision(decode=2.0)), "target_decode 2.0 is not a replica count"),
+    (Bad(decision(decode=True)), "target_decode True is not a replica count"),
+    (Bad(decision(nxt=math.nan)), "tick 0 at 1 ms: next_tick_ms nan is not a time"),
+    (Bad(decision(nxt=0.5)), "next_tick_ms 0.5 is not after the tick's own time (1.0 ms)"),
+    (Bad({"target_decode": 2}), "lacks target_prefill, next_tick_ms"),
+    (Bad([1, 2]), "on_tick returned list [1, 2]"),
+    (Bad(ValueError("boom")), "tick 0 at 1 ms: on_tick raised ValueError: boom"),
+    (Bad(decision(), first=-1.0), "initial_tick_ms() returned -1.0"),
+    (Bad(decision(), first=math.nan), "initial_tick_ms() returned nan"),
+])
+def test_nonsense_from_the_policy_names_the_tick_and_the_value(policy: Bad,
+                                                               message: str) -> None:
+    """A bad answer (or an exception in the policy) stops the run with ScalingPolicyError."""
+    with pytest.raises(ScalingPolicyError) as caught:
+        run([0, 2], policy)
+    assert message in str(caught.value)
+
+
+def test_a_policy_without_the_protocol_is_refused() -> None:
+    """An object lacking on_tick is refused before the run."""
+    class Half:
+        def initial_tick_ms(self) -> float:
+            return 1.0
+
+    with pytest.raises(ScalingPolicyError, match="has no on_tick"):
+        run([0], Half())
+
+
+def test_scaling_to_zero_then_a_request_is_an_error_naming_the_pool() -> None:
+    """Target 0 is allowed until a request needs a worker (the reference fails there too)."""
+    from kvreplay.engine.router import NoActiveWorker
+
+    with pytest.raises(NoActiveWorker, match="no active worker in pool agg"):
+        run([0, 5], Plan(1.0, [(None, 0, None)]))
+
+
+def test_infinite_first_tick_means_no_ticks() -> None:
+    """initial_tick_ms() = inf: the reference's "never tick"; the pools stay static."""
+    policy = Plan(math.inf, [])
+    result = run([0, 2], policy)
+    assert policy.snapshots == [] and result.facts.scaling is not None
+    assert result.facts.scaling["ticks"] == 0
