@@ -167,6 +167,9 @@ class KvRouter:
         overlaps looked up earlier (a queued request keeps those of its arrival)."""
         n = len(self.ranks)
         device, host = self.overlaps(chain) if seen is None else seen
+        if len(device) < n:  # looked up before a worker joined (scaling): it held nothing then
+            device = device + [0] * (n - len(device))
+            host = host + [0] * (n - len(host))
         weight = self.cfg.host_cache_hit_weight
         overlaps = [d + weight * h if h else float(d) for d, h in zip(device, host, strict=True)]
         bs = self.block_size

@@ -256,3 +256,41 @@ def test_infinite_first_tick_means_no_ticks() -> None:
     result = run([0, 2], policy)
     assert policy.snapshots == [] and result.facts.scaling is not None
     assert result.facts.scaling["ticks"] == 0
+
+
+def kv_rows(rows: list[tuple[float, int, list[int]]]) -> ListWorkload:
+    return ListWorkload([request(i, t, n, 3, h) for i, (t, n, h) in enumerate(rows)])
+
+
+def test_kv_router_sees_workers_join_and_leave() -> None:
+    """KV router: worker 1 joins at 11 ms and takes the prompt nobody caches (13 ms); shared
+    prefixes stay on worker 0; drained at 20 ms it leaves the router's view, worker 2 joins at
+    26 ms. The traffic window's KV hit rate is the mean of overlap / ceil(prompt / block)."""
+    doc = native(RANK, router="kv_router")
+    doc["spec"]["engine"]["startup_seconds"] = 0.001
+    policy = Plan(10.0, [(None, 2, 20.0), (None, 1, 25.0), (None, 2, None)])
+    rows = [(0, 16, [1, 2, 3, 4]), (1, 15, [1, 2, 3, 5]), (12, 16, [1, 2, 3, 6]),
+            (13, 16, [7, 8, 9, 10]), (14, 14, [1, 2, 3, 4]), (30, 16, [7, 8, 9, 11]),
+            (31, 16, [1, 2, 3, 12]), (32, 10, [7, 8, 9])]
+    result = run_native(doc, workload=kv_rows(rows), scaling_policy=policy)
+    assert placements(result) == [0, 0, 0, 1, 0, 2, 0, 2]
+    assert [r.reused_input_tokens for r in result.records] == [0, 12, 12, 0, 12, 0, 12, 8]
+    assert [s["traffic"]["avg_kv_hit_rate"] for s in policy.snapshots] == [0.0, 0.5, 0.0]
+    assert result.facts.scaling is not None
+    assert result.facts.scaling["worker_seconds"]["agg"] == pytest.approx(0.059)
+
+
+def test_router_queue_releases_to_a_worker_that_becomes_ready() -> None:
+    """With queue_threshold 0 every request after the first waits in the router queue; the
+    worker ready at 5 ms takes the oldest (its release is listed on the ready operation)."""
+    doc = native(RANK, router="kv_router", router_config={"queue_threshold": 0.0})
+    doc["spec"]["engine"]["startup_seconds"] = 0.002
+    rows = [(t, 16, [10 * i + 1, 10 * i + 2, 10 * i + 3, 10 * i + 4])
+            for i, t in enumerate([0, 0.5, 1, 1.5, 2])]
+    result = run_native(doc, workload=kv_rows(rows), scaling_policy=Plan(3.0, [(None, 2, None)]))
+    assert placements(result) == [0, 0, 1, 1, 0]
+    assert [r.first_admit_ms for r in result.records] == [0.0, 2.0, 5.0, 7.0, 8.0]
+    assert result.facts.scaling is not None
+    ready = result.facts.scaling["lifecycle_operations"][1]
+    assert ready["cause"] == "worker_ready_event"
+    assert ready["topology_released_request_uuids"] == ["00000000-0000-0000-0000-000000000003"]
