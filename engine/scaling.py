@@ -37,14 +37,13 @@ from kvreplay.engine.fleet import (
 )
 from kvreplay.engine.report import uuid_for
 from kvreplay.engine.router import KvRouter
-from kvreplay.engine.scaling_metrics import FpmBuffer, Traffic, stretch_wall
+from kvreplay.engine.scaling_metrics import FpmBuffer, Traffic, prompted, stretch_wall
 from kvreplay.engine.simtime import check_ns, ms_to_ns, ns_to_ms
 
 if TYPE_CHECKING:
     from kvreplay.engine.deployment import Pool
     from kvreplay.engine.events import EventKind
     from kvreplay.engine.scheduler import PassOutcome
-    from kvreplay.engine.sequence import Seq
     from kvreplay.engine.worker import Worker
 
 REPLICAS_MAX = 65536
@@ -328,8 +327,10 @@ class ScalingRuntime:
             return
         if outcome is not None:
             # Decode forwards only: a first token riding its prompt's last chunk is not one.
-            stepping: set[Seq] = captured[2] if isinstance(captured, tuple) else set()
-            tokens = [seq for seq in outcome.tokens if seq in stepping]
+            tokens = outcome.tokens
+            chunked = prompted(captured) if isinstance(captured, tuple) else set()
+            if chunked:
+                tokens = [seq for seq in tokens if seq not in chunked]
             self.traffic.tokens(len(tokens), len(set(tokens)))
         elif k:
             n = sum(len(rank.running) for rank in worker.ranks)

@@ -26,46 +26,50 @@ if TYPE_CHECKING:
     from kvreplay.engine.worker import Worker
 
 IDLE_NS = 1_000_000_000  # an idle rank's FPM cadence (1 s)
-# One rank's part of a pass: scheduled (prompt length, prompt before, tokens, prompt tokens,
-# known length) per request, queued prefills (prompt lengths), queued decodes (known lengths).
-RankPass = tuple[list[tuple[int, int, int, int, int]], list[int], list[int]]
+# One rank's part of a pass: what it scheduled (each request, its known length, its (tokens,
+# prompt tokens, prompt before)), its queued prefills (prompt lengths) and queued decodes (known
+# lengths). The figures are computed at the tick, for the latest part of each rank only.
+Scheduled = list[tuple["Seq", int, tuple[int, int, int]]]
+RankPass = tuple[Scheduled, list[int], list[int]]
+# A worker's captured pass: its duration (ns; -1 for a stretch, known at its end) and each
+# rank's part.
+Captured = tuple[int, list[RankPass]]
+IDLE: RankPass = ([], [], [])
+DECODE_STEP = (1, 0, 0)
 
 
 def _queued(rank: RankScheduler) -> tuple[list[int], list[int]]:
     """The rank's waiting work: fresh prompts, and decode work (preempted requests, P/D
     handoffs waiting for admission or for their reservation)."""
-    prefills = []
-    decodes = []
-    handoffs = rank.is_decode  # a P/D destination counts its prompt, even once preempted (ref)
-    for seq in rank.waiting:
-        if seq.materialized or handoffs:
-            decodes.append(seq.input_length)
-        elif seq.status == PREEMPTED:
-            decodes.append(seq.input_length + seq.generated)
-        else:
-            prefills.append(seq.input_length)
-    decodes.extend(seq.input_length for seq in rank.pending)
-    decodes.extend(seq.input_length for seq in rank.inbound)
+    waiting = rank.waiting
+    if rank.is_decode:  # a P/D destination counts its prompt, even once preempted (ref)
+        decodes = [seq.input_length for seq in waiting]
+        decodes.extend(seq.input_length for seq in rank.pending)
+        decodes.extend(seq.input_length for seq in rank.inbound)
+        return [], decodes
+    prefills = [seq.input_length for seq in waiting if seq.status != PREEMPTED]
+    decodes = ([seq.input_length + seq.generated for seq in waiting if seq.status == PREEMPTED]
+               if len(prefills) < len(waiting) else [])
     return prefills, decodes
 
 
-def capture_pass(worker: Worker, duration_ns: int) -> tuple[int, list[RankPass], set[Seq]]:
-    """A single pass just planned: each rank's part (Rank.plan kept what it scheduled), and
-    the requests it schedules a decode step for (their tokens are decode forwards)."""
+def capture_pass(worker: Worker, duration_ns: int) -> Captured:
+    """A single pass just planned: each rank's part (Rank.plan kept what it scheduled; a rank
+    idle in its worker's pass publishes zeros, as the reference)."""
     out: list[RankPass] = []
-    stepping: set[Seq] = set()
     for rank in worker.ranks:
-        if rank.fpm is None or (not rank.has_work() and not rank.fpm):
-            out.append(([], [], []))  # a rank idle in its worker's pass publishes zeros (ref)
+        scheduled = rank.fpm
+        if scheduled is None or (not scheduled and not rank.has_work()):
+            out.append(IDLE)
             continue
-        scheduled = []
-        for seq, known, (used, prompt, before) in rank.fpm:
-            scheduled.append((seq.input_length, before, used, prompt, known))
-            if not prompt:
-                stepping.add(seq)
-        prefills, decodes = _queued(rank)
-        out.append((scheduled, prefills, decodes))
-    return duration_ns, out, stepping
+        out.append((scheduled, *_queued(rank)))
+    return duration_ns, out
+
+
+def prompted(captured: Captured) -> set[Seq]:
+    """The requests a captured pass computed prompt tokens for: the token each emits rides a
+    prefill chunk, not a decode forward."""
+    return {seq for scheduled, _, _ in captured[1] for seq, _, entry in scheduled if entry[1]}
 
 
 def stretch_wall(worker: Worker) -> int:
@@ -76,10 +80,10 @@ def stretch_wall(worker: Worker) -> int:
     return worker.stretch_d if ends is None else worker.stretch_durations[-1]
 
 
-def capture_stretch(worker: Worker) -> tuple[int, list[RankPass], set[Seq]]:
+def capture_stretch(worker: Worker) -> Captured:
     """A stretch about to start: its queues (nothing joins them while it runs, or it is cut);
     its passes' decode lengths are known from the running requests when it ends."""
-    return -1, [([], *_queued(rank)) for rank in worker.ranks], set()
+    return -1, [([], *_queued(rank)) for rank in worker.ranks]
 
 
 class Welford:
@@ -110,11 +114,11 @@ def snapshot_of(worker_id: int, dp_rank: int, wall_ns: int, part: RankPass) -> d
     prefill = Welford()
     decode = Welford()
     prefill_tokens = prefill_kv = 0
-    for prompt_len, before, used, prompt_tokens, known in scheduled:
+    for seq, known, (used, prompt_tokens, before) in scheduled:
         if prompt_tokens > 0:
             prefill_tokens += used
             prefill_kv += before
-            prefill.add(float(prompt_len))
+            prefill.add(float(seq.input_length))
         else:
             decode.add(float(known))
     qp = Welford()
@@ -136,10 +140,6 @@ def snapshot_of(worker_id: int, dp_rank: int, wall_ns: int, part: RankPass) -> d
     }
 
 
-def idle_snapshot(worker_id: int, dp_rank: int) -> dict[str, Any]:
-    return snapshot_of(worker_id, dp_rank, 0, ([], [], []))
-
-
 class FpmBuffer:
     """One pool's latest FPM per (worker, rank) since the last tick, and each rank's last
     publication time (the idle cadence)."""
@@ -148,7 +148,9 @@ class FpmBuffer:
 
     def __init__(self, dp_size: int) -> None:
         self.dp_size = dp_size
-        self.latest: dict[tuple[int, int], dict[str, Any]] = {}
+        # (worker, rank) -> (wall ns, its part): snapshots are built at the tick, only for the
+        # latest publication of each rank (a pass's figures cost what its queues hold).
+        self.latest: dict[tuple[int, int], tuple[int, RankPass]] = {}
         self.last: dict[tuple[int, int], int] = {}
 
     def activate(self, worker_id: int, now: int) -> None:
@@ -161,16 +163,16 @@ class FpmBuffer:
         captured = worker.fpm
         if not isinstance(captured, tuple):
             return
-        wall, parts, _ = captured
-        if stretch_wall >= 0:
+        wall, parts = captured
+        if stretch_wall >= 0:  # the stretch's last pass: a decode step of each running request
             wall = stretch_wall
-            parts = [([(s.input_length, s.input_length, 1, 0, s.input_length + s.generated - 1)
-                       for s in rank.running], qp, qd)
+            parts = [([(seq, seq.input_length + seq.generated - 1, DECODE_STEP)
+                       for seq in rank.running], qp, qd)
                      for rank, (_, qp, qd) in zip(worker.ranks, parts, strict=True)]
         worker.fpm = []  # captured again at the next pass
         for r, part in enumerate(parts):
             key = (worker.worker_id, r)
-            self.latest[key] = snapshot_of(worker.worker_id, r, wall, part)
+            self.latest[key] = (wall, part)
             self.last[key] = now
 
     def take(self, active: list[int], now: int) -> list[dict[str, Any]]:
@@ -186,8 +188,8 @@ class FpmBuffer:
                 elapsed = now - last
                 if elapsed >= IDLE_NS:
                     self.last[key] = last + elapsed // IDLE_NS * IDLE_NS
-                    self.latest[key] = idle_snapshot(w, r)
-        out = [self.latest[key] for key in sorted(self.latest)]
+                    self.latest[key] = (0, IDLE)
+        out = [snapshot_of(w, r, *self.latest[(w, r)]) for w, r in sorted(self.latest)]
         self.latest = {}
         return out
 
