@@ -122,6 +122,7 @@ def compile_engine_args(
     handoff_latency_ms: float,
     planner_config: Mapping[str, Any] | None,
     max_sim_time_ms: float | None,
+    scaling: Mapping[str, Any] | None = None,
     sla: tuple[float | None, float | None, float | None],
     rules: RuleRunner | None,
 ) -> Compiled:
@@ -145,8 +146,7 @@ def compile_engine_args(
             "adapters": {
                 "placement": {"provider": router_mode,
                               "config": dict(router_config) if router_config else None},
-                "scaling": {"provider": "planner", "config": dict(planner_config)}
-                if planner_config is not None else {"provider": "none", "config": None},
+                "scaling": _scaling_adapter(planner_config, scaling),
             },
             "max_sim_time_ms": max_sim_time_ms,
             "sla": None if sla == (None, None, None)
@@ -163,3 +163,17 @@ def compile_engine_args(
             Span(file="<python>")),))
     loaded = Loaded(data, source, dumps(data))
     return compile_native_loaded(loaded, rules, kind="python")
+
+
+def _scaling_adapter(planner_config: Mapping[str, Any] | None,
+                     scaling: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The native scaling adapter: the planner hook's settings, or a kvreplay policy given as
+    {"provider": ..., "config": {...}} (both at once: the native schema reports the extra key)."""
+    if scaling is not None:
+        out = dict(scaling)
+        if planner_config is not None:
+            out["planner_config"] = dict(planner_config)  # refused by the schema, with its path
+        return out
+    if planner_config is not None:
+        return {"provider": "planner", "config": dict(planner_config)}
+    return {"provider": "none", "config": None}

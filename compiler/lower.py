@@ -31,6 +31,7 @@ from kvreplay.schema.native_defaults import (
 )
 from kvreplay.schema.native_model import RoleName
 from kvreplay.schema.origin import Origin, SpecPath
+from kvreplay.schema.scaling import ScalingOptions, policy_config
 from kvreplay.schema.spec import canonical_json
 
 T = TypeVar("T", bound=attrs.AttrsInstance)
@@ -216,10 +217,14 @@ def _sglang(options: m.SglangScheduler | None, backend: str) -> s.SglangOptions 
 
 
 def _scaling(scaling: m.Scaling | None) -> s.Scaling:
-    if scaling is None:
+    if scaling is None or scaling.policy is None:
         return s.Scaling()
-    config = scaling.config if scaling.config is not None else {}
-    return s.Scaling("planner", config, canonical_json(config))
+    if scaling.policy == "planner":
+        config = scaling.config if scaling.config is not None else {}
+        return s.Scaling("planner", config, canonical_json(config))
+    options = _native(ScalingOptions, scaling)
+    config = policy_config(scaling.policy, options)
+    return s.Scaling(scaling.policy, config, canonical_json(config), options)
 
 
 def _when(load_type: str) -> Callable[[Any, _Traffic], Any]:
@@ -399,6 +404,8 @@ def yaml_path(spec_path: SpecPath, kind: str = "synthetic",
         traffic = _traffic_entry(rest[0], kind)
         key = traffic.key(("traffic",), source) if traffic else (rest[0],)
         return ("traffic",) + key + rest[1:]
+    if head == "scaling" and rest[:1] == ("options",):  # a policy's keys sit in `scaling`
+        return ("scaling",) + rest[1:]
     top = SPEC.get(head)
     return (top.key((), source) if top else (head,)) + rest
 

@@ -35,11 +35,13 @@ from kvreplay.schema.native_model import (
     Speculation,
     TrtllmOptions,
 )
+from kvreplay.schema.scaling import KVREPLAY_POLICIES, POLICY_KEYS, ScalingOptions
+from kvreplay.schema.scaling import LoadThresholds as LoadThresholds  # Scaling's annotations
+from kvreplay.schema.scaling import ScheduleStep as ScheduleStep  # (resolved in this module)
 from kvreplay.schema.schema_facts import APPLIED_DEFAULT as APPLIED_DEFAULT
 from kvreplay.schema.schema_facts import (
     bounded,
     choice,
-    constant,
     described,
     either,
     flag,
@@ -348,13 +350,23 @@ DEFAULT_TRAFFIC = Traffic(load=Load(type=TRAFFIC["load_type"]),
                           stop=Stop(requests=TRAFFIC["stop_requests"]))
 
 
-@described("A scaling policy (planner hook). Present = worker pools are NOT static.",
-           required=["policy"])
+@described(
+    "Autoscaling: a policy sets each role's replicas during the run (config.md, Scaling).",
+    required=["policy"],
+    overlays=[
+        only_keys("policy", "planner", ["config"]),
+        *(only_keys("policy", name, POLICY_KEYS[name]) for name in KVREPLAY_POLICIES),
+        requires("policy", "schedule", ["schedule"]),
+    ],
+)
 @attrs.frozen
-class Scaling:
-    policy: Literal["planner"] = constant("planner", "The scaling policy.")
+class Scaling(ScalingOptions):
+    policy: Literal["schedule", "load", "planner_load", "planner"] | None = choice(
+        None, "`schedule`: targets at given times; `load`: thresholds on per-replica load; "
+        "`planner_load`: the upstream planner's load target; `planner`: the reference's "
+        "planner hook (settings passed through, not run by the bundled engine).")
     config: dict[str, Any] | None = mapping(
-        None, "Free-form policy configuration, passed through.", hash=False)
+        None, "planner: free-form settings, passed through.", hash=False)
 
 
 @described("Goodput evaluation.")

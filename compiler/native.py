@@ -8,7 +8,7 @@ adds what only the compiler needs: the Origin of every Spec field and the shape 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import attrs
@@ -20,6 +20,7 @@ from kvreplay.schema import spec as s
 from kvreplay.schema.convert import native_converter
 from kvreplay.schema.diagnostics import Diagnostic
 from kvreplay.schema.origin import SpecPath
+from kvreplay.schema.scaling import KVREPLAY_POLICIES, POLICY_KEYS, ScalingOptions
 from kvreplay.schema.schema_facts import json_key
 from kvreplay.schema.spec import TOPOLOGY_KEY
 
@@ -55,6 +56,10 @@ def native_path(spec_path: SpecPath, plain: bool) -> Path:
         if not rest or rest[0] == "policy":
             return ("spec", "adapters", "placement", "provider")
         return ("spec", "adapters", "placement", "config") + rest
+    if head == "scaling" and rest[:1] == ("options",):  # a kvreplay policy's options
+        return ("spec", "adapters", "scaling", "config") + rest[1:]
+    if head == "scaling" and rest == ("policy",):
+        return ("spec", "adapters", "scaling", "provider")
     mapping: dict[str, Path] = {
         "mode": ("spec", "topology", "kind"),
         "handoff_latency_ms": ("spec", "topology", "handoff_latency_ms"),
@@ -91,6 +96,40 @@ def spec_from_native(data: Mapping[str, Any], source: SourceMap | None,
         role_name = {"workers": "aggregated"}.get(key, key)
         if key in topology and role_name not in [r for r, _ in named]:
             shape(f"topology pool `{key}` has no role `{role_name}` in `engine`", ("mode",))
+    _scaling_config(doc, shape)
     document = native_converter(strict=False).structure(data, n.Document)
     given = {name: "num_gpu_blocks" in (role.get("rank") or {}) for name, role in named}
     return s.spec_from_document(document, given), origin, diagnostics
+
+
+def _scaling_config(doc: Mapping[str, Any], shape: Callable[[str, SpecPath, str | None], None]
+                    ) -> None:
+    """A kvreplay policy's config takes that policy's keys (schema/scaling.py), each of its
+    type: what the schema's free-form mapping cannot say."""
+    scaling = (doc.get("adapters") or {}).get("scaling") or {}
+    policy = scaling.get("provider")
+    config = scaling.get("config")
+    if policy not in KVREPLAY_POLICIES:
+        return
+    if not isinstance(config, Mapping):
+        shape(f"scaling policy `{policy}` needs its options in `config` (a mapping)",
+              ("scaling", "policy"), None)
+        return
+    for key in config:
+        if key not in POLICY_KEYS[policy]:
+            shape(f"`{key}` is not an option of scaling policy `{policy}`",
+                  ("scaling", "options", str(key)),
+                  f"its options: {', '.join(POLICY_KEYS[policy])}")
+    try:
+        native_converter().structure({k: v for k, v in config.items()
+                                      if k in POLICY_KEYS[policy]}, ScalingOptions)
+    except Exception as exc:  # cattrs' error group: its first leaf says what is wrong
+        shape(f"scaling policy `{policy}`: {_first_problem(exc)}", ("scaling", "policy"), None)
+
+
+def _first_problem(exc: BaseException) -> str:
+    inner = getattr(exc, "exceptions", None)
+    while inner:
+        exc = inner[0]
+        inner = getattr(exc, "exceptions", None)
+    return str(exc)

@@ -140,8 +140,10 @@ class _Walker:
             return _noted({"description": desc, "default": default, "anyOf": [first, inner]})
         elif layout == "items":
             (element,) = [a for a in typing.get_args(plain[0]) if a is not Ellipsis]
+            item = (self.object(element) if attrs.has(element)
+                    else {"type": _kind(element), **facts["item"]})
             return {"type": "array", "minItems": facts["minItems"], "maxItems": facts["maxItems"],
-                    "items": {"type": _kind(element), **facts["item"]}, "description": desc}
+                    "items": item, "description": desc}
         elif layout == "mapping":
             return {"type": "object", "description": desc}
         elif layout == "object":

@@ -148,7 +148,7 @@ class SchedulePolicy(_Pools):
 
     def __init__(self, spec: Spec, options: ScalingOptions) -> None:
         super().__init__(spec, options.max_gpus)
-        self.steps = list(options.schedule)
+        self.steps = list(options.schedule or ())
         self.next = 0
 
     def initial_tick_ms(self) -> float:
@@ -209,16 +209,18 @@ class LoadPolicy(_Pools):
         return decision
 
 
-def _any_reached(load: Mapping[str, float], t: LoadThresholds) -> bool:
+def _any_reached(load: Mapping[str, float], t: LoadThresholds | None) -> bool:
     return any(value is not None and load[key] >= value for key, value in _set(t))
 
 
-def _all_under(load: Mapping[str, float], t: LoadThresholds) -> bool:
+def _all_under(load: Mapping[str, float], t: LoadThresholds | None) -> bool:
     given = list(_set(t))
     return bool(given) and all(load[key] < value for key, value in given)
 
 
-def _set(t: LoadThresholds) -> list[tuple[str, float]]:
+def _set(t: LoadThresholds | None) -> list[tuple[str, float]]:
+    if t is None:
+        return []
     return [(key, value) for key in ("queue_depth", "kv_usage", "in_flight")
             if (value := getattr(t, key)) is not None]
 

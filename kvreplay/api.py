@@ -131,6 +131,7 @@ def spec_from_engine_args(
     traffic: Mapping[str, Any] | None = None,
     handoff_latency_ms: float = 0.0,
     planner_config: Mapping[str, Any] | None = None,
+    scaling: Mapping[str, Any] | None = None,
     max_sim_time_ms: float | None = None,
     sla_ttft_ms: float | None = None,
     sla_itl_ms: float | None = None,
@@ -145,7 +146,8 @@ def spec_from_engine_args(
     A missing kv_layout_id is derived for cluster_shared roles in both forms; an explicit one is
     kept. The same support-matrix rules as for YAML and native JSON apply. `traffic` takes the
     native traffic keys (docs/native-json.md); `planner_config` enables the planner scaling hook
-    (so pools are not static); the SLA bounds feed goodput.
+    (so pools are not static), `scaling` a kvreplay policy in its native form
+    (`{"provider": "load", "config": {...}}`, docs/native-json.md); the SLA bounds feed goodput.
     """
     from kvreplay.compiler.engine_args import compile_engine_args
 
@@ -154,7 +156,7 @@ def spec_from_engine_args(
         {"aggregated": num_workers, "prefill": num_prefill_workers, "decode": num_decode_workers},
         model=model, router_mode=router_mode, router_config=router_config, traffic=traffic,
         handoff_latency_ms=handoff_latency_ms, planner_config=planner_config,
-        max_sim_time_ms=max_sim_time_ms, sla=(sla_ttft_ms, sla_itl_ms, sla_e2e_ms),
+        max_sim_time_ms=max_sim_time_ms, scaling=scaling, sla=(sla_ttft_ms, sla_itl_ms, sla_e2e_ms),
         rules=matrix_rules() if matrix else None)
 
 

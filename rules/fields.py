@@ -1,7 +1,8 @@
 """What a rule may read: the fields of the normalized Spec, their kinds and their defaults.
 
 Derived from the attrs classes of kvreplay.schema.spec, so a field added there is readable by
-rules without touching this module. `traffic.agentic` is the one derived (property) field.
+rules without touching this module. `traffic.agentic` and the scaling schedule's shape
+(`scaling.steps_increasing`, `names_aggregated`, `names_split`) are derived (property) fields.
 """
 
 from __future__ import annotations
@@ -45,6 +46,8 @@ ROOT_CLASS = spec_module.Spec
 HIDDEN_ROOTS = frozenset({"roles"})
 DERIVED: dict[type, dict[str, FieldInfo]] = {
     spec_module.Traffic: {"agentic": FieldInfo("agentic", "bool")},
+    spec_module.Scaling: {name: FieldInfo(name, "bool") for name in
+                          ("steps_increasing", "names_aggregated", "names_split")},
 }
 
 

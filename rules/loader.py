@@ -44,6 +44,8 @@ KEY_MODULES = (
     "kvreplay.schema.schema_facts",  # kvreplay.schema.sla's field helpers
     "kvreplay.schema.suggest",
     "kvreplay.schema.layout",
+    "kvreplay.schema.scaling",  # the Spec's scaling options
+    "kvreplay.schema.convert",  # the Spec reads a native scaling config through it
     "kvreplay.schema.origin",
     "kvreplay.schema.diagnostics",
     "kvreplay.schema.version",

@@ -344,8 +344,12 @@ class Placement:
 @described("Scaling policy.", required=["provider"])
 @attrs.frozen
 class ScalingAdapter:
-    provider: Literal["none", "planner"] = choice("none", "Policy.")
-    config: dict[str, Any] | None = mapping(None, "Passed through.", nullable=True, hash=False)
+    provider: Literal["none", "schedule", "load", "planner_load", "planner"] = choice(
+        "none", "Policy: a kvreplay policy (its options in `config`), or the reference's "
+        "planner hook (`planner`, settings passed through).")
+    config: dict[str, Any] | None = mapping(
+        None, "The policy's options (kvreplay policies: schema/scaling.py's keys).",
+        nullable=True, hash=False)
 
 
 @described("Placement and scaling adapters.")

@@ -11,6 +11,7 @@ source left it unknown (auto estimates, or a document with errors).
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Mapping
 from typing import Any, Literal
@@ -36,6 +37,7 @@ from kvreplay.schema.native_model import Speculation as Speculation
 from kvreplay.schema.native_model import Timing as Timing
 from kvreplay.schema.native_model import Traffic as Traffic
 from kvreplay.schema.native_model import TrtllmOptions as TrtllmOptions
+from kvreplay.schema.scaling import KVREPLAY_POLICIES, ScalingOptions, ScheduleStep
 from kvreplay.schema.sla import Sla as Sla  # the one Sla class (re-exported)
 from kvreplay.schema.telemetry import Telemetry as Telemetry
 
@@ -68,6 +70,47 @@ class Scaling:
     policy: str = "none"
     config: Any = attrs.field(default=None, eq=False, hash=False)
     config_json: str | None = None  # canonical text of config, for equality and hashing
+    # A kvreplay policy's options (schema/scaling.py), None for none/planner or a config that
+    # does not read (the native reader reports it; the engine refuses it).
+    options: ScalingOptions | None = attrs.field(default=None, eq=False, hash=False)
+
+    @property
+    def steps_increasing(self) -> bool:
+        """The schedule's steps come in strictly increasing `at_seconds` (rules read it)."""
+        times = [step.at_seconds for step in self._steps()]
+        return all(a is not None and b is not None and a < b for a, b in itertools.pairwise(times))
+
+    @property
+    def names_aggregated(self) -> bool:
+        """A schedule step sets `aggregated` replicas (rules read it)."""
+        return any(step.aggregated is not None for step in self._steps())
+
+    @property
+    def names_split(self) -> bool:
+        """A schedule step sets `prefill` or `decode` replicas (rules read it)."""
+        return any(step.prefill is not None or step.decode is not None for step in self._steps())
+
+    def _steps(self) -> tuple[ScheduleStep, ...]:
+        """The schedule's steps (none while a document with errors leaves them unknown)."""
+        steps = self.options.schedule if self.options is not None else None
+        return tuple(step for step in steps or () if isinstance(step, ScheduleStep))
+
+
+def scaling_from_config(policy: str, config: Any) -> Scaling:
+    """The Spec's Scaling of a policy and its native config (options read leniently: a value
+    that does not read leaves them None, for the reader to report)."""
+    if policy == "none":
+        return Scaling()
+    config = config if config is not None else {}
+    options = None
+    if policy in KVREPLAY_POLICIES and isinstance(config, Mapping):
+        from kvreplay.schema.convert import native_converter
+
+        try:
+            options = native_converter().structure(dict(config), ScalingOptions)
+        except Exception:  # cattrs' error group: the native reader reports it with a pointer
+            options = None
+    return Scaling(policy, config, canonical_json(config), options)
 
 
 @attrs.frozen
@@ -152,11 +195,8 @@ def spec_from_document(doc: n.Document,
         pool = getattr(spec.topology, TOPOLOGY_KEY[name])
         workers = 1 if pool is None else pool.initial_workers
         roles.append(role_from_native(name, role, workers, given.get(name, False)))
-    scaling = Scaling()
     adapter = spec.adapters.scaling
-    if adapter.provider != "none":
-        config = adapter.config or {}
-        scaling = Scaling(adapter.provider, config, canonical_json(config))
+    scaling = scaling_from_config(adapter.provider, adapter.config)
     return Spec(
         model=spec.model,
         roles=tuple(roles),

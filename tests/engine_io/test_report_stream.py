@@ -42,9 +42,10 @@ def test_streamed_report_equals_the_whole_report(path: Path) -> None:
     streamed = replay(compiled, base_dir=base, stream=True)
     assert whole.report is not None and streamed.report is not None
     rows = streamed.report["per_request"]
-    assert isinstance(rows, SpilledRows)
+    assert isinstance(rows, SpilledRows) or (rows == [] and not compiled.spec.record_per_request)
     text = "".join(report_chunks(_without_wall(streamed.report)))
-    rows.close()
+    if isinstance(rows, SpilledRows):
+        rows.close()
     assert text == dumps_report(_without_wall(whole.report))
 
 

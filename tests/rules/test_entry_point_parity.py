@@ -51,7 +51,8 @@ def _api_kwargs(native: dict[str, Any], form: str) -> dict[str, Any] | None:
         router_config=placement.get("config"),
         traffic=native.get("traffic"),
         handoff_latency_ms=spec["topology"].get("handoff_latency_ms", 0.0),
-        planner_config=scaling.get("config") if scaling["provider"] != "none" else None,
+        planner_config=scaling.get("config") if scaling["provider"] == "planner" else None,
+        scaling=scaling if scaling["provider"] not in ("none", "planner") else None,
         max_sim_time_ms=spec.get("max_sim_time_ms"),
         sla_ttft_ms=sla.get("ttft_ms"), sla_itl_ms=sla.get("itl_ms"), sla_e2e_ms=sla.get("e2e_ms"),
     )

@@ -52,10 +52,11 @@ OWN_RULES = frozenset({"TOPO-SIZE"})
 
 
 def test_rules_beyond_the_spec_are_traffic_rules() -> None:
-    """New IDs are only kvreplay's own families (TRAFFIC-*, BACKEND-*, HYBRID-*) and its own bounds
-    (OWN_RULES): no row was renamed."""
+    """New IDs are only kvreplay's own families (TRAFFIC-*, BACKEND-*, HYBRID-*, SCALE-*: its
+    scaling policies) and its own bounds (OWN_RULES): no row was renamed."""
     extra = sorted(set(rule_infos()) - set(spec_rows()))
-    assert extra and all(i.startswith(("TRAFFIC-", "BACKEND-", "HYBRID-")) or i in OWN_RULES
+    assert extra and all(i.startswith(("TRAFFIC-", "BACKEND-", "HYBRID-", "SCALE-"))
+                         or i in OWN_RULES
                          for i in extra)
 
 
