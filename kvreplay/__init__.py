@@ -18,6 +18,7 @@ _LAZY = {
     "lint_config": "kvreplay.api",
     "run_spec": "kvreplay.api",
     "RunOutcome": "kvreplay.replay",
+    "ScalingPolicy": "kvreplay.engine.scaling",
     "Compiled": "kvreplay.api",
     "Diagnostic": "kvreplay.schema.diagnostics",
     "Span": "kvreplay.schema.diagnostics",
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
         run_spec,
         spec_from_engine_args,
     )
+    from kvreplay.engine.scaling import ScalingPolicy
     from kvreplay.replay import RunOutcome
     from kvreplay.schema.diagnostics import Diagnostic, Span
 
@@ -39,6 +41,7 @@ __all__ = [
     "Compiled",
     "Diagnostic",
     "RunOutcome",
+    "ScalingPolicy",
     "Span",
     "compile_config",
     "lint_config",

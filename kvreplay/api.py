@@ -12,13 +12,16 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from kvreplay.compiler.pipeline import Compiled, RuleRunner
 from kvreplay.replay import RunOutcome
 from kvreplay.schema.diagnostics import Diagnostic, Span
+
+if TYPE_CHECKING:
+    from kvreplay.engine.scaling import ScalingPolicy
 
 __all__ = [
     "Compiled",
@@ -167,12 +170,17 @@ def run_spec(
     trace_paths: Sequence[str] | None = None,
     base_dir: str | os.PathLike[str] | None = None,
     stepwise: bool = False,
+    scaling_policy: ScalingPolicy | None = None,
 ) -> RunOutcome:
     """Replay a config or native spec (path, or a `Compiled` result) with the bundled engine.
 
     Returns a RunOutcome: `.report` is the canonical report dict (None when the run could not
     happen), `.diagnostics` the findings, `.refusals` what the engine does not execute. Trace
     paths resolve against `base_dir` (default: the config's folder, or the working directory).
+    `scaling_policy`: an object with the reference's scaling protocol (`ScalingPolicy`:
+    `initial_tick_ms()`, `on_tick(snapshot)`) driving the pools of a spec without `scaling`
+    (docs/engine.md, Scaling); a policy that fails or answers nonsense is `.error`, naming the
+    tick and the value.
     """
     from kvreplay.replay import replay
 
@@ -183,4 +191,5 @@ def run_spec(
         compiled = compile_config(source, overrides=overrides)
         folder = os.fspath(base_dir) if base_dir is not None else \
             os.path.dirname(os.path.abspath(os.fspath(source)))
-    return replay(compiled, base_dir=folder, trace_paths=trace_paths, stepwise=stepwise)
+    return replay(compiled, base_dir=folder, trace_paths=trace_paths, stepwise=stepwise,
+                  scaling_policy=scaling_policy)

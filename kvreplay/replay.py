@@ -49,6 +49,7 @@ def replay(
     rows: bool | None = None,
     phase: Callable[[str], None] | None = None,
     timed: bool = True,
+    scaling_policy: Any = None,
 ) -> RunOutcome:
     """Replay a compiled spec; raises kvreplay.engine.Interrupted when should_stop() fires.
 
@@ -59,7 +60,8 @@ def replay(
     `rows`: None lists the rows when the spec's `record_per_request` says so; True lists them
     whatever it says (an export needs them), False never (nothing will read them). `phase`
     hears "building the report" once the replay is done. `timed=False` leaves the wall time
-    out of `meta` (null), so that equal runs give equal bytes (sweeps)."""
+    out of `meta` (null), so that equal runs give equal bytes (sweeps). `scaling_policy`: a
+    policy object for a spec without `scaling` (kvreplay.run_spec)."""
     from kvreplay import __version__
     from kvreplay.engine import EngineError, Interrupted, Replay, Unsupported
     from kvreplay.engine.report import report_from_run
@@ -102,10 +104,12 @@ def replay(
     started = time.perf_counter()
     try:
         result = engine.run(workload, stepwise=stepwise, progress=progress,
-                            should_stop=should_stop, sink=sink)
+                            should_stop=should_stop, sink=sink, scaling_policy=scaling_policy)
     except BaseException as exc:
         if sink is not None:
             sink.close()
+        if isinstance(exc, Unsupported):  # G2 under a policy passed to the run
+            return RunOutcome(None, tuple(sort_unique(found)), tuple(exc.refusals))
         if isinstance(exc, EngineError) and not isinstance(exc, Interrupted):
             return RunOutcome(None, tuple(sort_unique(found)), error=str(exc))
         if isinstance(exc, WorkloadError):  # a row re-read during the replay (the file changed)

@@ -186,3 +186,79 @@ def test_a_kvreplay_policy_gives_one_report_on_both_engines(scaling: dict[str, A
         assert mine[key] == pytest.approx(ref.summary[key], abs=1e-5), key
     assert mine["decode_worker_seconds"] == pytest.approx(ref.summary["decode_worker_seconds"],
                                                           abs=1e-8)
+
+
+# -- a policy object through the Python API --------------------------------------------------------
+
+
+class Steps:
+    """A hand-written policy (the reference's protocol): 3 workers at 50 ms, 1 at 400 ms."""
+
+    def __init__(self) -> None:
+        self.plan = [(50.0, 3), (400.0, 1)]
+
+    def initial_tick_ms(self) -> float:
+        return self.plan[0][0]
+
+    def on_tick(self, snapshot: dict[str, Any]) -> dict[str, Any]:
+        _, target = self.plan.pop(0)
+        return {"target_prefill": None, "target_decode": target,
+                "next_tick_ms": self.plan[0][0] if self.plan else None}
+
+
+def _agg_config() -> dict[str, Any]:
+    config = json.loads(json.dumps({**AGG, "traffic": SYNTH}))
+    config["engine"]["workers"]["aggregated"]["startup_seconds"] = 0.01
+    return config
+
+
+def test_run_spec_takes_a_policy_object() -> None:
+    """kvreplay.run_spec(..., scaling_policy=obj) drives a spec without `scaling`: the same run
+    as the spec's own schedule policy (the report names the object's class)."""
+    static = kvreplay.run_spec(kvreplay.compile_config(_agg_config()))
+    assert static.report is not None and "scaling" not in static.report["summary"]
+    scaled = kvreplay.run_spec(kvreplay.compile_config(_agg_config()), scaling_policy=Steps())
+    assert scaled.report is not None, scaled.error
+    own = kvreplay.run_spec(kvreplay.compile_config({**_agg_config(), "scaling": POLICIES[0]}))
+    assert own.report is not None
+    mine, theirs = scaled.report["summary"], own.report["summary"]
+    assert mine["scaling"]["policy"] == "Steps" and theirs["scaling"]["policy"] == "schedule"
+    assert mine["scaling"]["lifecycle_operations"] == theirs["scaling"]["lifecycle_operations"]
+    assert {k: v for k, v in mine.items() if k != "scaling"} == {
+        k: v for k, v in theirs.items() if k != "scaling"}
+    assert scaled.report["per_request"] == own.report["per_request"]
+    assert isinstance(Steps(), kvreplay.ScalingPolicy)
+
+
+class Negative(Steps):
+    def on_tick(self, snapshot: dict[str, Any]) -> dict[str, Any]:
+        return {"target_prefill": None, "target_decode": -1, "next_tick_ms": None}
+
+
+def test_run_spec_reports_a_bad_policy_by_its_tick() -> None:
+    """A nonsense answer is the outcome's error (no report), naming the tick and the value;
+    a policy object for a spec that has its own is refused."""
+    bad = kvreplay.run_spec(kvreplay.compile_config(_agg_config()), scaling_policy=Negative())
+    assert bad.report is None
+    assert bad.error is not None and "tick 0 at 50 ms" in bad.error and "-1" in bad.error
+    both = kvreplay.run_spec(kvreplay.compile_config({**_agg_config(), "scaling": POLICIES[0]}),
+                             scaling_policy=Steps())
+    assert both.report is None and "has its own policy" in (both.error or "")
+
+
+@pytest.mark.reference
+def test_a_policy_object_gives_one_report_on_both_engines() -> None:
+    """The same hand-written object on the reference's hook and through kvreplay.run_spec."""
+    core = pytest.importorskip("dynamo._core")
+    compiled = kvreplay.compile_config(_agg_config())
+    role = json.loads(compiled.emitted())["spec"]["engine"]
+    ref = core.run_mocker_synthetic_trace_replay(
+        256, 32, 300, extra_engine_args={"engine": role["rank"], "startup_time": 0.01},
+        request_rate=400.0, arrival_seed=3, scaling_policy=Steps())
+    outcome = kvreplay.run_spec(compiled, scaling_policy=Steps())
+    assert outcome.report is not None, outcome.error
+    mine = outcome.report["summary"]
+    assert [(op["cause"], op["transitions"]) for op in mine["scaling"]["lifecycle_operations"]] \
+        == [(op["cause"], op["transitions"]) for op in ref.lifecycle_operations]
+    for key in ("mean_ttft_ms", "p90_ttft_ms", "duration_ms"):
+        assert mine[key] == pytest.approx(ref.summary[key], abs=1e-5), key
