@@ -21,6 +21,7 @@ from kvreplay.html.columns import (
     worker_order,
 )
 from kvreplay.html.host_traffic import host_traffic
+from kvreplay.html.scaling_data import scaling_data
 from kvreplay.html.series import (
     RATIO_POINTS,
     TIMELINE_POINTS,
@@ -135,6 +136,9 @@ def _run(label: str, report: Mapping[str, Any], cols: Columns | None, timeline: 
     telemetry = telemetry_series(report.get("telemetry"))
     if telemetry is not None:  # only then: a page of a run without samples is unchanged
         run["telemetry"] = telemetry
+    scaling = scaling_data(summary)
+    if scaling is not None:  # only a scaled run carries the key (static pages are unchanged)
+        run["scaling"] = scaling
     if run["g2"] is not None and run["g2"]["timeline"] is None:
         notes.append(G2_TIME_NOTE)
     if cols is not None and timeline is not None and ratio is not None:

@@ -11,6 +11,7 @@ from importlib import resources
 from typing import Any
 
 from kvreplay.html.data import data_json, page_data
+from kvreplay.html.scaling_data import lifecycle_tables
 from kvreplay.html.tables import g2_tables, provenance_table, summary_tables, workers_table
 
 # Only inline scripts and styles; no request of any kind (fonts, images, fetch, frames).
@@ -46,6 +47,7 @@ def page(data: Mapping[str, Any], *, heading: str = "kvreplay replay report",
         "<h2>Summary</h2>", summary_tables(runs),
         "<h2>Latency distributions</h2>", _cards(runs, LATENCY_CARDS),
         "<h2>Timeline</h2>", _cards(runs, TIMELINE_CARDS),
+        _scaling(runs),
         "<h2>Prefix reuse, load and routing</h2>", _cards(runs, WORKER_CARDS),
         _workers(runs),
         _g2(runs),
@@ -110,6 +112,12 @@ WORKER_CARDS: tuple[Card, ...] = (
      "1, 2-3, 4-7...), as a share of decisions (0: the router took the best-cached worker)",
      "routing.overlap_shortfall",
      "the router reports no overlap credits (only the KV router does)"),
+)
+SCALING_CARDS: tuple[Card, ...] = (
+    ("timeline-replicas", "Replicas over time",
+     "workers per pool under the scaling policy: active (routable), provisioned (active + "
+     "starting) and draining, after each lifecycle operation", "scaling",
+     "the run's pools are static"),
 )
 NO_TIMELINE = "summary.g2_timeline (the report was written by an older kvreplay)"
 G2_CARDS: tuple[Card, ...] = (
@@ -207,3 +215,10 @@ def _telemetry(runs: Sequence[Mapping[str, Any]]) -> str:
     return "".join(['<h2 id="telemetry">Engine telemetry</h2>',
                     f'<p class="note">{escape("; ".join(notes))}</p>',
                     _cards(runs, TELEMETRY_CARDS)])
+
+
+def _scaling(runs: Sequence[Mapping[str, Any]]) -> str:
+    """Replicas over time under the load chart, and the lifecycle operations (scaled runs)."""
+    if all(r.get("scaling") is None for r in runs):
+        return ""
+    return _cards(runs, SCALING_CARDS) + lifecycle_tables(runs)

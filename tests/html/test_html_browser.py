@@ -267,3 +267,14 @@ def test_comparison_page_opens_cleanly(browser: Chromium, tmp_path: Path) -> Non
     verdict = browser.evaluate("document.querySelector('.verdict h3').textContent")
     assert verdict.startswith(("FAILED", "Passed"))
     assert browser.evaluate("document.title") == "kvreplay comparison: shared G2 vs no G2"
+
+
+def test_replicas_are_drawn_under_the_load_chart(browser: Chromium, tmp_path: Path) -> None:
+    """A scaled run against the same spec with static pools: the replicas chart draws the
+    scaled run's steps (the static run has none)."""
+    html = render_html([("scaled", example_report("scaling-schedule")),
+                        ("static", example_report("scaling-schedule", "scaling=null"))])
+    charts = open_report(browser, html, tmp_path, "scaling-overlay")
+    (replicas,) = [c for c in charts if c["chart"] == "timeline-replicas"]
+    assert replicas["canvas"] and replicas["points"] > 0, replicas
+    assert replicas["colour"][0] > 20 and replicas["colour"][1] == 0, replicas

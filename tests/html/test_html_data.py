@@ -378,3 +378,38 @@ def test_telemetry_charts_follow_the_samples() -> None:
     assert run["summarized"] and run["names"] == ["mean", "largest", "smallest"]
     assert run["running"][1][0] == 11.0 and run["running"][2][0] == 0.0
     assert len(run["t_s"]) <= 513 and run["t_s"][-1] == 199.9 and run["samples"] == 2000
+
+
+def test_a_scaled_run_carries_its_replicas_and_lifecycle() -> None:
+    """scaling-schedule (1 -> 4 -> 2 workers): replicas per pool as steps to the end of the run
+    (one point per instant: the last count there), every lifecycle operation as a row, a
+    replicas card under the load chart and a folded lifecycle table; a static run's data has
+    no `scaling` key and its page no replicas card."""
+    scaled = example_report("scaling-schedule")
+    static = example_report("scaling-schedule", "scaling=null")
+    data = page_data([("scaled", scaled), ("static", static)])
+    mine, theirs = data["runs"]
+    assert "scaling" not in theirs
+    agg = mine["scaling"]["pools"]["agg"]
+    end = scaled["summary"]["duration_ms"] / 1000.0
+    assert agg["t_s"][0] == 0.0 and agg["t_s"][-1] == end
+    assert list(zip(agg["t_s"], agg["provisioned"], agg["active"], agg["draining"],
+                    strict=True))[:4] == [(0.0, 1, 1, 0), (5.0, 4, 1, 0), (7.0, 4, 4, 0),
+                                          (30.0, 2, 2, 2)]
+    assert agg["draining"][-1] == 0 and agg["active"][-1] == 2
+    operations = mine["scaling"]["operations"]
+    assert len(operations) == len(scaled["summary"]["scaling"]["lifecycle_operations"]) == 7
+    assert operations[0] == [5000.0, "agg", "planner_scale",
+                             "worker 1: new \u2192 starting; worker 2: new \u2192 starting; "
+                             "worker 3: new \u2192 starting"]
+    html = render_html([("scaled", scaled), ("static", static)])
+    assert html.count('data-chart="timeline-replicas"') == 1
+    assert "lifecycle operations (7; policy schedule, 2 tick(s))" in html
+    assert 'data-chart="timeline-replicas"' not in render_html([("static", static)])
+
+
+def test_a_misshapen_scaling_block_is_refused_with_its_path() -> None:
+    report = example_report("scaling-schedule")
+    report["summary"]["scaling"]["replicas"]["agg"][1] = [5000.0, 1]
+    with pytest.raises(ReportShapeError, match=r"summary.scaling.replicas.agg\[1\]"):
+        page_data([("bad", report)])

@@ -178,6 +178,25 @@
     "timeline-load": function () {
       return timeChart([["in_flight", "in flight"], ["waiting", "waiting for admission"], ["router_queue", "router queue"]], "requests (mean per bin)");
     },
+    "timeline-replicas": function () {
+      // Each pool's counts hold until the next operation: steps on the run's own times.
+      var parts = [], series = [{ label: "time (s)", value: function (u, v) { return fmt(v); } }];
+      RUNS.forEach(function (run, r) {
+        var pools = run.scaling && run.scaling.pools;
+        if (!pools) return;
+        Object.keys(pools).sort().forEach(function (pool, p) {
+          // One run: a colour per pool; several: the run's. The dash tells the counts apart.
+          var c = pools[pool];
+          ["provisioned", "active", "draining"].forEach(function (f, i) {
+            parts.push({ x: c.t_s, y: c[f] });
+            series.push(P.line(run.label + ": " + pool + " " + f, RUNS.length > 1 ? r : p, i,
+                               { paths: uPlot.paths.stepped({ align: 1 }) }));
+          });
+        });
+      });
+      return { data: merge(parts), series: series, axes: axes("simulated time (s)", "workers"),
+               scales: { x: { time: false }, y: { range: function (u, lo, hi) { return [0, hi + 1]; } } } };
+    },
     "reuse-time": function () {
       return ratioChart(function (run) {
         return run.reuse ? [[run.reuse.g1, "G1"], [run.reuse.host, "G2 (host)"]] : [];
