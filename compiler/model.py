@@ -235,7 +235,7 @@ class Engine:
 class Session:
     turns: int = bounded(4, "Turns per session.", 2, 100_000)
     shared_prefix_ratio: float = bounded(
-        0.0, "Share of each first prompt taken from a shared prefix family.", 0, 1)
+        0.0, "Share of each turn's prompt taken from the session's shared prefix family.", 0, 1)
     prefix_groups: int = nonneg(
         0, "Shared prefix families (> 0 when shared_prefix_ratio > 0).", 1_000_000)
     inter_turn_delay_ms: float = nonneg(
@@ -286,7 +286,9 @@ class Source:
     prefix_groups: int = nonneg(
         0, "Shared prefix families (> 0 when shared_prefix_ratio > 0).", 1_000_000)
     new_input_tokens_per_turn: int = positive(
-        1024, "New prompt tokens per turn (synthetic-session).", TOKENS_MAX)
+        1024, "Prompt tokens of each turn (synthetic-session): every turn is a fresh prompt, "
+        "its prefix family's blocks then new tokens, like the reference's input_tokens.",
+        TOKENS_MAX)
     output_tokens_per_turn: int = positive(
         128, "Output tokens per turn (synthetic-session).", TOKENS_MAX)
     session: Session = Session()

@@ -2,11 +2,12 @@
 
 - `synthetic`: independent requests of `input_tokens` / `output_tokens`; an optional
   `cached_prefix_tokens` prefix is the same in every prompt (the first request still computes it).
-- `synthetic-session`: sessions of `turns` turns; turn 0 is `input_tokens` new tokens, of which
-  round(shared_prefix_ratio * blocks) leading blocks come from one of `num_prefix_groups` shared
-  families (drawn per session like the reference: StdRng(42), uniform); every later turn's prompt
-  is the previous prompt plus its completed output plus `input_tokens` new tokens, released
-  `inter_turn_delay_ms` after the previous turn ends.
+- `synthetic-session`: sessions of `turns` turns. Every turn, like the reference's
+  `turns_per_session`, is a fresh prompt of `input_tokens` tokens: its round(shared_prefix_ratio *
+  blocks) leading blocks come from the session's shared family (one of `num_prefix_groups`,
+  drawn per session like the reference: StdRng(42), uniform), the rest are new tokens. A later
+  turn does not carry the session's earlier prompts or outputs, so it reuses only its family's
+  prefix. Each later turn is released `inter_turn_delay_ms` after the previous turn ends.
 - Session (or request) starts: `concurrency` keeps N sessions active (a session holds its slot
   across its turns); `constant_rate` starts one every 1000/rate ms; `poisson` draws exponential
   gaps from StdRng(arrival_seed). The first start is at 0 ms.
@@ -25,7 +26,6 @@ from kvreplay.engine.traces.values import (
     SYNTHETIC_SHARED_PREFIX,
     SYNTHETIC_UNIQUE_BASE,
     Runs,
-    output_runs,
 )
 from kvreplay.schema.diagnostics import Diagnostic
 
@@ -67,12 +67,12 @@ class Arrivals:
 
 
 class _Session:
-    __slots__ = ("history", "index", "turn")
+    __slots__ = ("index", "prefix", "turn")
 
     def __init__(self, index: int) -> None:
         self.index = index
         self.turn = 0
-        self.history: Runs = ()
+        self.prefix: Runs = ()  # the leading tokens of every turn's prompt
 
 
 _Entry = tuple[float, int, int, TraceRequest, _Session]
@@ -131,9 +131,6 @@ class SyntheticWorkload(HeapReleases):
                 self._active -= 1
                 self._activate(now_ms)
             return
-        if status == "completed":
-            emitted = request.output_length if output_tokens is None else output_tokens
-            session.history += output_runs(None, emitted, request.ordinal)
         session.turn += 1
         self._push(now_ms + self._delay, session)
 
@@ -165,18 +162,17 @@ class SyntheticWorkload(HeapReleases):
         self._created += 1
         if self._groups is not None:
             group = self._groups.below_u32(self._group_count)
-            session.history = ((SYNTHETIC_GROUP_BASE + group, self._shared),)
+            session.prefix = ((SYNTHETIC_GROUP_BASE + group, self._shared),)
         elif self._cached:
-            session.history = ((SYNTHETIC_SHARED_PREFIX, self._cached),)
+            session.prefix = ((SYNTHETIC_SHARED_PREFIX, self._cached),)
         return session
 
     def _push(self, at: float, session: _Session) -> None:
         ordinal = session.index * self._turns + session.turn
-        fixed = sum(count for _, count in session.history) if session.turn == 0 else 0
-        fresh = self._input - fixed
+        prompt = session.prefix
+        fresh = self._input - sum(count for _, count in prompt)
         if fresh > 0:
-            session.history += ((SYNTHETIC_UNIQUE_BASE + ordinal, fresh),)
-        prompt = session.history
+            prompt += ((SYNTHETIC_UNIQUE_BASE + ordinal, fresh),)
         request = TraceRequest(
             ordinal=ordinal,
             request_id="",

@@ -13,7 +13,6 @@ from kvreplay.engine.traces import SyntheticWorkload, workload_from_traffic
 from kvreplay.engine.traces.rng import StdRng
 from kvreplay.engine.traces.synthetic import round_half_away, shared_prefix_tokens
 from kvreplay.engine.traces.values import (
-    GENERATED_OUTPUT_BASE,
     SYNTHETIC_GROUP_BASE,
     SYNTHETIC_SHARED_PREFIX,
     SYNTHETIC_UNIQUE_BASE,
@@ -79,19 +78,29 @@ def test_prompts_are_unique_apart_from_the_cached_prefix() -> None:
     assert [(d.input_length, d.output_length) for d in done] == [(8, 1), (8, 1)]
 
 
-def test_session_prompts_grow_by_output_and_new_input() -> None:
-    """AISimulate's sessions: 8 new tokens per turn, 2 output tokens -> lengths 8, 18, 28."""
+def test_every_turn_is_a_fresh_prompt_of_input_tokens() -> None:
+    """Reference (turns_per_session 3, 8 in, 2 out): every turn is an 8-token prompt of new
+    tokens; no earlier prompt or output is carried into the next turn."""
     workload = _sessions("concurrency", concurrency=1, turns_per_session=3, stop_sessions=2,
                          inter_turn_delay_ms=5.0)
     assert workload.total_requests == 6
     done = drive(workload)
     assert [(d.session_id, d.turn_index, d.input_length) for d in done] == [
-        ("session_0", 0, 8), ("session_0", 1, 18), ("session_0", 2, 28),
-        ("session_1", 0, 8), ("session_1", 1, 18), ("session_1", 2, 28)]
-    second = done[1].prompt
-    assert second == (*done[0].prompt, (GENERATED_OUTPUT_BASE + 0, 2),
-                      (SYNTHETIC_UNIQUE_BASE + 1, 8))
+        ("session_0", 0, 8), ("session_0", 1, 8), ("session_0", 2, 8),
+        ("session_1", 0, 8), ("session_1", 1, 8), ("session_1", 2, 8)]
+    assert [d.prompt for d in done] == [((SYNTHETIC_UNIQUE_BASE + i, 8),) for i in range(6)]
     assert [d.ordinal for d in done] == list(range(6))
+
+
+def test_every_turn_starts_with_its_sessions_prefix_family() -> None:
+    """Reference: the family is drawn once per session and leads every turn's prompt
+    (round(0.5 * 4 blocks) = 2 blocks); the rest of each turn is new tokens."""
+    done = drive(_sessions("concurrency", block_size=4, concurrency=1, turns_per_session=2,
+                           stop_sessions=3, input_tokens=16, shared_prefix_ratio=0.5,
+                           num_prefix_groups=5))
+    assert [d.prompt for d in done] == [
+        ((SYNTHETIC_GROUP_BASE + group, 8), (SYNTHETIC_UNIQUE_BASE + ordinal, 8))
+        for group, ordinal in ((0, 0), (0, 1), (2, 2), (2, 3), (1, 4), (1, 5))]
 
 
 def test_turns_follow_completion_plus_inter_turn_delay() -> None:
