@@ -3,8 +3,8 @@
 A *scenario* is plain JSON: a deployment (aggregated or P/D, workers, DP, one vLLM rank per
 role, optional G2, optional time cap, optional KV router knobs) and a Mooncake trace (rows with
 sessions, mooncake or mooncake-delta), an Agentic Mooncake v2 graph (`header` and request rows
-with dependencies, optional `agentic_lanes`) or single-turn synthetic traffic. KV-router kinds
-use one scheduler: the reference breaks placement ties at random, so only a lone scheduler
+with dependencies, optional `agentic_lanes`) or synthetic sessions of 1-4 turns. KV-router
+kinds use one scheduler: the reference breaks placement ties at random, so only a lone scheduler
 compares exactly (the cost terms are checked on hand-made flips, test_router_knobs.py).
 `generate(kind, seed)` draws one at random from a seeded generator; `run_reference` and
 `run_kvreplay` replay it on both engines from the same trace file and return comparable results;
@@ -316,29 +316,41 @@ def _scaling_scenario(rng: random.Random, scn: dict[str, Any], rank: Callable[[]
 
 
 def _synthetic(rng: random.Random, bs: int, blocks: int) -> dict[str, Any]:
-    """Single-turn synthetic requests (the Dynamo API's `run_synthetic_trace_replay`): a closed
-    loop or open-loop arrivals, optional prefix families."""
+    """Synthetic sessions of 1-4 turns (the Dynamo API's `run_synthetic_trace_replay`): a closed
+    loop or open-loop session starts, optional prefix families, optional inter-turn delays."""
     ratio = rng.choice([0.0, 0.25, 0.5, 0.75, 1.0])
     load = rng.choice([{"replay_concurrency": rng.choice([1, 2, 3])},
                        {"request_rate": rng.choice([100.0, 300.0, 1000.0]),
                         "arrival_seed": rng.randrange(100)},
                        {"arrival_interval_ms": rng.choice([0.5, 2.0, 5.0])}])
-    return {"input_tokens": rng.randint(1, max(1, blocks - 2) * bs),
-            "output_tokens": rng.choice([1, 2, 3, 5]),
-            "request_count": rng.choice([2, 4, 6, 8]),
-            "shared_prefix_ratio": ratio,
-            "num_prefix_groups": rng.choice([1, 2, 3]) if ratio else 0,
-            "load": load}
+    syn = {"input_tokens": rng.randint(1, max(1, blocks - 2) * bs),
+           "output_tokens": rng.choice([1, 2, 3, 5]),
+           "request_count": rng.choice([2, 4, 6, 8]),
+           "shared_prefix_ratio": ratio,
+           "num_prefix_groups": rng.choice([1, 2, 3]) if ratio else 0,
+           "load": load}
+    # Drawn last, so the single-turn fields of a seed are those drawn before sessions existed.
+    turns = rng.choice([1, 1, 2, 3, 4])
+    if turns > 1:
+        syn["turns"] = turns
+        syn["inter_turn_delay_ms"] = rng.choice([0.0, 0.0, 0.5, 2.0, 10.0])
+    return syn
 
 
 def synthetic_traffic(syn: dict[str, Any]) -> dict[str, Any]:
-    """kvreplay's native traffic section for a `synth` scenario."""
+    """kvreplay's native traffic section for a `synth` scenario (`synthetic-session` when a
+    session has several turns; the reference's request_count counts sessions)."""
     load = syn["load"]
     section: dict[str, Any] = {
         "source_type": "synthetic", "input_tokens": syn["input_tokens"],
         "output_tokens": syn["output_tokens"], "cached_prefix_tokens": 0,
         "shared_prefix_ratio": syn["shared_prefix_ratio"],
         "num_prefix_groups": syn["num_prefix_groups"], "stop_requests": syn["request_count"]}
+    if syn.get("turns", 1) > 1:
+        del section["cached_prefix_tokens"], section["stop_requests"]
+        section.update(source_type="synthetic-session", turns_per_session=syn["turns"],
+                       inter_turn_delay_ms=syn["inter_turn_delay_ms"],
+                       stop_sessions=syn["request_count"])
     if "replay_concurrency" in load:
         section.update(load_type="concurrency", concurrency=load["replay_concurrency"])
     elif "request_rate" in load:
@@ -579,11 +591,15 @@ def run_reference(scn: dict[str, Any]) -> dict[str, Any]:
             syn["input_tokens"], syn["output_tokens"], syn["request_count"],
             extra_engine_args={"engine": scn["rank"], "dp_size": scn["dp"]},
             num_workers=scn["workers"], router_mode="round_robin", capture_per_request=True,
-            turns_per_session=1, shared_prefix_ratio=syn["shared_prefix_ratio"],
+            turns_per_session=syn.get("turns", 1),
+            inter_turn_delay_ms=syn.get("inter_turn_delay_ms", 0.0),
+            shared_prefix_ratio=syn["shared_prefix_ratio"],
             num_prefix_groups=syn["num_prefix_groups"], **syn["load"])
-        # Deliberate: the Dynamo API names each single-turn synthetic request a session
-        # ("session_N", turn 0); kvreplay reports no session for `synthetic` traffic.
-        rows = [{**r, "session_id": None, "turn_index": None} for r in report.per_request]
+        rows = list(report.per_request)
+        if syn.get("turns", 1) == 1:
+            # Deliberate: the Dynamo API names each single-turn synthetic request a session
+            # ("session_N", turn 0); kvreplay reports no session for `synthetic` traffic.
+            rows = [{**r, "session_id": None, "turn_index": None} for r in rows]
         return {"summary": dict(report.summary), "per_request": rows}
     with tempfile.TemporaryDirectory() as tmp:
         paths = trace_files(scn, Path(tmp))
@@ -956,7 +972,10 @@ def shrink(scn: dict[str, Any], still_fails: Callable[[dict[str, Any]], bool],
     while changed and tries < budget:
         changed = False
         if "synthetic" in best:
-            for key, low in (("request_count", 1), ("output_tokens", 1), ("input_tokens", 1)):
+            for key, low in (("request_count", 1), ("turns", 2), ("output_tokens", 1),
+                             ("input_tokens", 1)):
+                if key not in best["synthetic"]:
+                    continue
                 if best["synthetic"][key] > low:
                     cand = copy.deepcopy(best)
                     cand["synthetic"][key] = max(low, cand["synthetic"][key] // 2)
