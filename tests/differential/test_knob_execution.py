@@ -99,6 +99,19 @@ TURN_ROWS = ROWS[:2] + [{"session_id": "a", "delay": 1, "hash_ids": [8], "input_
 DP_ROWS = [_row("a", 0, [1, 2], 8, 8), _row("b", 1, [3, 4], 8, 8), _row("c", 3, [5, 6], 8, 4),
            _row("d", 4, [7, 8], 8, 4)]
 
+
+
+def synth(**changes: Any) -> Scenario:
+    """Two synthetic sessions in a closed loop of one, each prompt (10 tokens, 3 out) led by
+    round(0.5 * 3 blocks) = 2 blocks of one prefix family: a later turn is a fresh 10-token
+    prompt reusing those 8 tokens, in both engines."""
+    syn = {"input_tokens": 10, "output_tokens": 3, "request_count": 2,
+           "shared_prefix_ratio": 0.5, "num_prefix_groups": 1,
+           "load": {"replay_concurrency": 1}, **changes}
+    return {"kind": "probe", "seed": 0, "block_size": 4, "trace_format": "mooncake",
+            "rank": _rank(), "workers": 1, "dp": 1, "synthetic": syn, "rows": []}
+
+
 Probe = tuple[str, Callable[[], Scenario], Callable[[], Scenario]]
 PROBES: list[Probe] = [
     ("rank.num_gpu_blocks", agg, lambda: agg(num_gpu_blocks=6)),
@@ -141,6 +154,10 @@ PROBES: list[Probe] = [
      lambda: routed({"prefill_load_scale": 0.2}, ROUTER_ROWS)),
     ("replay.kv_event_lag_ms", lambda: routed({}, ROUTER_ROWS),
      lambda: routed({"kv_event_lag_ms": 50.0}, ROUTER_ROWS)),
+    ("synthetic.turns_per_session", synth,
+     lambda: synth(turns=3, inter_turn_delay_ms=0.0)),
+    ("synthetic.inter_turn_delay_ms", lambda: synth(turns=2, inter_turn_delay_ms=0.0),
+     lambda: synth(turns=2, inter_turn_delay_ms=5.0)),
 ]
 
 # Accepted and executed by both engines without changing a figure (a probe shows both unmoved).
@@ -219,12 +236,6 @@ NOT_REPLAY_INPUTS: dict[str, str] = {
 UNPROBED: dict[str, str] = {
     "replay.weka_nested_timestamp_basis": "Weka plays: parity on the example traces only "
                                           "(tests/engine_io)",
-    # A probe found this one differing: a second turn of 10 new tokens after a 10 + 3 token
-    # first turn is a 10-token prompt with no reuse in the reference, a 23-token prompt
-    # reusing 8 here (kvreplay's sessions grow by their history; docs/engine.md).
-    "synthetic.turns_per_session": "differs from the reference (second turns grow by the "
-                                   "session's history here, not there)",
-    "synthetic.inter_turn_delay_ms": "multi-turn synthetic sessions: see turns_per_session",
 }
 
 
