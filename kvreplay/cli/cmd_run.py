@@ -252,8 +252,8 @@ def summary_table(report: dict[str, Any], output: str | None,
     rows.extend(_agentic_rows(s))
     lines = [f"{name:<22}{value}" for name, value in rows]
     lines.append("")
-    lines.append(f"{'latency (ms)':<22}{'mean':>10}{'p50':>10}{'p90':>10}{'p99':>10}{'max':>10}")
     empty: list[str] = []
+    table: list[tuple[str, list[str]]] = []
     for label, key in (("time to first token", "ttft"), ("time per output token", "tpot"),
                        ("inter-token latency", "itl"), ("end to end", "e2e_latency")):
         values = [s.get(f"{p}_{key}_ms") for p in ("mean", "median", "p90", "p99", "max")]
@@ -262,7 +262,14 @@ def summary_table(report: dict[str, Any], output: str | None,
         if s.get(f"num_{_SAMPLES.get(key, key)}_samples") == 0:
             values = [None] * len(values)
             empty.append(_ABBREVIATIONS[key])
-        lines.append(f"{label:<22}" + "".join(f"{_ms(v):>10}" for v in values))
+        table.append((label, [_ms(v) for v in values]))
+    # Columns as wide as their widest cell, two spaces apart (a latency of 100,000 ms or more
+    # would otherwise run into the next column).
+    width = max(10, *(len(cell) + 2 for _, cells in table for cell in cells))
+    head = "".join(f"{name:>{width}}" for name in ("mean", "p50", "p90", "p99", "max"))
+    lines.append(f"{'latency (ms)':<22}{head}")
+    lines += [f"{label:<22}" + "".join(f"{cell:>{width}}" for cell in cells)
+              for label, cells in table]
     wall = meta.get("wall_time_ms")
     footer = f"\nreplayed in {wall / 1000:.2f} s of wall time" if wall is not None else ""
     if empty:

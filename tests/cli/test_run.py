@@ -262,3 +262,24 @@ def test_a_latency_without_samples_is_a_dash_not_zero(cli: Callable[..., Any]) -
     kept = cli("run", str(REPO / "examples" / "kv-router-mooncake.yaml"), "--no-progress")
     assert "no sample" not in kept.out and "-" not in "".join(
         line[22:] for line in kept.out.splitlines() if line.startswith("time per output"))
+
+
+def test_latency_columns_stay_apart_at_100_seconds_and_more(cli: Callable[..., Any],
+                                                             tmp_path: Path) -> None:
+    """A TTFT of 100,000 ms or more widens every latency column (two spaces apart at least):
+    it ran into the next column ("122,117.85120,421.35"); the usual widths are unchanged."""
+    from kvreplay.cli.cmd_run import summary_table
+
+    out = tmp_path / "r.json"
+    assert cli("run", str(REPO / "examples" / "kv-router-mooncake.yaml"), "--no-progress",
+               "-o", str(out)).code == 0
+    report = json.loads(out.read_text())
+    usual = summary_table(report, None)
+    assert "time to first token        65.11     45.00" in usual
+    for stat in ("mean", "median", "p90", "p99", "max"):
+        report["summary"][f"{stat}_ttft_ms"] *= 10_000
+    text = summary_table(report, None)
+    row = next(line for line in text.splitlines() if line.startswith("time to first token"))
+    cells = row[22:].split()
+    assert len(cells) == 5 and all(cell.count(".") == 1 for cell in cells)
+    assert "  " in row[22:].strip() and row[22:].strip().count("  ") >= 4
