@@ -1,0 +1,52 @@
+"""Features that landed side by side and do not run together yet are refused by name, before the
+run (never an AttributeError or KeyError mid-run): the combinations found when merging them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from engine_support import ListWorkload, native, rank, request
+
+from kvreplay.engine import run_native
+from kvreplay.engine.errors import Unsupported
+
+SCHEDULE = {"provider": "schedule", "config": {"max_gpus": None, "schedule": [
+    {"aggregated": 2, "at_seconds": 0.05, "decode": None, "prefill": None}]}}
+
+
+def _sglang() -> dict[str, Any]:
+    return rank(backend="sglang", enable_chunked_prefill=True)
+
+
+def _doc(rank_args: dict[str, Any], *, telemetry: bool = False,
+         scaling: bool = False) -> dict[str, Any]:
+    doc = native(rank_args)
+    if telemetry:
+        doc["spec"]["telemetry"] = {"sample_interval_ms": 10.0}
+    if scaling:
+        doc["spec"]["adapters"]["scaling"] = SCHEDULE
+    return doc
+
+
+@pytest.mark.parametrize(("doc", "named"), [
+    (_doc({**_sglang(), "aic_nextn": 2}), "speculative decoding (MTP) with the SGLang scheduler"),
+    (_doc(_sglang(), scaling=True), "the SGLang scheduler on role aggregated under a scaling"),
+    (_doc(rank(), telemetry=True, scaling=True), "telemetry samples (report.telemetry) under a "
+     "scaling policy"),
+], ids=["mtp-sglang", "scaling-sglang", "scaling-telemetry"])
+def test_combinations_not_run_together_are_refused_by_name(doc: dict[str, Any],
+                                                          named: str) -> None:
+    """Each refusal names the combination; the same features alone run."""
+    with pytest.raises(Unsupported) as refused:
+        run_native(doc, workload=ListWorkload([request(0, 0.0, 8, 3, [1, 2], 4)]))
+    assert named in str(refused.value)
+
+
+@pytest.mark.parametrize("doc", [
+    _doc({**rank(), "aic_nextn": 2}), _doc(_sglang()), _doc(rank(), scaling=True),
+    _doc(rank(), telemetry=True)], ids=["mtp", "sglang", "scaling", "telemetry"])
+def test_each_feature_alone_runs(doc: dict[str, Any]) -> None:
+    """The features of the refused combinations, one at a time, replay."""
+    result = run_native(doc, workload=ListWorkload([request(0, 0.0, 8, 3, [1, 2], 4)]))
+    assert [r.terminal_status for r in result.records] == ["completed"]
