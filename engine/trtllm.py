@@ -100,6 +100,7 @@ class TrtllmRank(Rank):
         pool.allocate(need, dseq.blocks)
         dseq.registered = 0
         self.reserved.append(dseq)
+        self.inbound.append(dseq)  # scaling's view of KV in transfer (scheduler.Rank's too)
         return need
 
     def activate_destination(self, dseq: Seq) -> None:
