@@ -202,16 +202,7 @@ class Simulation:
                 self.busy_until = now
                 self.stopped_by_workload = True
                 break
-            if self._asked != self.notices or always_ask:
-                self._ask()
-            if self._next_ms is not None and self._release_at <= now:
-                self._release(now)
-            if early is not None:
-                early(now)
-            if self.dirty:  # phase 5
-                self._start_dirty()
-            if settle is not None:
-                settle(heap, now)
+            self._after_events(now, heap, always_ask, early, settle)
             steps += 1
             if self.progress is not None and steps % PROGRESS_EVERY == 0:
                 self._report_progress()
@@ -221,6 +212,22 @@ class Simulation:
         if self.progress is not None:
             self._report_progress()
         return self._result()
+
+    def _after_events(self, now: int, heap: list[Event], always_ask: bool,
+                      early: Callable[[int], None] | None,
+                      settle: Callable[[list[Event], int], None] | None) -> None:
+        """Phases 4-5 of an instant: the workload asked and released, a P/D scaling tick, the
+        workers the instant touched started, then the instant's scaling settlement."""
+        if self._asked != self.notices or always_ask:
+            self._ask()
+        if self._next_ms is not None and self._release_at <= now:
+            self._release(now)
+        if early is not None:
+            early(now)
+        if self.dirty:  # phase 5
+            self._start_dirty()
+        if settle is not None:
+            settle(heap, now)
 
     def _start_dirty(self) -> None:
         for gid in sorted(self.dirty):

@@ -800,6 +800,16 @@ class Rank:
         if decoders and not self.is_prefill:
             decode_ns = self.timer.decode_ns(active)
             outcome.forwards += forwards
+        self._append_tokens(ready, done_without_token, outcome)
+        if done_without_token:
+            gone = set(done_without_token)
+            self.running = [s for s in running if s not in gone]
+        return decode_ns
+
+    def _append_tokens(self, ready: list[Seq], done: list[Seq], outcome: PassOutcome) -> None:
+        """Each ready request emits its token; one that reaches its output length (or
+        max_model_len) ends, joining `done`."""
+        limit = self.max_model_len
         tokens = outcome.tokens
         for seq in ready:
             generated = seq.generated + 1
@@ -812,12 +822,8 @@ class Rank:
                 if room < left:
                     left = room if room > 0 else 0
             if left == 0:
-                done_without_token.append(seq)
+                done.append(seq)
                 self._finish(seq, outcome)
-        if done_without_token:
-            gone = set(done_without_token)
-            self.running = [s for s in running if s not in gone]
-        return decode_ns
 
 
 def note_admission(seq: Seq, pool_name: str, is_decode: bool, at_ms: float, pool_ordinal: int,

@@ -301,14 +301,8 @@ class SglangRank:
     def _prefill_batch(self, now_ns: int, outcome: PassOutcome) -> tuple[list[Seq], int]:
         """Step 3 (the reference's get_new_batch_prefill): the batch and its prefill time."""
         bs = self.block_size
-        cache = self.cache
-        reserved = 0.0
         clip = self.clip
-        ratio = self.ratio
-        for seq in self.running:
-            left = seq.max_output - seq.generated
-            reserved += (left if left < clip else clip) * ratio
-        rem_total = float((cache.free + cache.evictable) * bs) - reserved
+        rem_total = self._room_left()
         rem_input = self.max_prefill
         rem_chunk = self.chunk_size
         slots = self.max_seqs - len(self.running)
@@ -317,26 +311,11 @@ class SglangRank:
         total_isl = total_prefix = computed_tokens = 0
         while len(batch) < slots and waiting:
             seq = waiting.popleft()
-            length = seq.input_length + seq.generated
-            cached = 0
-            if seq.computed == 0 and self.caching:
-                match = length if seq.max_output == 0 else length - 1
-                limit = match // bs
-                if limit > len(seq.block_ids):
-                    limit = len(seq.block_ids)
-                cached = cache.peek(seq.block_ids, limit) * bs
-            start = seq.computed if seq.computed > cached else cached
-            extend = length - start
-            if extend == 0 and seq.computed > 0:
+            piece = self._piece(seq, rem_chunk)
+            if piece is None:
                 waiting.appendleft(seq)
                 break
-            if -(-extend // bs) * bs <= rem_chunk:
-                chunk = extend
-            else:
-                chunk = rem_chunk // bs * bs
-                if chunk == 0:
-                    waiting.appendleft(seq)
-                    break
+            start, chunk, extend = piece
             charged = -(-chunk // bs) * bs
             reserve = 0
             if chunk == extend:
@@ -374,6 +353,40 @@ class SglangRank:
         prefill_ns = 0 if self.is_decode else self.timer.prefill_ns(
             n * (total_isl // n - total_prefix // n))
         return batch, prefill_ns
+
+    def _room_left(self) -> float:
+        """The cache's free and evictable tokens, less what the running requests reserve (their
+        outputs left, clipped, by the new-token ratio)."""
+        reserved = 0.0
+        clip = self.clip
+        ratio = self.ratio
+        for seq in self.running:
+            left = seq.max_output - seq.generated
+            reserved += (left if left < clip else clip) * ratio
+        cache = self.cache
+        return float((cache.free + cache.evictable) * self.block_size) - reserved
+
+    def _piece(self, seq: Seq, rem_chunk: int) -> tuple[int, int, int] | None:
+        """(start, chunk, extend) of the request's next prompt piece: where it starts (past its
+        cached prefix), how much of it the chunk budget takes (whole when it fits once rounded
+        up to pages, else the whole pages that fit), how much was left; None: it waits."""
+        bs = self.block_size
+        length = seq.input_length + seq.generated
+        cached = 0
+        if seq.computed == 0 and self.caching:
+            match = length if seq.max_output == 0 else length - 1
+            limit = match // bs
+            if limit > len(seq.block_ids):
+                limit = len(seq.block_ids)
+            cached = self.cache.peek(seq.block_ids, limit) * bs
+        start = seq.computed if seq.computed > cached else cached
+        extend = length - start
+        if extend == 0 and seq.computed > 0:
+            return None
+        if -(-extend // bs) * bs <= rem_chunk:
+            return start, extend, extend
+        chunk = rem_chunk // bs * bs
+        return (start, chunk, extend) if chunk else None
 
     def _first_tokens(self, batch: list[Seq], outcome: PassOutcome) -> None:
         """Step 4: an unfinished chunk goes back to the head of the waiting queue; a completed

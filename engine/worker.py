@@ -309,28 +309,9 @@ class Worker:
             durations = series[0] if len(series) == 1 else list(map(max, *series))
             ends = list(accumulate(durations, initial=now_ns))
             del ends[0]
-        horizon = self.horizon
-        if (now_ns + k * d if ends is None else ends[-1]) > horizon:
-            # A policy tick comes first: the stretch stops at its last pass end before it (the
-            # tick sees every pass that ended by then, scaling_metrics.py).
-            k = (horizon - now_ns) // d if ends is None else bisect_right(ends, horizon)
-            if k < MIN_STRETCH:
-                return None
-            if ends is not None:
-                del ends[k:]
-                del durations[k:]
-        if self.ticks is not None:  # telemetry: the stretch ends by the first tick after its
-            # first pass end, so samples equal step by step (telemetry.py)
-            if ends is None:
-                cap = self.ticks(now_ns + d)
-                if cap is not None and (cap - now_ns) // d < k:
-                    k = (cap - now_ns) // d
-            else:
-                cap = self.ticks(ends[0])
-                if cap is not None and (j := bisect_right(ends, cap)) < k:
-                    k = j
-                    del ends[j:]
-                    del durations[j:]
+        k = self._cut(now_ns, k, d, ends, durations)
+        if not k:
+            return None
         if self.fpm is not None:
             from kvreplay.engine.scaling_metrics import capture_stretch
 
@@ -346,6 +327,34 @@ class Worker:
             return now_ns + k * d
         self.stretch_durations = durations
         return ends[-1]
+
+    def _cut(self, now_ns: int, k: int, d: int, ends: list[int] | None,
+             durations: list[int]) -> int:
+        """The stretch's pass count once cut (`ends` and `durations` with it) at a scaling
+        tick and at telemetry's first tick after its first pass end; 0: too short to stretch."""
+        horizon = self.horizon
+        if (now_ns + k * d if ends is None else ends[-1]) > horizon:
+            # A policy tick comes first: the stretch stops at its last pass end before it (the
+            # tick sees every pass that ended by then, scaling_metrics.py).
+            k = (horizon - now_ns) // d if ends is None else bisect_right(ends, horizon)
+            if k < MIN_STRETCH:
+                return 0
+            if ends is not None:
+                del ends[k:]
+                del durations[k:]
+        if self.ticks is not None:  # telemetry: the stretch ends by the first tick after its
+            # first pass end, so samples equal step by step (telemetry.py)
+            if ends is None:
+                cap = self.ticks(now_ns + d)
+                if cap is not None and (cap - now_ns) // d < k:
+                    k = (cap - now_ns) // d
+            else:
+                cap = self.ticks(ends[0])
+                if cap is not None and (j := bisect_right(ends, cap)) < k:
+                    k = j
+                    del ends[j:]
+                    del durations[j:]
+        return k
 
     def next_boundary(self, now_ns: int) -> int:
         """The first pass end at or after now_ns of the pass or stretch in flight (busy only)."""
@@ -406,15 +415,8 @@ class Worker:
         start = self.pass_start
         d = self.stretch_d
         ends = self.stretch_ends
-        # Polynomial timing: the gaps after each request's first one are the stretch's pass
-        # durations, the same for every request, so they are stored once (SharedGaps).
-        tail: SharedGaps | None = None
-        full: SharedGaps | None = None
-        if ends is not None and j > 1:
-            durations = array("i" if max(self.stretch_durations) < 1 << 31 else "q",
-                              self.stretch_durations)  # 4 bytes a pass below 2.1 s
-            tail = SharedGaps(durations, 1)
-            full = SharedGaps(durations, 0)
+        tail, full = _shared_gaps(self.stretch_durations) if ends is not None and j > 1 else (
+            None, None)
         uniform = ends is None  # fixed timing: every pass lasts d
         d_ms = ns_to_ms(d)
         first_end = start + d if ends is None else ends[0]
@@ -463,6 +465,15 @@ class Worker:
         self.stretch_k = 0
         self.stretch_ends = None
         self.stretch_durations = []
+
+
+def _shared_gaps(stretch_durations: list[int]) -> tuple[SharedGaps, SharedGaps]:
+    """Polynomial timing: the gaps after each request's first one are the stretch's pass
+    durations, the same for every request, so they are stored once: (every pass after the
+    first, every pass)."""
+    durations = array("i" if max(stretch_durations) < 1 << 31 else "q",
+                      stretch_durations)  # 4 bytes a pass below 2.1 s
+    return SharedGaps(durations, 1), SharedGaps(durations, 0)
 
 
 # -- stretches across block boundaries (fixed timing) ---------------------------------------------
