@@ -45,6 +45,10 @@ CAPABILITIES: frozenset[str] = frozenset({
     "g2:restore_at_admission",
     "placement:host_pinned_credit",
     "speculation:mtp",
+    "g3:worker_local",
+    "g3:cluster_shared",
+    "g3:write_through_from_g2",
+    "g3:restore_through_g2",
     "traffic:weka",
     "traffic:agentic_mooncake",
     "agentic:dependency_graph",
@@ -72,11 +76,6 @@ def _spec(source: Spec | Mapping[str, Any]) -> Spec | None:
         return read_spec(source)
     except EngineConfigError:
         return None
-
-
-def _g3(spec: Spec) -> list[str]:
-    return [f"G3 offload (g3_offload) on role {role.name}: not executed by the bundled engine"
-            for role in spec.roles if role.g3_offload is not None]
 
 
 def _hybrid(spec: Spec) -> list[str]:
@@ -145,7 +144,6 @@ def scaling_refusals(spec: Spec) -> list[str]:
 # Checked in this order; each returns one message per occurrence. (Timing models other than
 # fixed and polynomial, which the engine runs, are not in the native schema.)
 REFUSAL_CHECKS: tuple[tuple[str, Callable[[Spec], list[str]]], ...] = (
-    ("g3", _g3),
     ("hybrid", _hybrid),
     ("telemetry", _telemetry),
     ("speculation", _speculation),

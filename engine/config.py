@@ -89,6 +89,7 @@ def check_spec(spec: Spec, *, plain: bool | None = None) -> None:
                                     "enable_chunked_prefill=false is not supported for "
                                     "backend=sglang")
         _check_speculation(role, f"{where}/rank")
+        _check_g3(spec, role, f"{where}/rank/g3_offload")
     _check_shared_pool(spec)
 
 
@@ -137,6 +138,19 @@ def _check_speculation(role: Role, where: str) -> None:
         raise EngineConfigError(f"{where}/native_host_offload: native_host_offload does not "
                                 f"support speculation ({spec.kind}) on the same role "
                                 "(the native engine: it does not support aic_nextn)")
+
+
+def _check_g3(spec: Spec, role: Role, where: str) -> None:
+    """What the native engine refuses of a G3 tier (its messages; G3-* rules at lint time)."""
+    if role.g3_offload is None:
+        return
+    if role.host_offload is None:  # G3-REQUIRES-G2
+        raise EngineConfigError(f"{where}: g3_offload requires native_host_offload")
+    if spec.mode != "aggregated":  # G3-TOPOLOGY
+        raise EngineConfigError(f"{where}: g3_offload is supported only for "
+                                "worker_type=aggregated")
+    if role.dp_size != 1:  # G3-DP
+        raise EngineConfigError(f"{where}: g3_offload supports only dp_size=1")
 
 
 def _check_shared_pool(spec: Spec) -> None:

@@ -20,29 +20,33 @@ class EventKind(IntEnum):
     # completions at the same instant. Key: stores before loads, then pool, then transfer id
     # (a shared pool's step after all of them).
     HOST_DONE = 0
+    # The G3 tier's next step: copies finish or start moving bytes (g3_runtime.py); after the
+    # G2 copies, before the pass completions at the same instant. Key: 0.
+    G3_DONE = 1
     # Scaling: a starting worker's start-up delay elapses; it joins its router's view before
     # the instant's pass completions place anything (the reference's ready events precede its
     # handoff placements and arrivals). Key: the worker's gid.
-    WORKER_UP = 1
+    WORKER_UP = 2
     # A worker's pass or fast-forwarded stretch ends. Key: the worker's order (by identity;
     # P/D: every prefill worker before every decode worker, whenever their passes started).
-    PASS_DONE = 2
+    PASS_DONE = 3
     # Router-visible KV events of a rank land in the router's index (kv_event_lag_ms). Key: the
     # publishing worker's gid (one rank's batches in publication order by push number).
-    KV_VISIBLE = 3
+    KV_VISIBLE = 4
     # A P/D handoff's KV arrives at its destination. Key: the request's arrival number (the
     # reference's handoff ids), not the order of reservation.
-    TRANSFER_DONE = 4
+    TRANSFER_DONE = 5
     # The P/D handoff actions queued at this instant, run FIFO (handoff.py). Key: 0.
-    ACTIONS = 5
+    ACTIONS = 6
     # A P/D worker restarts (before the instant's arrivals). Key: the worker's gid.
-    WORKER_READY = 6
+    WORKER_READY = 7
     # Scaling: a policy tick. Marks the tick due; it runs once the instant has settled (after
     # its arrivals and pass starts, loop.py). Key: 0.
-    SCALING_TICK = 7
+    SCALING_TICK = 8
 
 
 HOST_DONE = EventKind.HOST_DONE
+G3_DONE = EventKind.G3_DONE
 WORKER_UP = EventKind.WORKER_UP
 PASS_DONE = EventKind.PASS_DONE
 KV_VISIBLE = EventKind.KV_VISIBLE
@@ -58,6 +62,7 @@ AFTER_EVENTS = (len(EventKind), 0)
 
 # (time ns, kind, key, push number, payload); the push number is unique, so payloads are never
 # compared. Payload by kind: HOST_DONE a Transfer or a shared pool's version (host_runtime.py),
+# G3_DONE the tier's version (g3_runtime.py),
 # PASS_DONE (worker, its version), KV_VISIBLE (pool, scheduler id, events, tier),
 # TRANSFER_DONE the destination Seq, ACTIONS None, WORKER_READY the Worker, WORKER_UP (pool
 # index, worker id), SCALING_TICK None.

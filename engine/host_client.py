@@ -41,6 +41,7 @@ from kvreplay.engine.host_pool import (
 from kvreplay.engine.host_transfer import FifoLanes
 
 if TYPE_CHECKING:
+    from kvreplay.engine.g3_client import G3Client
     from kvreplay.engine.scheduler import Rank
     from kvreplay.engine.sequence import Seq
 
@@ -51,7 +52,7 @@ QUEUED, DEFERRED, RETRY, CAPACITY_BLOCKED = 0, 1, 2, 3
 class HostClient:
     """A rank's membership in one pool (private: the only member)."""
 
-    __slots__ = ("d2h_gbps", "delivered", "events", "fifo", "h2d_gbps", "load_by_key",
+    __slots__ = ("d2h_gbps", "delivered", "events", "fifo", "g3", "h2d_gbps", "load_by_key",
                  "outbox", "pending", "pool", "prepared", "progress", "rank", "saw_copy",
                  "ttfb_ns")
 
@@ -73,6 +74,7 @@ class HostClient:
         # idle rank sees it at once, a busy one at its pass end).
         self.saw_copy = False
         self.events: list[tuple[int, int]] | None = [] if subscribe else None
+        self.g3: G3Client | None = None  # the worker's side of the G3 tier below (g3_runtime.py)
         pool.clients.append(self)
 
     # -- restores ----------------------------------------------------------------------------
@@ -93,6 +95,11 @@ class HostClient:
         base = raw_g1_tokens // bs
         outcome = MISS
         matched = 0
+        g3 = self.g3
+        if base < nkeys and g3 is not None and not g3.bypassed(seq) \
+                and g3.stage(seq, keys[base:nkeys]):
+            pool.touch_reversed(keys[:nkeys])
+            return DEFER, base, 0
         if base < nkeys:
             entries = pool.entries
             loading = self.load_by_key
@@ -139,6 +146,9 @@ class HostClient:
         transfer.seq = seq
         for key in keys:
             loading[key] = transfer.id
+        if self.g3 is not None:
+            promoted = self.pool.promoted
+            self.g3.restore_state(seq).promoted = [key in promoted for key in keys]
         seq.blocks = blocks
         seq.registered = base
         seq.load = transfer
@@ -157,6 +167,8 @@ class HostClient:
         entries = pool.entries
         g1 = rank.pool
         tracked = g1.pending is not None
+        if scheduled and self.g3 is not None:
+            self.g3.progress += 1  # the rank scheduled work: restore rounds start over
         for seq in rank.running:
             start = seq.store_cursor
             nkeys = seq.input_length // bs
@@ -211,6 +223,8 @@ class HostClient:
             rank.capacity_gen += 1
             rank.retry_due = True
         self.saw_copy = False
+        if self.g3 is not None:
+            return self._tick_g3(self.g3)
         if self.delivered:
             g1 = rank.pool
             for transfer in self.delivered:
@@ -230,6 +244,46 @@ class HostClient:
             for seq in self.rank.connector:
                 seq.sleeping = False
         return activated
+
+    def _tick_g3(self, g3: G3Client) -> list[Seq]:
+        """`tick` with G3 below (the reference's order): the stores seen complete are written
+        through to G3, then the worker's finished G3 copies apply, then restores activate."""
+        activated: list[Seq] = []
+        delivered, self.delivered = self.delivered, []
+        g1 = self.rank.pool
+        for transfer in delivered:
+            if transfer.kind == STORE:
+                if transfer.handles:
+                    g1.release(transfer.handles)
+                    transfer.handles = []
+                self.pending.pop(transfer.id, None)
+                g3.store(transfer)
+        if g3.consume():
+            self.progress = True
+        for transfer in delivered:
+            if transfer.kind != STORE and not transfer.cancelled:
+                seq = transfer.seq
+                assert seq is not None
+                self._activate(seq, transfer)
+                activated.append(seq)
+        if self.progress:
+            self.progress = False
+            for seq in self.rank.connector:
+                seq.sleeping = False
+        return activated
+
+    def g3_reused(self, seq: Seq, host_tokens: int) -> int | None:
+        """At a first admission with G3 below: how many of the host-restored tokens came up
+        from G3 (None without G3); the request's restore rounds end."""
+        g3 = self.g3
+        if g3 is None:
+            return None
+        state = seq.g3
+        seq.g3 = None
+        if state is None or not host_tokens:
+            return 0
+        bs = self.rank.block_size
+        return bs * sum(state.promoted[:host_tokens // bs])
 
     def _activate(self, seq: Seq, transfer: Transfer) -> None:
         """The restored blocks are in G1: cache them; the request is ready to be admitted."""
@@ -253,7 +307,8 @@ class HostClient:
     def quiet(self, running: list[Seq]) -> bool:
         """Whether pure decode passes of these requests leave the pool alone: no cohort left
         to (re)try, nothing to deliver (else the passes run one by one)."""
-        if self.delivered or self.prepared or self.outbox:
+        if self.delivered or self.prepared or self.outbox or (
+                self.g3 is not None and not self.g3.quiet()):
             return False
         bs = self.rank.block_size
         return all(seq.store_cursor >= seq.input_length // bs for seq in running)

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from kvreplay.engine.sequence import Seq
 
 RESIDENT = -1
-STORE, LOAD = 0, 1
+STORE, LOAD, EXTERNAL = 0, 1, 2  # EXTERNAL: a G3 promotion's reservation (no D2H copy)
 RETRY_CAPACITY = -2
 
 
@@ -78,9 +78,9 @@ class HostStats:
 
 
 class HostPool:
-    __slots__ = ("block_bytes", "capacity", "clients", "entries", "evicted", "hash_of", "index",
-                 "lru", "next_id", "pins", "published", "shared", "stats", "timeline",
-                 "transfers")
+    __slots__ = ("block_bytes", "capacity", "clients", "entries", "evicted", "hash_of",
+                 "holds_stores", "index", "lru", "next_id", "pins", "promoted", "published",
+                 "shared", "stats", "timeline", "transfers")
 
     def __init__(self, index: int, capacity: int, block_bytes: int, shared: bool,
                  hash_of: Callable[[int], int]) -> None:
@@ -99,6 +99,9 @@ class HostPool:
         self.published = False  # router events queued on a client since the runtime looked
         self.evicted = False  # a reservation evicted entries since the runtime looked
         self.timeline: HostTimeline | None = None  # the run's traffic over time (host_runtime.py)
+        self.promoted: set[int] = set()  # resident entries a G3 read brought up (g3_client.py)
+        # G3 below: a completed store's blocks stay pinned until its owner hands them to G3.
+        self.holds_stores = False
 
     # -- queries ---------------------------------------------------------------------------------
 
@@ -155,14 +158,7 @@ class HostPool:
                         break
             if len(victims) < needed:
                 return RETRY_CAPACITY
-            entries = self.entries
-            lru = self.lru
-            for key in victims:
-                del entries[key]
-                del lru[key]
-            self.stats.evicted_blocks += len(victims)
-            self.evicted = True
-            self._publish(REMOVED, victims)
+            self._evict(victims)
         transfer = Transfer(self.next_id, STORE, missing, owner)
         self.next_id += 1
         for key in missing:
@@ -173,6 +169,69 @@ class HostPool:
         if self.timeline is not None:
             self.timeline.stored(self, len(missing), len(victims))
         return transfer
+
+    def _evict(self, victims: list[int]) -> None:
+        entries = self.entries
+        lru = self.lru
+        promoted = self.promoted
+        for key in victims:
+            del entries[key]
+            del lru[key]
+            promoted.discard(key)
+        self.stats.evicted_blocks += len(victims)
+        self.evicted = True
+        self._publish(REMOVED, victims)
+
+    # -- G3 promotions (g3_client.py) --------------------------------------------------------
+
+    def reserve_external(self, owner: HostClient, key: int) -> Transfer | None:
+        """Reserve one missing key for a G3 read (a pending entry, evicting the oldest unpinned
+        resident entry when full); None when nothing can be evicted."""
+        victims: list[int] = []
+        if len(self.entries) >= self.capacity:
+            for victim in self.lru:
+                victims.append(victim)
+                break
+            if not victims:
+                return None
+            self._evict(victims)
+        transfer = Transfer(self.next_id, EXTERNAL, [key], owner)
+        self.next_id += 1
+        self.entries[key] = transfer.id
+        self.transfers[transfer.id] = transfer
+        if self.timeline is not None:
+            self.timeline.stored(self, 0, len(victims))
+        return transfer
+
+    def complete_external(self, transfer: Transfer) -> None:
+        """A G3 read filled the reservation: the entry is resident (touched when unpinned)."""
+        key = transfer.keys[0]
+        del self.transfers[transfer.id]
+        self.entries[key] = RESIDENT
+        if key not in self.pins:
+            self.lru[key] = None
+            self.lru.move_to_end(key)
+        self.promoted.add(key)
+        self._publish(STORED, transfer.keys)
+
+    def can_reserve(self, keys: Sequence[int]) -> bool:
+        """Whether the keys' missing ones could all be reserved now, evicting only entries
+        outside them (nothing changes)."""
+        protected = set(keys)
+        missing = sum(1 for key in protected if key not in self.entries)
+        needed = missing - (self.capacity - len(self.entries))
+        if needed <= 0:
+            return True
+        found = 0
+        for key in self.lru:
+            if key not in protected:
+                found += 1
+                if found == needed:
+                    return True
+        return False
+
+    def unpin(self, keys: list[int]) -> None:
+        self._unpin(keys)
 
     # -- loads -----------------------------------------------------------------------------------
 
@@ -231,7 +290,14 @@ class HostPool:
             entries = self.entries
             for key in transfer.keys:
                 entries[key] = RESIDENT
-            self._touch_cohort(transfer.keys)
+            if self.holds_stores:
+                # With G3 below, the stored blocks stay pinned until their owner hands them
+                # to G3 (g3_client.G3Client.store), so no peer evicts them in between.
+                pins = self.pins
+                for key in transfer.keys:
+                    pins[key] = pins.get(key, 0) + 1
+            else:
+                self._touch_cohort(transfer.keys)
             self._publish(STORED, transfer.keys)
         else:
             self._unpin(transfer.keys)

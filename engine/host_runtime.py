@@ -51,8 +51,8 @@ class HostRuntime:
     Shared-pool participants are assumed to agree on the pool's contract (config.check_spec
     refuses a spec where they do not): the pool is built from the first one's terms."""
 
-    __slots__ = ("fair", "fair_version", "interner", "names", "pools", "port", "shared",
-                 "timeline", "worker_of")
+    __slots__ = ("at_worker", "boundary_ns", "fair", "fair_version", "interner", "names",
+                 "pools", "port", "shared", "timeline", "worker_of")
 
     def __init__(self, port: LoopPort, pools: Sequence[Pool], identities: BlockIdentities,
                  dense_tokens: bool) -> None:
@@ -63,6 +63,8 @@ class HostRuntime:
         self.fair: FairShare | None = None
         self.fair_version = 0
         self.worker_of: dict[int, Worker] = {}
+        self.at_worker: Worker | None = None  # the worker whose boundary is running
+        self.boundary_ns: dict[int, int] = {}  # each worker's last boundary (gid -> ns)
         self.names: list[str] = []  # each pool's name in the report's timeline
         for pool in pools:
             cfg = pool.role.host_offload
@@ -117,7 +119,7 @@ class HostRuntime:
         if shared is not None and shared.evicted:
             shared.evicted = False
             self._wake_waiting(shared)
-        self._publish_all()
+        self.publish_all()
 
     def _wake_waiting(self, pool: HostPool) -> None:
         """Entries left the shared pool: its idle participants with waiting requests try them
@@ -131,6 +133,14 @@ class HostRuntime:
 
     def at_boundary(self, worker: Worker) -> None:
         """The worker's pass ended: every rank ticks, submits its stores, ticks again."""
+        self.at_worker = worker  # what completes now is seen in this boundary
+        self.boundary_ns[worker.gid] = self.port.now
+        try:
+            self._boundary(worker)
+        finally:
+            self.at_worker = None
+
+    def _boundary(self, worker: Worker) -> None:
         now = self.port.now
         for rank in worker.ranks:
             client = rank.host
@@ -142,7 +152,7 @@ class HostRuntime:
                 self._flush(client)
                 if client.delivered:
                     self._tick(rank, client)
-        self._publish_all()
+        self.publish_all()
 
     def on_event(self, payload: Transfer | int) -> None:
         """A HOST_DONE event: a private copy's completion, or the shared pool's next step."""
@@ -235,26 +245,32 @@ class HostRuntime:
         owner.deliver(transfer)
         for client in pool.clients:
             if client is owner or client.has_deliveries():
-                self._poke(client.rank)
+                self.poke(client.rank)
             elif client.saw_copy and not self.worker_of[id(client.rank)].busy:
                 # An idle participant sees the copy now: destinations waiting on it retry.
                 if client.rank.pending:
-                    self._poke(client.rank)
+                    self.poke(client.rank)
                 else:
                     client.saw_copy = False
-        self._publish_all()
+        self.publish_all()
 
-    def _poke(self, rank: Rank) -> None:
-        """The rank has something to see: an idle worker's ranks tick, and the worker wakes."""
+    def poke(self, rank: Rank) -> None:
+        """The rank has something to see: an idle worker's ranks tick, and the worker wakes.
+        With G3 below, an idle worker takes its turn once the instant's events ran, in the
+        reference's order (g3_runtime.G3Runtime.drive)."""
         worker = self.worker_of[id(rank)]
         if not worker.busy:
+            g3 = rank.host.g3 if rank.host is not None else None
+            if g3 is not None and worker is not self.at_worker:
+                g3.runtime.wake(worker)
+                return
             for other in worker.ranks:
                 client = other.host
                 if client is not None:
                     self._tick(other, client)
         self.port.wake(worker)
 
-    def _publish_all(self) -> None:
+    def publish_all(self) -> None:
         now = self.port.now
         for pool in self.pools:
             if not pool.published:

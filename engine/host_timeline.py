@@ -14,12 +14,10 @@ occupancy of a merged bin is its later half's.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Sized
+from typing import Any, Protocol
 
 from kvreplay.engine.simtime import NS_PER_MS
-
-if TYPE_CHECKING:
-    from kvreplay.engine.host_pool import HostPool
 
 MAX_BINS = 1024
 FIRST_WIDTH_NS = NS_PER_MS
@@ -32,14 +30,32 @@ class Clock(Protocol):
         ...
 
 
+class Pool(Protocol):
+    """What the timeline reads of a pool (a G2 HostPool, or a view of a G3 pool)."""
+
+    @property
+    def index(self) -> int: ...
+
+    @property
+    def block_bytes(self) -> int: ...
+
+    @property
+    def entries(self) -> Sized: ...
+
+
 class HostTimeline:
-    """Per-bin copy counts of a deployment's host pools and each pool's occupancy."""
+    """Per-bin copy counts of a deployment's host pools and each pool's occupancy.
 
-    __slots__ = ("clock", "d2h_blocks", "d2h_bytes", "evicted", "h2d_blocks", "h2d_bytes",
-                 "level", "max_bins", "origin", "used", "width")
+    The G3 tier keeps one too (g3_runtime.py): its writes are the stores, its reads the loads,
+    named by `directions` in the report."""
 
-    def __init__(self, clock: Clock, pools: int, max_bins: int = MAX_BINS) -> None:
+    __slots__ = ("clock", "d2h_blocks", "d2h_bytes", "directions", "evicted", "h2d_blocks",
+                 "h2d_bytes", "level", "max_bins", "origin", "used", "width")
+
+    def __init__(self, clock: Clock, pools: int, max_bins: int = MAX_BINS,
+                 directions: tuple[str, str] = ("d2h", "h2d")) -> None:
         self.clock = clock
+        self.directions = directions
         self.max_bins = max_bins
         self.level = [0] * pools  # each pool's used blocks now
         self.origin = 0
@@ -58,7 +74,7 @@ class HostTimeline:
 
     # -- recording (host_pool.py) ------------------------------------------------------------
 
-    def stored(self, pool: HostPool, blocks: int, evicted: int) -> None:
+    def stored(self, pool: Pool, blocks: int, evicted: int) -> None:
         k = (self.clock.now - self.origin) // self.width
         if k >= len(self.d2h_blocks):
             k = self._bin(self.clock.now)
@@ -71,7 +87,7 @@ class HostTimeline:
         self.level[i] = used
         self.used[i][k] = used
 
-    def loaded(self, pool: HostPool, blocks: int) -> None:
+    def loaded(self, pool: Pool, blocks: int) -> None:
         k = self._bin(self.clock.now)
         self.h2d_blocks[k] += blocks
         self.h2d_bytes[k] += blocks * pool.block_bytes
@@ -111,12 +127,13 @@ class HostTimeline:
         """The bins up to `end_ns` (the run's end); `names`: (name, scope, capacity) per pool."""
         span = end_ns - self.origin
         self._bin(self.origin + max(span - 1, 0))  # the last instant's bin exists
+        out, into = self.directions
         return {
             "bin_ms": self.width / NS_PER_MS,
-            "d2h_blocks": list(self.d2h_blocks),
-            "d2h_bytes": list(self.d2h_bytes),
-            "h2d_blocks": list(self.h2d_blocks),
-            "h2d_bytes": list(self.h2d_bytes),
+            f"{out}_blocks": list(self.d2h_blocks),
+            f"{out}_bytes": list(self.d2h_bytes),
+            f"{into}_blocks": list(self.h2d_blocks),
+            f"{into}_bytes": list(self.h2d_bytes),
             "pools": [{"name": name, "scope": scope, "capacity_blocks": capacity,
                        "used_blocks": list(used), "evicted_blocks": list(evicted)}
                       for (name, scope, capacity), used, evicted

@@ -134,7 +134,11 @@ class FairShare:
     def advance(self, target: int) -> list[int]:
         """Progress every copy to `target`; return the ids that completed, in completion order
         (by time, then submission order)."""
-        done: list[int] = []
+        return [ident for ident, _ in self.advance_timed(target)]
+
+    def advance_timed(self, target: int) -> list[tuple[int, int]]:
+        """`advance`, with each copy's completion time (ns)."""
+        done: list[tuple[int, int]] = []
         while self.jobs:
             first = self._plan()
             if first > target:
@@ -153,7 +157,7 @@ class FairShare:
                 finished.sort(key=lambda j: j.serial)
             for job in finished:
                 del self.jobs[job.id]
-                done.append(job.id)
+                done.append((job.id, first))
         if target > self.now:
             if self.jobs:
                 elapsed = target - self.now

@@ -37,6 +37,7 @@ from kvreplay.engine.events import (
     ACTIONS,
     AFTER_EVENTS,
     BILLED,
+    G3_DONE,
     HOST_DONE,
     KV_VISIBLE,
     PASS_DONE,
@@ -48,6 +49,7 @@ from kvreplay.engine.events import (
     EventKind,
     EventQueue,
 )
+from kvreplay.engine.g3_runtime import G3Runtime
 from kvreplay.engine.handoff import Handoff
 from kvreplay.engine.host_runtime import HostRuntime
 from kvreplay.engine.identity import BlockIdentities
@@ -117,6 +119,8 @@ class Simulation:
         if self.host is not None:
             for prompt in workload.token_order():
                 self.host.observe_prompt(prompt)
+        self.g3 = (G3Runtime(self, self.host, self.pools) if self.host is not None
+                   and any(role.g3_offload is not None for role in cfg.roles) else None)
         self.handoff = (None if self.aggregated else
                         Handoff(self, self.pools[0], self.pools[1], cfg.handoff_latency_ms))
         self.telemetry = (None if cfg.telemetry is None else
@@ -136,6 +140,7 @@ class Simulation:
         by_kind: dict[EventKind, Callable[[Any], None]] = {
             HOST_DONE: _unexpected if host is None else host.on_event,
             WORKER_UP: _unexpected if scaling is None else scaling.ready_event,
+            G3_DONE: _unexpected if self.g3 is None else self.g3.on_event,
             PASS_DONE: self._pass_done,
             KV_VISIBLE: self._kv_visible,
             TRANSFER_DONE: _unexpected if handoff is None else handoff.transfer_done,
@@ -198,6 +203,8 @@ class Simulation:
                     self.busy_until = now
                 handlers[kind](payload)
             self.handling = AFTER_EVENTS
+            if self.g3 is not None and self.g3.woken:
+                self.g3.drive_woken()
             if at_instant is not None and at_instant(ns_to_ms(now)):
                 self.busy_until = now
                 self.stopped_by_workload = True
@@ -464,14 +471,23 @@ class Simulation:
         """Phase 5 (P/D: 3): an idle worker starts its next pass, if it has one."""
         if worker.busy:
             return
+        if self.g3 is not None:
+            self.g3.drive(worker)
+        else:
+            self.start_now(worker)
+
+    def start_now(self, worker: Worker) -> bool:
+        """Start an idle worker's pass now (also for the port); False when nothing starts."""
         end = worker.start_pass(self.now, self.stepwise)
         if end is None and self.handoff is not None:
             end = self._start_after_retries(worker, self.handoff)
-        if end is not None:
-            # Same-instant completions go by worker order (P/D: prefill workers first).
-            self.events.push(end, PASS_DONE, worker.order, (worker, worker.version))
-            if self.host is not None:
-                self.host.after_start(worker)
+        if end is None:
+            return False
+        # Same-instant completions go by worker order (P/D: prefill workers first).
+        self.events.push(end, PASS_DONE, worker.order, (worker, worker.version))
+        if self.host is not None:
+            self.host.after_start(worker)
+        return True
 
     def _start_after_retries(self, worker: Worker, handoff: Handoff) -> int | None:
         """A decode pass that can move nothing still ends (at once) in the reference, and its
@@ -670,6 +686,8 @@ class Simulation:
         """No request in flight and no G2 copy outstanding (the warmup barrier's server side)."""
         if self.live:
             return False
+        if self.g3 is not None and self.g3.in_flight():
+            return False
         return self.host is None or not any(pool.transfers for pool in self.host.pools)
 
     def open_measurement(self) -> None:
@@ -771,6 +789,9 @@ class Simulation:
             facts.telemetry = self.telemetry.to_json()
         if self.scaling is not None:
             facts.scaling = self.scaling.finish(self.busy_until)
+        if self.g3 is not None:
+            facts.g3_offload = self.g3.g3_offload()
+            facts.g3_timeline = self.g3.g3_timeline(self.busy_until)
         return RunResult(records, facts, streamed=ledger.streamed)
 
 

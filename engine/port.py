@@ -1,8 +1,9 @@
-"""The narrow port through which a KV tier's runtime (G2 now, G3 next) acts on the event loop.
+"""The narrow port through which a KV tier's runtime (G2, G3) acts on the event loop.
 
 A tier runtime lives beside the loop: the loop calls its hooks at engine boundaries (a pass
 start, a pass end, an arrival, its own events), and the runtime answers only through this port:
-the clock, its own events, a worker to wake, and KV events to publish to the router.
+the clock, its own events, a worker to wake (or to start now), and KV events to publish to the
+router.
 """
 
 from __future__ import annotations
@@ -34,4 +35,9 @@ class LoopPort(Protocol):
     def publish(self, rank: Rank, events: list[tuple[int, int]], visible_ns: int,
                 tier: int) -> None:
         """KV events of a rank for the router, visible from `visible_ns` (+ the event lag)."""
+        ...
+
+    def start_now(self, worker: Worker) -> bool:
+        """Start an idle worker's pass now, before the instant's arrivals (the G3 tier wakes
+        workers so); False when it has nothing that moves."""
         ...

@@ -165,6 +165,7 @@ class RequestRecord:
         "dispatched_at_ms",
         "draft_tokens",
         "first_admission_g1_reused_input_tokens",
+        "first_admission_g3_reused_input_tokens",
         "first_admission_host_reused_input_tokens",
         "first_admit_ms",
         "first_token_ms",
@@ -224,6 +225,8 @@ class RequestRecord:
         # None when the deployment has no host tier (the report omits them then).
         self.first_admission_g1_reused_input_tokens: int | None = None
         self.first_admission_host_reused_input_tokens: int | None = None
+        # With G3 below G2: how many of the host tokens came up from G3 (None without G3).
+        self.first_admission_g3_reused_input_tokens: int | None = None
         self.readmission_count = 0
         self.admission_history: list[Admission] = []
         self.routing_history: list[RoutingDecision] = []

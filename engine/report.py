@@ -422,6 +422,9 @@ def facts_from_core(core: RunFacts, *, sla: Sla | None = None,
         extra["g2_transfers"] = core.host_transfers
     if core.g2_timeline is not None:
         extra["g2_timeline"] = core.g2_timeline
+    if core.g3_offload is not None:  # the reference's block, then kvreplay's own timeline
+        extra["g3_offload"] = core.g3_offload
+        extra["g3_timeline"] = core.g3_timeline
     extra.update(core.workload_summary or {})
     if scaling is not None:
         extra["scaling"] = {key: scaling[key] for key in

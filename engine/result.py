@@ -41,6 +41,8 @@ class RunFacts:
         "fast_forwarded_passes",
         "g2_domains",
         "g2_timeline",
+        "g3_offload",
+        "g3_timeline",
         "has_host_tier",
         "host_transfers",
         "kv_eviction_policy",
@@ -79,6 +81,8 @@ class RunFacts:
         self.g2_domains: list[dict[str, int]] | None = None  # the shared pool, when there is one
         self.host_transfers: dict[str, Any] | None = None  # G2 copy totals (host_runtime.py)
         self.g2_timeline: dict[str, Any] | None = None  # G2 copies over time (host_timeline.py)
+        self.g3_offload: dict[str, Any] | None = None  # the G3 tier's block (g3_runtime.py)
+        self.g3_timeline: dict[str, Any] | None = None  # G3 copies over time
         self.workload_summary: dict[str, Any] | None = None  # e.g. the agentic summary keys
         self.approximations: list[str] = []
         self.max_sim_time_ms: float | None = None

@@ -536,11 +536,13 @@ class Rank:
             else:
                 g1 = cached
             host = cached - g1
+            g3 = self.host.g3_reused(seq, host)
             if pool_ordinal > 0:
                 g1 = host = None
             elif not rec.admission_history:
                 rec.first_admission_g1_reused_input_tokens = g1
                 rec.first_admission_host_reused_input_tokens = host
+                rec.first_admission_g3_reused_input_tokens = g3
         note_admission(seq, self.pool_name, self.is_decode, at_ms, pool_ordinal, cached, g1,
                        host)
 

@@ -8,6 +8,7 @@ from kvreplay.engine.records import RequestRecord
 from kvreplay.engine.traces.request import TraceRequest
 
 if TYPE_CHECKING:
+    from kvreplay.engine.g3_client import RestoreState
     from kvreplay.engine.host_pool import Transfer
     from kvreplay.engine.radix import Node
     from kvreplay.engine.ranks import RankScheduler
@@ -32,6 +33,7 @@ class Seq:
         "block_ids",
         "blocks",
         "computed",
+        "g3",
         "generated",
         "hidden",
         "in_connector",
@@ -96,6 +98,7 @@ class Seq:
         self.node: Node | None = None
         if scheduler.mtp is not None and not scheduler.is_prefill and rec.speculative_steps is None:
             rec.speculative_steps = 0  # its decode steps speculate (speculation.py)
+        self.g3: RestoreState | None = None  # G3 below G2 (g3_client.py): its restore rounds
 
     def __repr__(self) -> str:
         return (f"Seq({self.req.request_id!r}, computed={self.computed}, "

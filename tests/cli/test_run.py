@@ -100,14 +100,14 @@ def test_reports_identical_across_hash_seeds(tmp_path: Path) -> None:
 
 def test_engine_refuses_what_it_cannot_run_naming_the_capability(cli: Callable[..., Any],
                                                                  tmp_path: Path) -> None:
-    """A valid spec the engine cannot execute (a G3 tier): exit 1, the capability named, no
-    report."""
+    """A valid spec the engine cannot execute (n-gram speculation): exit 1, the capability
+    named, no report."""
     out = tmp_path / "report.json"
-    ran = cli("run", str(REPO / "examples" / "g2-restore-mooncake.yaml"), "-o", str(out),
-              "--set", "engine.workers.aggregated.kv_cache.g3_offload="
-              "{scope: worker_local, num_g3_blocks: 64}")
+    ran = cli("run", str(REPO / "examples" / "kv-router-mooncake.yaml"), "-o", str(out),
+              "--set", "engine.workers.aggregated.speculation="
+              "{kind: ngram, num_speculative_tokens: 2, acceptance_rates: [0.5]}")
     assert ran.code == 1, ran.err
-    assert "G3 offload (g3_offload)" in ran.err and "native_host_offload" not in ran.err
+    assert "speculative decoding (ngram)" in ran.err
     assert not out.exists()
 
 

@@ -33,20 +33,19 @@ def test_public_names_load_lazily() -> None:
 
 
 def test_unsupported_features_are_refused_by_name() -> None:
-    """G3, n-gram speculation and the planner each produce a refusal naming the feature (G2
-    and agentic warmup run; MTP too: test_engine_mtp.py); run_native raises Unsupported with
-    all of them before simulating, and the document's typed spec gets the same refusals."""
+    """N-gram speculation and the planner each produce a refusal naming the feature (G2 and
+    agentic warmup run; MTP too: test_engine_mtp.py; G3: test_engine_g3.py); run_native raises
+    Unsupported with all of them before simulating, and the document's typed spec gets the same
+    refusals."""
     g2 = {"num_host_blocks": 8, "d2h_bandwidth_gbps": 1.0, "h2d_bandwidth_gbps": 1.0}
-    doc = native_pd(rank(native_host_offload=g2,
-                         g3_offload={"scope": "worker_local", "num_g3_blocks": 64}),
-                    rank())
+    doc = native_pd(rank(native_host_offload=g2), rank())
     doc["spec"]["engine"]["decode"]["speculation"] = {
         "kind": "ngram", "num_speculative_tokens": 2, "acceptance_rates": [0.5]}
     doc["spec"]["adapters"]["scaling"] = {"provider": "planner", "config": {}}
     doc["traffic"]["agentic_warmup"] = True
     found = refusals(doc)
     assert not any("G2" in message or "agentic" in message for message in found)
-    for word in ("G3", "ngram", "planner"):
+    for word in ("ngram", "planner"):
         assert sum(word in message for message in found) == 1, word
     assert refusals(read_engine_spec(doc)) == found
     with pytest.raises(Unsupported) as caught:

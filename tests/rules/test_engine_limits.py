@@ -14,10 +14,11 @@ from kvreplay.engine.config import check_spec
 from kvreplay.rules import run_rules
 from kvreplay.schema.spec import Spec
 
-# The rank-local rules the engine enforces itself (G3 and n-gram it refuses as features).
+# The rank-local rules the engine enforces itself (n-gram it refuses as a feature).
 LIMIT_RULES = frozenset({"G2-BACKEND", "G2-SCOPE", "NATIVE-LAYOUT-ID", "G2-BYTES",
                          "G2-PREFIX-CACHING", "BACKEND-SGLANG-CHUNKED-PREFILL",
-                         "G2-SPECULATION"})
+                         "G2-SPECULATION", "G3-REQUIRES-G2", "G3-DP", "G3-BACKEND",
+                         "G3-TOPOLOGY"})
 
 
 def refused(spec: Spec) -> str | None:
