@@ -255,15 +255,10 @@ class HostRuntime:
         self.publish_all()
 
     def poke(self, rank: Rank) -> None:
-        """The rank has something to see: an idle worker's ranks tick, and the worker wakes.
-        With G3 below, an idle worker takes its turn once the instant's events ran, in the
-        reference's order (g3_runtime.G3Runtime.drive)."""
+        """The rank has something to see: an idle worker's ranks tick, and the worker wakes
+        (with G3 below too: its pass starts with the instant's arrivals, as without G3)."""
         worker = self.worker_of[id(rank)]
         if not worker.busy:
-            g3 = rank.host.g3 if rank.host is not None else None
-            if g3 is not None and worker is not self.at_worker:
-                g3.runtime.wake(worker)
-                return
             for other in worker.ranks:
                 client = other.host
                 if client is not None:

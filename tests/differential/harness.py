@@ -953,7 +953,8 @@ def reduced(report: dict[str, Any]) -> dict[str, Any]:
     keys = ("session_id", "turn_index", "routing_history", "admission_history", "request_id",
             "play_id", "uuid", "agentic") + TIME_KEYS + COUNT_KEYS
     summary_keys = SUMMARY_KEYS + (AGENTIC_SUMMARY_KEYS if "agentic_graph" in report["summary"]
-                                   else ())
+                                   else ()) + (("g3_offload",) if "g3_offload" in report["summary"]
+                                               else ())
     return {"summary": {k: report["summary"].get(k) for k in summary_keys},
             "per_request": [{k: r.get(k) for k in keys} for r in report["per_request"]]}
 
