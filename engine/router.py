@@ -18,9 +18,10 @@ deterministically). With temperature > 0 a seeded softmax draw picks.
 
 overlap_score_credit_decay fades the device credit of a scheduler whose booked prefill exceeds
 the least loaded one's: credit /= 1 + decay * excess_blocks / ceil(prompt / block_size).
-disk_cache_hit_weight would weigh G3 overlap, which the bundled engine does not execute (and the
-reference's offline router never supplies). With a queue threshold the pool's requests wait in
-the router queue (engine/router_queue.py) while every scheduler is busy.
+disk_cache_hit_weight would weigh G3 overlap, which the reference's offline router never supplies
+(with G3 executed, its selector logs disk_blocks=0), so neither does this one. With a queue
+threshold the pool's requests wait in the router queue (engine/router_queue.py) while every
+scheduler is busy.
 """
 
 from __future__ import annotations

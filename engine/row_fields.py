@@ -15,7 +15,9 @@ from kvreplay.engine.records import RequestRecord
 # The shape flags: when a flagged field is in the row (over `r`) or in an admission (over `a`).
 FLAG_TESTS = {"agentic": "r.agentic is not None", "phase": "r.agentic_phase is not None",
               "host": "r.first_admission_g1_reused_input_tokens is not None",
-              "split": "a.g1_reused_input_tokens is not None"}
+              "split": "a.g1_reused_input_tokens is not None",
+              # G3 below G2 (no printer shape has it: row_text prints such rows from the mapping)
+              "g3": "r.first_admission_g3_reused_input_tokens is not None"}
 
 
 def uuid_for(ordinal: int) -> str:
@@ -74,6 +76,8 @@ ROW: tuple[Field, ...] = (
      "int", "host"),
     ("first_admission_host_reused_input_tokens", "r.first_admission_host_reused_input_tokens",
      "int", "host"),
+    ("first_admission_g3_reused_input_tokens", "r.first_admission_g3_reused_input_tokens",
+     "int", "g3"),
 )
 ROW_TIMES = ("first = r.first_token_ms", "second = r.second_token_ms",
               "last = r.last_token_ms", "arrival = r.arrival_time_ms")

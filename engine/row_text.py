@@ -297,7 +297,10 @@ compiled_row = _configure_compiled()
 
 def row_text(record: RequestRecord) -> str:
     """`record`'s row as the canonical report prints it inside `per_request` (indented, no
-    separator); ReportError (naming the request) for a value a report cannot hold."""
+    separator); ReportError (naming the request) for a value a report cannot hold. A row
+    with the G3 split (G3 below G2) has no template: the mapping is printed."""
+    if record.first_admission_g3_reused_input_tokens is not None:
+        return mapping_text(per_request_row(record))
     if compiled_row is not None:
         text = compiled_row(record)
         if text is not None:

@@ -187,6 +187,14 @@ def _g2_rows(s: dict[str, Any]) -> list[tuple[str, str]]:
     for domain in s.get("g2_domains") or []:
         rows.append(("shared pool", f"{domain['used_blocks']:,} of {domain['capacity_blocks']:,}"
                      f" blocks used ({domain['resident_blocks']:,} resident)"))
+    g3 = s.get("g3_offload")
+    if g3:
+        read, write = g3["read"], g3["write"]
+        rows.append(("G3 copies", f"{write['completed_jobs']:,} writes "
+                     f"({_bytes(write['completed_bytes'])}), {read['completed_jobs']:,} reads "
+                     f"({_bytes(read['completed_bytes'])}); {g3['lookup_hits']:,} of "
+                     f"{g3['lookup_probes']:,} probes hit, {g3['evictions']:,} evicted, "
+                     f"{g3['cross_worker_read_blocks']:,} blocks read across workers"))
     return rows
 
 

@@ -91,3 +91,28 @@ def test_refusals_the_reference_makes() -> None:
         run_native(native(alone), workload=workload(ROWS))
     with pytest.raises(EngineConfigError, match="dp_size=1"):
         run_native(native(g3_rank(), dp_size=2), workload=workload(ROWS))
+
+
+def test_report_rows_carry_the_g3_split_and_validate() -> None:
+    """The report: each row's G3 share of first-admission reuse (the fast row printer gives the
+    same text as the mapping), the g3_offload block and the G3 timeline, schema-valid."""
+    import json
+    from importlib import resources
+
+    import jsonschema
+
+    from kvreplay.engine.canonical_json import canonical_json
+    from kvreplay.engine.report import per_request_row, report_from_run
+    from kvreplay.engine.row_text import ROW_INDENT, row_text
+
+    result = run_agg(ROWS, g3_rank())
+    report = report_from_run(result)
+    assert [r["first_admission_g3_reused_input_tokens"] for r in report["per_request"]] == [
+        0, 0, 0, 8]
+    assert report["summary"]["g3_offload"] == result.facts.g3_offload
+    assert sum(report["summary"]["g3_timeline"]["read_blocks"]) == 2
+    last = result.records[-1]
+    assert row_text(last) == ROW_INDENT + canonical_json(per_request_row(last), ROW_INDENT)
+    schema = json.loads(resources.files("kvreplay.schema").joinpath(
+        "report.schema.json").read_text("utf-8"))
+    jsonschema.Draft202012Validator(schema).validate(report)

@@ -55,3 +55,20 @@ def test_g2_example_restores_eight_tokens_as_engine_md_example_5() -> None:
     assert shared["summary"]["g2_domains"] == [
         {"capacity_blocks": 8, "resident_blocks": 6, "used_blocks": 6}]
     assert json.dumps(shared["summary"]["g2_transfers"]["scopes"]) == '["cluster_shared"]'
+
+
+def test_g3_example_restores_eight_tokens_from_g3() -> None:
+    """g3-restore-mooncake: the returning prompt's blocks left G2 but stayed in G3: it is
+    admitted at 304.5 ms with 8 tokens restored, all from G3; without G3 it recomputes them."""
+    path = EXAMPLES[0].parent / "g3-restore-mooncake.yaml"
+    report = kvreplay.run_spec(path).report
+    assert report is not None
+    back = report["per_request"][-1]
+    assert (back["first_admit_ms"], back["first_admission_host_reused_input_tokens"],
+            back["first_admission_g3_reused_input_tokens"]) == (304.5, 8, 8)
+    g3 = report["summary"]["g3_offload"]
+    assert (g3["lookup_hits"], g3["read"]["completed_bytes"]) == (2, 2_000_000)
+    plain = kvreplay.run_spec(path, overrides=[
+        "engine.workers.aggregated.kv_cache.g3_offload=null"]).report
+    assert plain is not None and plain["per_request"][-1]["reused_input_tokens"] == 0
+    assert "g3_offload" not in plain["summary"]

@@ -31,6 +31,16 @@ G2_TIMELINE = {"bin_ms": 2.0, "d2h_blocks": [4, 2], "d2h_bytes": [4_000_000, 2_0
                "pools": [{"name": "shared", "scope": "cluster_shared", "capacity_blocks": 8,
                           "used_blocks": [4, 6], "evicted_blocks": [0, 0]}]}
 
+IO = {"submitted_jobs": 1, "completed_jobs": 1, "cancelled_jobs": 0,
+      "completed_bytes": 2_000_000, "transfer_ms": 2.5}
+G3_OFFLOAD = {"lookup_probes": 5, "lookup_hits": 2, "lookup_pending": 0, "read": IO,
+              "write": IO, "evictions": 0, "cross_worker_read_blocks": 0,
+              "resident_blocks": 6, "pending_blocks": 0}
+G3_TIMELINE = {"bin_ms": 2.0, "write_blocks": [2, 0], "write_bytes": [2_000_000, 0],
+               "read_blocks": [0, 2], "read_bytes": [0, 2_000_000],
+               "pools": [{"name": "agg 0", "scope": "worker_local", "capacity_blocks": 64,
+                          "used_blocks": [2, 2], "evicted_blocks": [0, 0]}]}
+
 
 def _reports() -> dict[str, dict[str, Any]]:
     plain = [record(0, 0.0, [10.0, 12.0, 14.0]), record(1, 5.0, [], terminal=15.0),
@@ -39,6 +49,10 @@ def _reports() -> dict[str, dict[str, Any]]:
     host.first_admission_g1_reused_input_tokens = 0
     host.first_admission_host_reused_input_tokens = 8
     host.admission_history[0] = Admission(0, "agg", 0, 202.0, 8, 0, 8, False)
+    g3 = record(5, 300.0, [306.5], first_admit=304.5, input_length=9, reused=8)
+    g3.first_admission_g1_reused_input_tokens = 0
+    g3.first_admission_host_reused_input_tokens = g3.first_admission_g3_reused_input_tokens = 8
+    g3.admission_history[0] = Admission(0, "agg", 0, 304.5, 8, 0, 8, False)
     pd = record(4, 0.0, [30.0, 31.0], session_id="s", turn_index=2)
     pd.prefill_admit_ms, pd.source_held_ms, pd.decode_admit_ms = 0.0, 10.0, 25.0
     pd.routing_history += [RoutingDecision("prefill", 0, 0, 0, "queued", 0.0, 3.0, 4, 1, 2),
@@ -50,6 +64,9 @@ def _reports() -> dict[str, dict[str, Any]]:
         "host tier": build_report([host], ReportFacts(summary_extra={"g2_domains": [
             {"capacity_blocks": 8, "resident_blocks": 6, "used_blocks": 6}],
             "g2_transfers": G2_TRANSFERS, "g2_timeline": G2_TIMELINE})),
+        "g3 tier": build_report([g3], ReportFacts(summary_extra={
+            "g2_transfers": G2_TRANSFERS, "g2_timeline": G2_TIMELINE, "g3_offload": G3_OFFLOAD,
+            "g3_timeline": G3_TIMELINE})),
         "disaggregated": build_report([pd], ReportFacts(prefill_workers=1, decode_workers=1,
                                                         meta={"engine_mode": "exact"})),
         "no rows": build_report(plain, ReportFacts(), per_request=False),
@@ -69,7 +86,8 @@ def test_schema_lists_exactly_the_summary_keys(validator: jsonschema.Draft202012
     summary_schema = validator.schema["properties"]["summary"]
     with_sla = _reports()["sla"]["summary"]
     with_g2 = _reports()["host tier"]["summary"]
-    assert set(with_sla) | set(with_g2) == set(summary_schema["properties"])
+    with_g3 = _reports()["g3 tier"]["summary"]
+    assert set(with_sla) | set(with_g2) | set(with_g3) == set(summary_schema["properties"])
     assert set(summary_schema["required"]) == set(_reports()["plain"]["summary"])
 
 
