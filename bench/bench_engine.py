@@ -18,6 +18,10 @@ the first N; hash ids are 512-token blocks) on vLLM ranks of 1000 GPU blocks x 5
                kv_cache_bytes_per_token 131072)
     g2-shared  fixed-rr plus one cluster-shared G2 pool (16,000 host blocks, same links)
     mtp        fixed-rr with MTP on every rank (aic_nextn 2, rates 0.8, 0.6, seed 42)
+    g3-local   fixed-rr plus G2 per rank (1,000 host blocks) and a worker-local G3 pool per
+               worker (16,000 blocks, 4 GB/s read and write, 0.1 ms first byte)
+    g3-shared  the same G2 and one cluster-shared G3 pool (64,000 blocks, 4 GB/s per worker,
+               16 GB/s pool caps)
     floor      fixed-rr on the trace's first row alone: the process floor (start-up, reading
                the spec, the report). kvreplay runs as a user runs it, `python -m kvreplay run
                SPEC.json --trace ONE_ROW --format json` (the CLI, its argument parsing and
@@ -102,6 +106,7 @@ class Regime:
     telemetry_ms: float | None = None  # spec.telemetry's sample interval
     backend: str = "vllm"
     mtp: dict[str, Any] | None = None  # the rank's aic_* keys
+    g3: dict[str, Any] | None = None
 
     def rank(self, worker_type: str | None) -> dict[str, Any]:
         """The engine settings of one rank (`worker_type` None: leave the field out)."""
@@ -115,6 +120,8 @@ class Regime:
                        native_host_offload=dict(self.host))
         if self.mtp is not None:
             out.update(self.mtp)
+        if self.g3 is not None:
+            out["g3_offload"] = dict(self.g3)
         if worker_type is not None:
             out["worker_type"] = worker_type
         return out
@@ -122,6 +129,8 @@ class Regime:
 
 AGG = f"{WORKERS} aggregated vLLM workers, 1000 x {BLOCK}-token blocks"
 HOST_LINKS = {"d2h_bandwidth_gbps": LINK_GBPS, "h2d_bandwidth_gbps": LINK_GBPS}
+G3_LINKS = {"read_bandwidth_gbps": 4.0, "write_bandwidth_gbps": 4.0,
+            "latency_to_first_byte_ms": 0.1}
 REGIMES = {r.name: r for r in (
     Regime("fixed-rr", f"{AGG}, fixed 20/5 ms, round robin"),
     Regime("fixed-kv", f"{AGG}, fixed 20/5 ms, kv_router", router="kv_router"),
@@ -146,6 +155,15 @@ REGIMES = {r.name: r for r in (
            "20/5 ms, round robin, fifo", backend="sglang"),
     Regime("trtllm", f"{WORKERS} aggregated TensorRT-LLM workers, 1000 x {BLOCK}-token blocks, "
            "fixed 20/5 ms, round robin, guaranteed_no_evict", backend="trtllm"),
+    Regime("g3-local", f"{AGG}, fixed 20/5 ms, round robin, G2 per rank 1,000 host blocks, "
+           "G3 per worker 16,000 blocks at 4 GB/s, 0.1 ms first byte",
+           host={"num_host_blocks": 1000, **HOST_LINKS}, g3={**G3_LINKS, "scope": "worker_local",
+                                                               "num_g3_blocks": 16000}),
+    Regime("g3-shared", f"{AGG}, fixed 20/5 ms, round robin, G2 per rank 1,000 host blocks, "
+           "G3 cluster-shared 64,000 blocks at 4 GB/s per worker, 16 GB/s pool caps",
+           host={"num_host_blocks": 1000, **HOST_LINKS},
+           g3={**G3_LINKS, "scope": "cluster_shared", "num_g3_blocks": 64000,
+               "shared_read_bandwidth_gbps": 16.0, "shared_write_bandwidth_gbps": 16.0}),
 )}
 
 # The realistic mix: small and mid-size scenarios of the kinds users run, each on a vendored
