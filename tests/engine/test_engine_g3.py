@@ -93,6 +93,15 @@ def test_refusals_the_reference_makes() -> None:
         run_native(native(g3_rank(), dp_size=2), workload=workload(ROWS))
 
 
+@pytest.mark.parametrize("backend", ["sglang", "trtllm"])
+def test_g3_off_vllm_is_refused_before_simulating(backend: str) -> None:
+    """G3 sits in the vLLM scheduler's G2 connector: with SGLang (no block pool) or TensorRT-LLM
+    ranks G2 is refused by name (G2-BACKEND), so G3 under it never reaches their schedulers."""
+    extra = {"enable_chunked_prefill": True} if backend == "sglang" else {}
+    with pytest.raises(EngineConfigError, match="supported only for backend=vllm"):
+        run_native(native(g3_rank(backend=backend, **extra)), workload=workload(ROWS))
+
+
 def test_report_rows_carry_the_g3_split_and_validate() -> None:
     """The report: each row's G3 share of first-admission reuse (the fast row printer gives the
     same text as the mapping), the g3_offload block and the G3 timeline, schema-valid."""
