@@ -20,9 +20,9 @@ from typing import Any
 from kvreplay.engine.traces.jsonl import LineError, decode_object, iter_lines
 from kvreplay.engine.traces.mooncake_rows import MAX_TOKENS
 from kvreplay.engine.traces.record_check import RecordCheck
-from kvreplay.engine.traces.rules import diag
+from kvreplay.engine.traces.rules import diag, unreadable
 from kvreplay.schema.diagnostics import Diagnostic
-from kvreplay.schema.files import NotRegularFile, open_regular
+from kvreplay.schema.files import open_regular
 
 FIELDS = ("num_turns", "input_prompt_length", "assistant_response_length",
           "tool_call_output_length", "tool_call_latency", "final_assistant_response_length")
@@ -71,14 +71,8 @@ def read_applied_compute(path: str, display: str, *, block_size: int,
                                       "rest of the file was not checked", file=display,
                                       line=number, severity="note"))
                     break
-    except FileNotFoundError:
-        return None, [diag("TRACE-PATH", f"trace file not found: {display}", file=display)]
-    except NotRegularFile as exc:
-        return None, [diag("TRACE-PATH", f"trace path is not a regular file: {display} (it is "
-                           f"{exc.kind})", file=display)]
     except OSError as exc:
-        return None, [diag("TRACE-PATH", f"cannot read trace file {display}: "
-                           f"{exc.strerror or exc}", file=display)]
+        return None, [unreadable(exc, display)]
     if not rows and not errors:
         found.append(diag("TRACE-EMPTY", f"trace file {display} did not contain any session",
                           file=display))

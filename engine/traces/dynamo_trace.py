@@ -32,9 +32,9 @@ from kvreplay.engine.traces.agentic.graph import (
 from kvreplay.engine.traces.jsonl import LineError, decode_object, iter_lines
 from kvreplay.engine.traces.mooncake_rows import MAX_TOKENS
 from kvreplay.engine.traces.record_check import U64, RecordCheck
-from kvreplay.engine.traces.rules import diag
+from kvreplay.engine.traces.rules import diag, unreadable
 from kvreplay.schema.diagnostics import Diagnostic
-from kvreplay.schema.files import NotRegularFile, open_regular
+from kvreplay.schema.files import open_regular
 
 SCHEMA = "dynamo.request.trace.v1"
 SKIPPED = ("request_payload", "tool_start")
@@ -130,14 +130,8 @@ def _read_file(r: _Reading, path: str, display: str) -> None:
                 _record(r, text, obj, display, number)
                 if r.errors > MAX_ERRORS:
                     return
-    except FileNotFoundError:
-        r.error("TRACE-PATH", f"trace file not found: {display}", display)
-    except NotRegularFile as exc:
-        r.error("TRACE-PATH", f"trace path is not a regular file: {display} (it is {exc.kind})",
-                display)
     except OSError as exc:
-        r.error("TRACE-PATH", f"cannot read trace file {display}: {exc.strerror or exc}",
-                display)
+        r.add(unreadable(exc, display))
 
 
 def _record(r: _Reading, text: str, obj: dict[str, Any], file: str, line: int) -> None:
