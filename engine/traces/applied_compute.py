@@ -17,12 +17,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from kvreplay.engine.traces.jsonl import LineError, decode_object, iter_lines
+from kvreplay.engine.traces.json_objects import json_objects
 from kvreplay.engine.traces.mooncake_rows import MAX_TOKENS
 from kvreplay.engine.traces.record_check import RecordCheck
-from kvreplay.engine.traces.rules import diag, unreadable
+from kvreplay.engine.traces.rules import diag
 from kvreplay.schema.diagnostics import Diagnostic
-from kvreplay.schema.files import open_regular
 
 FIELDS = ("num_turns", "input_prompt_length", "assistant_response_length",
           "tool_call_output_length", "tool_call_latency", "final_assistant_response_length")
@@ -43,36 +42,32 @@ def read_applied_compute(path: str, display: str, *, block_size: int,
     unknown: set[str] = set()
     next_hash = [1]
     errors = 0
-    try:
-        with open_regular(path) as stream:
-            for number, _, raw in iter_lines(stream):
-                try:
-                    text, obj = decode_object(raw, first_line=number == 1)
-                except LineError as exc:
-                    found.append(diag(exc.rule, exc.message, file=display, line=number,
-                                      column=exc.column))
-                    errors += 1
-                    continue
-                check = RecordCheck(text, display, number)
-                session = _session(check, obj, number, block_size, shared_prefix_ratio,
-                                   num_prefix_groups, next_hash)
-                for key in obj:
-                    if key not in FIELDS and key not in unknown:
-                        unknown.add(key)
-                        found.append(diag("TRACE-UNKNOWN-FIELD", f"field `{key}` is not read "
-                                          "(Applied Compute sessions)", file=display,
-                                          line=number, severity="warning"))
-                found.extend(check.found)
-                errors += len(check.found)
-                if session is not None:
-                    rows.extend(session)
-                if errors > MAX_ERRORS:
-                    found.append(diag("TRACE-TRUNCATED", f"more than {MAX_ERRORS} problems: the "
-                                      "rest of the file was not checked", file=display,
-                                      line=number, severity="note"))
-                    break
-    except OSError as exc:
-        return None, [unreadable(exc, display)]
+    for item in json_objects(path, display):
+        if isinstance(item, Diagnostic):
+            found.append(item)
+            errors += 1
+            if item.rule == "TRACE-PATH":
+                return None, [item]
+            continue
+        number, text, obj = item
+        check = RecordCheck(text, display, number)
+        session = _session(check, obj, number, block_size, shared_prefix_ratio,
+                           num_prefix_groups, next_hash)
+        for key in obj:
+            if key not in FIELDS and key not in unknown:
+                unknown.add(key)
+                found.append(diag("TRACE-UNKNOWN-FIELD", f"field `{key}` is not read "
+                                  "(Applied Compute sessions)", file=display,
+                                  line=number, severity="warning"))
+        found.extend(check.found)
+        errors += len(check.found)
+        if session is not None:
+            rows.extend(session)
+        if errors > MAX_ERRORS:
+            found.append(diag("TRACE-TRUNCATED", f"more than {MAX_ERRORS} problems: the "
+                              "rest of the file was not checked", file=display,
+                              line=number, severity="note"))
+            break
     if not rows and not errors:
         found.append(diag("TRACE-EMPTY", f"trace file {display} did not contain any session",
                           file=display))

@@ -29,12 +29,11 @@ from kvreplay.engine.traces.agentic.graph import (
     Header,
     build_graph,
 )
-from kvreplay.engine.traces.jsonl import LineError, decode_object, iter_lines
+from kvreplay.engine.traces.json_objects import json_objects
 from kvreplay.engine.traces.mooncake_rows import MAX_TOKENS
 from kvreplay.engine.traces.record_check import U64, RecordCheck
-from kvreplay.engine.traces.rules import diag, unreadable
+from kvreplay.engine.traces.rules import diag
 from kvreplay.schema.diagnostics import Diagnostic
-from kvreplay.schema.files import open_regular
 
 SCHEMA = "dynamo.request.trace.v1"
 SKIPPED = ("request_payload", "tool_start")
@@ -119,19 +118,14 @@ def read_dynamo(paths: list[tuple[str, str]], *, expected_block_size: int | None
 
 
 def _read_file(r: _Reading, path: str, display: str) -> None:
-    try:
-        with open_regular(path) as stream:
-            for number, _, raw in iter_lines(stream):
-                try:
-                    text, obj = decode_object(raw, first_line=number == 1)
-                except LineError as exc:
-                    r.error(exc.rule, exc.message, display, number, exc.column)
-                    continue
-                _record(r, text, obj, display, number)
-                if r.errors > MAX_ERRORS:
-                    return
-    except OSError as exc:
-        r.add(unreadable(exc, display))
+    for item in json_objects(path, display):
+        if isinstance(item, Diagnostic):
+            r.add(item)
+            continue
+        number, text, obj = item
+        _record(r, text, obj, display, number)
+        if r.errors > MAX_ERRORS:
+            return
 
 
 def _record(r: _Reading, text: str, obj: dict[str, Any], file: str, line: int) -> None:

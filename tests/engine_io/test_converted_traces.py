@@ -204,6 +204,25 @@ def test_applied_compute_errors_are_located(tmp_path: Path) -> None:
         ("TRACE-VALUE", 3, "$.tool_call_latency[0]")]
 
 
+@pytest.mark.parametrize("reader", ["dynamo", "applied_compute"])
+def test_lines_that_are_not_objects_and_unreadable_files(reader: str, tmp_path: Path) -> None:
+    """Both readers locate bad UTF-8 and non-object lines at their line and read on; a folder
+    given as the trace is TRACE-PATH alone."""
+    def read(path: str) -> list[tuple[str, int | None, int | None]]:
+        if reader == "dynamo":
+            found = read_dynamo([(path, "t.jsonl")])[1]
+        else:
+            found = read_applied_compute(path, "t.jsonl", block_size=4)[1]
+        return [(d.rule, d.span.line, d.span.column) for d in found
+                if d.rule in ("TRACE-ENCODING", "TRACE-JSON", "TRACE-PATH")]
+
+    bad = tmp_path / "t.jsonl"
+    bad.write_bytes(b'{"a": 1}\n\n{"b": "\xff"}\n[1]\n{"c": NaN}\n')
+    assert read(str(bad)) == [("TRACE-ENCODING", 3, 8), ("TRACE-JSON", 4, 1),
+                              ("TRACE-JSON", 5, 7)]
+    assert read(str(tmp_path)) == [("TRACE-PATH", None, None)]
+
+
 def test_applied_compute_needs_concurrency_load(tmp_path: Path) -> None:
     """The sessions have no first-turn times: trace_timestamps load is refused."""
     path = write(tmp_path / "s.jsonl", [{
