@@ -26,6 +26,9 @@ RULES: dict[str, str] = {
                         "configured trace block size",
     "TRACE-NESTED-TIME": "a subagent's request precedes its marker under the absolute nested "
                          "timestamp basis",
+    "TRACE-DURATION": "a completed subagent's stated duration_ms ends before its own last "
+                      "request (replayed as the reference does: the parent resumes at the "
+                      "stated end)",
     "TRACE-GRAPH": "the agentic dependency graph is invalid (no parent request, a subagent before "
                    "any parent, unknown or cross-play dependencies, a cycle, a play without a "
                    "root)",
@@ -41,6 +44,7 @@ RULES: dict[str, str] = {
 SEVERITIES: dict[str, Severity] = {
     "TRACE-UNKNOWN-FIELD": "warning",
     "TRACE-TRUNCATED": "note",
+    "TRACE-DURATION": "warning",
     "WORKLOAD-IGNORED": "warning",
 }
 
@@ -66,6 +70,8 @@ FIXES: dict[str, str] = {
                         "to it.",
     "TRACE-NESTED-TIME": "Set `traffic.source.nested_timestamp_basis` to `relative` (or "
                          "`auto`), or fix the subagent's timestamps.",
+    "TRACE-DURATION": "Check the subagent's duration_ms and the nested timestamp basis: one of "
+                      "them does not describe the recorded requests.",
     "TRACE-GRAPH": "Fix the dependency graph as the message says: every request's parent exists "
                    "in the same play, no cycles, one root per play.",
     "WORKLOAD-SOURCE": "Use a traffic source type the readers know.",

@@ -188,6 +188,10 @@ PROBED_ELSEWHERE: dict[str, str] = {
     "synthetic.shared_prefix_ratio": "test_differential.py (kind synth)",
     "synthetic.num_prefix_groups": "test_differential.py (kind synth)",
     "replay.agentic_lanes": "test_differential.py (kind agentic)",
+    "replay.weka_nested_timestamp_basis": "tests/engine/test_agentic.py::test_the_nested_"
+                                          "timestamp_basis_moves_the_subagents_requests and "
+                                          "test_agentic_reference.py (cases absolute_json_"
+                                          "explicit, absolute_json_as_relative)",
     "replay.execution_model": "test_differential.py (kind agentic: rows projected onto the "
                               "deployment's model)",
     "router.host_cache_hit_weight": "tests/engine/test_engine_g2_reference.py::test_host_"
@@ -241,10 +245,7 @@ NOT_REPLAY_INPUTS: dict[str, str] = {
 }
 
 # Not yet probed here although the engine executes them (what remains of issue 28 item 4).
-UNPROBED: dict[str, str] = {
-    "replay.weka_nested_timestamp_basis": "Weka plays: parity on the example traces only "
-                                          "(tests/engine_io)",
-}
+UNPROBED: dict[str, str] = {}
 
 
 def _ids(probe: Probe) -> str:

@@ -147,6 +147,21 @@ def test_a_rejected_child_fails_its_play_and_skips_the_parents_next_turn() -> No
     assert summary["agentic_lifecycle_event_count"] == len(events)
 
 
+def test_the_nested_timestamp_basis_moves_the_subagents_requests() -> None:
+    """w05 (absolute inner times) read as relative: the subagent's requests arrive 20 ms later
+    (its marker's time), the others do not move (the reference's figures, in
+    test_agentic_reference.py's cases absolute_json_explicit / absolute_json_as_relative)."""
+    arrivals = {}
+    for name in ("absolute_json_explicit", "absolute_json_as_relative"):
+        report = run_case(name)
+        arrivals[name] = {r["request_id"].split(":request:")[1]: r["arrival_time_ms"]
+                          for r in report["per_request"]}
+    assert arrivals["absolute_json_explicit"] == {
+        "outer:0": 0.0, "outer:1:inner:0": 21.0, "outer:1:inner:1": 26.0, "outer:2": 50.0}
+    assert arrivals["absolute_json_as_relative"] == {
+        "outer:0": 0.0, "outer:1:inner:0": 41.0, "outer:1:inner:1": 46.0, "outer:2": 50.0}
+
+
 def test_lifecycle_digest_is_the_transcripts() -> None:
     """The reported digest is BLAKE3 over the domain and the transcript lines, and every event
     of a completed play appears: 3 per request and one play_quiescent."""

@@ -43,7 +43,7 @@ from kvreplay.engine.traces.agentic.serde import seconds_to_ms
 from kvreplay.engine.traces.jsonl import MAX_NESTING, TOO_DEEP, too_deep
 from kvreplay.engine.traces.mooncake_rows import MAX_TIME_MS, MAX_TOKENS
 from kvreplay.engine.traces.rules import diag
-from kvreplay.schema.diagnostics import Diagnostic
+from kvreplay.schema.diagnostics import Diagnostic, Severity
 from kvreplay.schema.files import kind_of, open_regular
 
 EPS = 1e-6  # seconds
@@ -108,11 +108,12 @@ class _Report:
         self.truncated = False
 
     def add(self, rule: str, message: str, file: str | None, line: int | None = None,
-            hint: str | None = None) -> None:
+            hint: str | None = None, severity: Severity = "error") -> None:
         if len(self.found) >= MAX_DIAGNOSTICS:
             self.truncated = True
             return
-        self.found.append(diag(rule, message, file=file, line=line, hint=hint))
+        self.found.append(diag(rule, message, file=file, line=line, hint=hint,
+                               severity=severity))
 
     def errors(self) -> bool:
         return any(d.severity == "error" for d in self.found)
@@ -492,11 +493,17 @@ def read_weka(path: str, display: str | None = None, *, basis: str = "auto",
     effective = "relative" if resolved == "relative" else "absolute"
     rows: list[GraphRow] = []
     for ordinal, play in enumerate(plays):
+        notes: list[str] = []
         try:
-            rows.extend(lower_play(play, ordinal, effective))
+            rows.extend(lower_play(play, ordinal, effective, notes))
         except _Lowering as exc:
             report.add(exc.rule, f"{exc} (play {play.id!r})", play.display, play.line,
                        hint=exc.hint)
+            continue
+        for note in notes:
+            report.add("TRACE-DURATION", f"{note} (play {play.id!r})", play.display,
+                       play.line, hint="fix duration_ms, or the nested timestamp basis "
+                       "(relative vs absolute)", severity="warning")
     if report.errors():
         return None, _finish(report)
     raw = _raw_digest([(f.relative, f.data) for f in files])
@@ -889,8 +896,10 @@ def _end(r: WekaRequest, t: float) -> float:
     return t + max(r.api_time or 0.0, 0.0)
 
 
-def lower_play(play: WekaPlay, ordinal: int, basis: str) -> list[GraphRow]:
-    """The v2 rows of one play (sorted by request id), as the reference lowers it."""
+def lower_play(play: WekaPlay, ordinal: int, basis: str,
+               notes: list[str] | None = None) -> list[GraphRow]:
+    """The v2 rows of one play (sorted by request id), as the reference lowers it; what the
+    replay takes differently from what the play says is added to `notes`."""
     ns = "weka:" + blake3.blake3(play.source_name.encode()).hexdigest()[:16]
     play_id = f"{ns}:play:{play.id}"
     top: list[_Item] = []
@@ -914,7 +923,7 @@ def lower_play(play: WekaPlay, ordinal: int, basis: str) -> list[GraphRow]:
             raise _Lowering(f"Weka trace {play.source_name} has subagent {sub.agent_id} at outer "
                             f"index {oi} without a preceding parent request")
         owner_stream, owner_item = max(candidates, key=lambda c: c[1].order)
-        inner = _inner_items(play, oi, sub, basis)
+        inner = _inner_items(play, oi, sub, basis, notes)
         if not inner:
             continue
         pre, rest = _split_preamble(inner)
@@ -934,9 +943,11 @@ def lower_play(play: WekaPlay, ordinal: int, basis: str) -> list[GraphRow]:
     return _rows(play, ordinal, ns, play_id, streams, joins)
 
 
-def _inner_items(play: WekaPlay, oi: int, sub: WekaSubagent, basis: str) -> list[_Item]:
-    """A subagent's requests on the play's clock; a completed subagent's stated duration
-    must cover them."""
+def _inner_items(play: WekaPlay, oi: int, sub: WekaSubagent, basis: str,
+                 notes: list[str] | None) -> list[_Item]:
+    """A subagent's requests on the play's clock. A completed subagent whose stated duration
+    ends before its own last request is replayed as the reference (1.6.1) does, the parent
+    resuming at the stated end; `notes` says so."""
     inner = []
     for j, r in enumerate(sub.requests):
         t = _canonical_inner(r.t, sub.t, basis, r.where, play, sub.agent_id, j)
@@ -947,13 +958,12 @@ def _inner_items(play: WekaPlay, oi: int, sub: WekaSubagent, basis: str) -> list
     if inner and sub.status == "completed" and sub.duration_ms is not None:
         stated = sub.t + sub.duration_ms / 1000.0
         last = max(inner, key=lambda item: item.end)
-        if last.end > stated + EPS:
-            raise _Lowering(
+        if last.end > stated + EPS and notes is not None:
+            notes.append(
                 f"Weka trace {play.source_name} has subagent {sub.agent_id} whose duration_ms "
                 f"{sub.duration_ms} understates its own requests: {last.sid} ends at "
                 f"{_rust(last.end)} s, after the stated end {_rust(stated)} s "
-                f"(`{sub.where}.duration_ms`)", "TRACE-VALUE",
-                hint="fix duration_ms, or the nested timestamp basis (relative vs absolute)")
+                f"(`{sub.where}.duration_ms`); the parent resumes at the stated end")
     return inner
 
 
