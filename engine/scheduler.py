@@ -27,6 +27,7 @@ from kvreplay.engine.records import Admission
 from kvreplay.engine.sequence import PREEMPTED, RUNNING, WAITING, Seq
 from kvreplay.engine.simtime import ns_to_ms
 from kvreplay.engine.speculation import emit_speculative, rank_sampler
+from kvreplay.engine.state_cache import WorkingStates, state_blocks
 from kvreplay.engine.timing import PassTimer
 from kvreplay.schema.spec import Role
 
@@ -113,6 +114,8 @@ class Rank:
         "retry_due",
         "running",
         "scheduler_id",
+        "state_blocks",
+        "states",
         "stats",
         "timer",
         "waiting",
@@ -144,6 +147,9 @@ class Rank:
         self.mtp = rank_sampler(cfg, scheduler_id)
         self.mtp_prefix = self.mtp is not None and cfg.backend == "vllm"
         self.pool = BlockPool(cfg.num_gpu_blocks, record_events and self.caching)
+        # Hybrid KV (state_cache.py): each request's working state, beside its token blocks.
+        self.state_blocks = state_blocks(cfg)
+        self.states = WorkingStates(self.pool, self.state_blocks) if self.state_blocks else None
         self.running: list[Seq] = []
         self.waiting: deque[Seq] = deque()
         self.pending: deque[Seq] = deque()  # P/D decode: destinations waiting for blocks
@@ -187,10 +193,15 @@ class Rank:
 
     def drop(self, seq: Seq) -> None:
         if seq.blocks:
-            self.pool.release(seq.blocks)
-            seq.blocks = []
+            self._release(seq)
 
     def release_source(self, seq: Seq) -> None:
+        self._release(seq)
+
+    def _release(self, seq: Seq) -> None:
+        """Give back a request's blocks (and its working state, on a hybrid rank)."""
+        if self.states is not None:
+            self.states.release(seq)
         self.pool.release(seq.blocks)
         seq.blocks = []
 
@@ -329,7 +340,7 @@ class Rank:
                 known = seq.input_length + seq.generated
                 known_blocks = -(-known // bs)
                 if seq.pool_admissions == 0 and self._never_fits(seq, known_blocks):
-                    self._reject(seq, outcome, "kv_cache", self.num_blocks * bs)
+                    self._reject(seq, outcome, "kv_cache", self._token_room())
                     continue
                 active_hits = 0
                 if self.caching:
@@ -354,12 +365,13 @@ class Rank:
 
     def _never_fits(self, seq: Seq, known_blocks: int) -> bool:
         """A fresh request the pool can never hold (rejected)."""
-        return known_blocks > self.num_blocks
+        return known_blocks + self.state_blocks > self.num_blocks
 
     def _must_wait(self, seq: Seq, known_blocks: int, active_hits: int) -> bool:
         """The known sequence, less its active cached prefix, does not fit the blocks not in
         use: the request (and every one behind it) waits."""
-        return known_blocks - active_hits > self.num_blocks - self.pool.num_active()
+        return (known_blocks + self.state_blocks - active_hits
+                > self.num_blocks - self.pool.num_active())
 
     def _admit(self, seq: Seq, cached: int, now_ns: int, outcome: PassOutcome) -> bool:
         """Schedule an accepted waiting request's first chunk; False stops admitting."""
@@ -444,7 +456,7 @@ class Rank:
                 if seq.pool_admissions == 0 and known_blocks > self.num_blocks:
                     # A prompt the pool can never hold is rejected after its G2 lookup (which
                     # touched the host LRU, or deferred it behind a pending store) (ref).
-                    self._reject(seq, outcome, "kv_cache", self.num_blocks * bs)
+                    self._reject(seq, outcome, "kv_cache", self._token_room())
                     return True
                 if found == MISS:
                     hit_blocks = 0
@@ -562,6 +574,10 @@ class Rank:
             return BLOCKED
         target = before + desired
         need = -(-target // bs)
+        if (self.states is not None and not from_waiting
+                and need + self.state_blocks > self.num_blocks):
+            self._reject_running(seq, outcome)
+            return CURRENT_PREEMPTED  # the running list shifted onto the next request
         while need > len(seq.blocks):
             if self._grow(seq, need, cached):
                 break
@@ -610,6 +626,11 @@ class Rank:
             fresh = need - len(seq.blocks)
             if not pool.can_allocate(fresh, []):
                 return False
+        states = self.states
+        if states is not None and states.needs(seq):
+            if not pool.can_allocate(fresh + states.blocks, []):
+                return False
+            states.take(seq)
         if pool.pending is None:
             pool.allocate(fresh, seq.blocks)
             return True
@@ -717,8 +738,7 @@ class Rank:
                     self._prefills -= 1
                     self._prefill_isl -= prompt_before + prompt_tokens
                     self._prefill_prefix -= prompt_before
-        self.pool.release(victim.blocks)
-        victim.blocks = []
+        self._release(victim)
         victim.registered = 0
         victim.computed = 0
         victim.materialized = False
@@ -743,8 +763,7 @@ class Rank:
         self.unqueue(seq)
         if seq.blocks:  # a P/D destination already holding its transferred prompt
             self.capacity_gen += 1
-            self.pool.release(seq.blocks)
-            seq.blocks = []
+            self._release(seq)
         seq.status = WAITING
         outcome.rejected.append(seq)
 
@@ -753,8 +772,7 @@ class Rank:
         if seq.hidden:
             outcome.held.append(seq)  # the source KV stays until the decode side has it
         else:
-            self.pool.release(seq.blocks)
-            seq.blocks = []
+            self._release(seq)
             outcome.finished.append(seq)
 
     def _emit(self, outcome: PassOutcome) -> int:
@@ -826,6 +844,22 @@ class Rank:
             if left == 0:
                 done.append(seq)
                 self._finish(seq, outcome)
+
+    def _reject_running(self, seq: Seq, outcome: PassOutcome) -> None:
+        """Hybrid KV: a running request whose next chunk and working state can never fit the
+        pool is rejected when a pass would compute it, keeping the tokens it emitted (as the
+        reference)."""
+        self.running.remove(seq)
+        seq.rec.rejection = ("kv_cache", self._token_room())
+        self.capacity_gen += 1
+        self._release(seq)
+        seq.status = WAITING
+        outcome.rejected.append(seq)
+        outcome.changes += 1
+
+    def _token_room(self) -> int:
+        """Tokens the pool holds beside one working state (all of it without a state cache)."""
+        return (self.num_blocks - self.state_blocks) * self.block_size
 
 
 def note_admission(seq: Seq, pool_name: str, is_decode: bool, at_ms: float, pool_ordinal: int,

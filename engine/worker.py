@@ -578,6 +578,8 @@ def _holds_stretches(rank: Rank) -> bool:
     admit, a P/D destination waits, a G2 copy is due, or a prompt is still being computed."""
     if rank.mtp is not None:  # a speculative step's tokens are drawn pass by pass
         return True
+    if rank.states is not None:  # hybrid KV: each emission checks the request still fits
+        return True
     running = rank.running
     if (rank.waiting or (rank.connector and rank.connector_ready())) and (
             len(running) < rank.max_seqs):

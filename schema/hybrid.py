@@ -13,7 +13,8 @@ STATE_BYTES_MAX = 2**53
 
 
 @described("A per-request recurrent state held beside the paged KV cache (the reference's "
-           "state cache; vLLM only, aggregated, G1 only; not executed by kvreplay's engine).",
+           "state cache; vLLM only, aggregated, G1 only; kvreplay's engine executes it with "
+           "prefix caching off).",
            required=["bytes_per_request"])
 @attrs.frozen
 class StateCache:

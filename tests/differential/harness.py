@@ -44,7 +44,7 @@ KINDS = ("agg", "agg-delta", "agg-dp", "pd", "pd-dp", "g2", "g2-pd", "synth", "k
          "agentic", *BACKEND_KINDS, "mtp", "scaling", "g3", "g3-kv")
 # Telemetry samples (the samples compared too) over scenarios of these kinds.
 TELEMETRY_BASES = ("agg", "agg-dp", "g2", "kv-queue", "pd", "pd-dp", "g2-pd")
-KINDS = KINDS + ("telemetry", "dynamo", "applied-compute")
+KINDS = KINDS + ("telemetry", "dynamo", "applied-compute", "hybrid")
 # Kinds tools/difftest.py draws on request (--kinds) but the suite does not replay: mtp-pd
 # scenarios can livelock both engines at one instant (docs/engine.md "MTP speculative
 # decoding"), which the generator does not yet avoid.
@@ -127,6 +127,8 @@ def generate(kind: str, seed: int) -> dict[str, Any]:
         return _backend_scenario(rng, scn, kind, rank, blocks)
     if kind == "scaling":
         return _scaling_scenario(rng, scn, rank, blocks)
+    if kind == "hybrid":
+        return _hybrid_scenario(rng, scn, rank(), blocks)
     if kind.endswith("pd") or kind == "pd-dp":
         scn["prefill"] = rank()
         scn["decode"] = rank()
@@ -256,6 +258,37 @@ def _backend_scenario(rng: random.Random, scn: dict[str, Any], kind: str,
     if rng.random() < 0.1:
         scn["max_sim_time_ms"] = float(rng.choice([20, 50, 120]))
     scn["rows"] = _rows(rng, bs, blocks, delta=delta)
+    return scn
+
+
+def _hybrid_scenario(rng: random.Random, scn: dict[str, Any], rank: dict[str, Any],
+                     blocks: int) -> dict[str, Any]:
+    """A hybrid model's aggregated vLLM workers (1-2, DP 1-2): a per-request state of 1-3
+    blocks' bytes (rounded up by the engine, so sometimes a byte past a block), sometimes a
+    prefix-match unit dividing the block size, fixed or polynomial timing, tiny pools (a state
+    takes a good part of them, so requests wait, are preempted and outgrow the pool), sessions.
+    Prefix caching is off: the state checkpoints it publishes are not executed yet."""
+    bs = scn["block_size"]
+    block_bytes = bs * rank["kv_cache_bytes_per_token"]
+    state_blocks = rng.choice([1, 1, 1, 2, 2, 3])
+    if state_blocks + 1 > blocks:
+        state_blocks = 1
+    rank["state_cache"] = {"bytes_per_request": state_blocks * block_bytes - rng.choice(
+        [0, 0, 1, block_bytes // 2, block_bytes - 1])}
+    rank["enable_prefix_caching"] = False
+    unit = rng.choice([None, None, 1, 2, bs])
+    if unit is not None:
+        rank["prefix_match_unit"] = unit
+    if rng.random() < 0.2:
+        rank["timing_model"] = {"type": "polynomial"}
+    if rng.random() < 0.15:
+        rank["max_model_len"] = rng.choice([8, 12, 16, 20])
+    scn["rank"] = rank
+    scn["workers"] = rng.choice([1, 1, 2])
+    scn["dp"] = rng.choice([1, 1, 1, 2])
+    if rng.random() < 0.1:
+        scn["max_sim_time_ms"] = float(rng.choice([20, 50, 120]))
+    scn["rows"] = _rows(rng, bs, blocks, delta=False, outputs=[1, 1, 2, 3, 4, 6])
     return scn
 
 

@@ -158,6 +158,10 @@ PROBES: list[Probe] = [
      lambda: synth(turns=3, inter_turn_delay_ms=0.0)),
     ("synthetic.inter_turn_delay_ms", lambda: synth(turns=2, inter_turn_delay_ms=0.0),
      lambda: synth(turns=2, inter_turn_delay_ms=5.0)),
+    # Hybrid KV without prefix caching: a 2-block working state per request (admission waits
+    # for it, preemptions give it back).
+    ("rank.state_cache", lambda: agg(enable_prefix_caching=False),
+     lambda: agg(enable_prefix_caching=False, state_cache={"bytes_per_request": 2000000})),
 ]
 
 # Accepted and executed by both engines without changing a figure (a probe shows both unmoved).
@@ -166,6 +170,12 @@ INERT: list[Probe] = [
     # engine's two) do not read it, in either engine.
     ("role.tensor_parallel_size", lambda: agg(timing_model={"type": "polynomial"}),
      lambda: {**agg(timing_model={"type": "polynomial"}), "tp": 4}),
+    # Without prefix caching nothing is matched, so a match unit moves nothing (with prefix
+    # caching it is pending, as the state checkpoints).
+    ("rank.prefix_match_unit",
+     lambda: agg(enable_prefix_caching=False, state_cache={"bytes_per_request": 2000000}),
+     lambda: agg(enable_prefix_caching=False, state_cache={"bytes_per_request": 2000000},
+                 prefix_match_unit=2)),
 ]
 
 # Probed by another test of the suite, on both engines.
@@ -222,8 +232,7 @@ PROBED_ELSEWHERE: dict[str, str] = {
 # said so in the report): their issue.
 PENDING: dict[str, int] = {
     "replay.planner_config": 27,
-    "rank.kv_cache_groups": 28, "rank.kv_cache_capacity_bytes": 28, "rank.state_cache": 28,
-    "rank.prefix_match_unit": 28,
+    "rank.kv_cache_groups": 28, "rank.kv_cache_capacity_bytes": 28,
 }
 
 # Exposed knobs that are no input of the replay's figures, or that carry other rows.
