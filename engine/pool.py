@@ -247,6 +247,34 @@ class BlockPool:
         else:
             self.later_copies.setdefault(ident, []).append(handle)
 
+    def unregister(self, handle: int) -> None:
+        """A referenced cached block leaves the prefix cache and turns private (a hybrid
+        rank's working state, before it is written past its published checkpoint)."""
+        ident = self.ident[handle]
+        assert ident is not None and self.refs[handle] > 0
+        self.ident[handle] = None
+        if ident in self.later_copies:
+            self._drop_copy(handle, ident)
+        else:
+            del self.by_ident[ident]
+
+    def discard_idle(self, handle: int, ident: int) -> None:
+        """Free a cached block nobody references if it is still cached under `ident` (a
+        hybrid rank's superseded checkpoint; one evicted since is left alone)."""
+        if self.ident[handle] != ident or self.refs[handle] != 0:
+            return
+        before, after = self.older[handle], self.newer[handle]
+        self.newer[before] = after
+        self.older[after] = before
+        self.idle -= 1
+        self.ident[handle] = None
+        if ident in self.later_copies:
+            self._drop_copy(handle, ident)
+        else:
+            del self.by_ident[ident]
+        self.free_handles.append(handle)
+        self.n_copies -= 1
+
     def _drop_copy(self, handle: int, ident: int) -> None:
         """Forget one of several cached copies of `ident` (the next oldest becomes the first)."""
         later = self.later_copies[ident]

@@ -93,6 +93,7 @@ class Rank:
         "compute_not_before",
         "connector",
         "dp_rank",
+        "fast_decode",
         "fpm",
         "holding",
         "host",
@@ -147,9 +148,7 @@ class Rank:
         self.mtp = rank_sampler(cfg, scheduler_id)
         self.mtp_prefix = self.mtp is not None and cfg.backend == "vllm"
         self.pool = BlockPool(cfg.num_gpu_blocks, record_events and self.caching)
-        # Hybrid KV (state_cache.py): each request's working state, beside its token blocks.
-        self.state_blocks = state_blocks(cfg)
-        self.states = WorkingStates(self.pool, self.state_blocks) if self.state_blocks else None
+        self._hybrid(cfg, identities)
         self.running: list[Seq] = []
         self.waiting: deque[Seq] = deque()
         self.pending: deque[Seq] = deque()  # P/D decode: destinations waiting for blocks
@@ -182,6 +181,15 @@ class Rank:
         self.holding = 0  # P/D prefill: sources held until their release (a drain waits)
         self.inbound: list[Seq] = []  # P/D decode: reserved destinations whose KV is in transfer
 
+    def _hybrid(self, cfg: Role, identities: BlockIdentities) -> None:
+        """Hybrid KV (state_cache.py): each request's working state, beside its token blocks.
+        Decode steps inside a request's last block skip the general path, except on a rank
+        whose states are checkpointed (a step may first have to preserve a checkpoint)."""
+        self.state_blocks = state_blocks(cfg)
+        self.states = WorkingStates(self.pool, self.state_blocks, self.caching,
+                                    identities) if self.state_blocks else None
+        self.fast_decode = self.states is None or not self.caching
+
     def has_work(self) -> bool:
         return bool(self.running or self.waiting) or (
             bool(self.connector) and self.connector_ready())
@@ -198,10 +206,13 @@ class Rank:
     def release_source(self, seq: Seq) -> None:
         self._release(seq)
 
-    def _release(self, seq: Seq) -> None:
-        """Give back a request's blocks (and its working state, on a hybrid rank)."""
+    def _release(self, seq: Seq, preempted: bool = False) -> None:
+        """Give back a request's blocks (and its state, on a hybrid rank)."""
         if self.states is not None:
-            self.states.release(seq)
+            if preempted:
+                self.states.preempt(seq)
+            else:
+                self.states.release(seq)
         self.pool.release(seq.blocks)
         seq.blocks = []
 
@@ -232,6 +243,8 @@ class Rank:
         defer = throttle and not self._capacity_bound and any(
             s.computed >= s.input_length for s in self.running)
         self._defer = defer
+        if self.states is not None:
+            self.states.begin_step()
         self._prefill_tokens = 0
         self._prefill_isl = 0
         self._prefill_prefix = 0
@@ -280,7 +293,7 @@ class Rank:
             generated = seq.generated
             computed = seq.computed
             if (budget <= 0 or not generated or computed != seq.input_length + generated - 1
-                    or computed >= len(seq.blocks) * bs):
+                    or computed >= len(seq.blocks) * bs or not self.fast_decode):
                 break
             computed += 1
             seq.computed = computed
@@ -298,7 +311,7 @@ class Rank:
                 continue
             # The same fast path for the requests after it.
             if (seq.generated and computed == seq.input_length + seq.generated - 1
-                    and computed < len(seq.blocks) * bs):
+                    and computed < len(seq.blocks) * bs and self.fast_decode):
                 computed += 1
                 seq.computed = computed
                 if caching and computed % bs == 0:
@@ -323,7 +336,6 @@ class Rank:
         running = self.running
         waiting = self.waiting
         bs = self.block_size
-        pool = self.pool
         while not self._preempted and len(running) < self.max_seqs and waiting:
             # While a destination waits for blocks, a decode rank admits only handoffs whose
             # KV already arrived; otherwise FCFS (activated handoffs re-enter the queue by
@@ -344,24 +356,42 @@ class Rank:
                     continue
                 active_hits = 0
                 if self.caching:
-                    full = known // bs
-                    hits, active_hits = pool.lookup(seq.block_ids, full)
-                    if self.recompute_last and seq.generated < seq.max_output:
-                        # needs logits: recompute the last token
-                        cap = (known - 1) // bs
-                        if hits > cap:
-                            hits = cap
-                        if self.mtp_prefix and hits:  # and MTP the last hit block (ref)
-                            hits -= 1
-                        if active_hits > hits:
-                            active_hits = hits
+                    hits, active_hits = self._prompt_hit(seq, known)
                     cached = hits * bs
+                if cached and self.states is not None:
+                    # Restoring a checkpoint pins it while the new working state is written.
+                    known_blocks += self.state_blocks
+                    if seq.pool_admissions == 0 and self._never_fits(seq, known_blocks):
+                        self._reject(seq, outcome, "kv_cache", self._token_room())
+                        continue
                 if self._must_wait(seq, known_blocks, active_hits):
                     break  # wait for capacity
                 if self._defer and known - cached > 1:
                     break  # more than the last token of prefill waits for the cadence
             if not self._admit(seq, cached, now_ns, outcome):
                 break
+
+    def _prompt_hit(self, seq: Seq, known: int) -> tuple[int, int]:
+        """The cached prefix a waiting request takes: (blocks, of which active)."""
+        bs = self.block_size
+        pool = self.pool
+        hits, active_hits = pool.lookup(seq.block_ids, known // bs)
+        if self.recompute_last and seq.generated < seq.max_output:
+            # needs logits: recompute the last token
+            cap = (known - 1) // bs
+            if hits > cap:
+                hits = cap
+            if self.mtp_prefix and hits:  # and MTP the last hit block (ref)
+                hits -= 1
+            if active_hits > hits:
+                active_hits = hits
+        if self.states is not None and hits:
+            # Hybrid KV: the hit ends at the longest prefix with a checkpoint.
+            restorable = self.states.restorable(seq.block_ids, hits)
+            if restorable < hits:
+                hits = restorable
+                active_hits = pool.lookup(seq.block_ids, hits)[1]
+        return hits, active_hits
 
     def _never_fits(self, seq: Seq, known_blocks: int) -> bool:
         """A fresh request the pool can never hold (rejected)."""
@@ -574,12 +604,12 @@ class Rank:
             return BLOCKED
         target = before + desired
         need = -(-target // bs)
-        if (self.states is not None and not from_waiting
-                and need + self.state_blocks > self.num_blocks):
+        states = self.states
+        if not from_waiting and self._outgrown(seq, need, target):
             self._reject_running(seq, outcome)
             return CURRENT_PREEMPTED  # the running list shifted onto the next request
-        while need > len(seq.blocks):
-            if self._grow(seq, need, cached):
+        while need > len(seq.blocks) or self._state_short(seq, target):
+            if self._grow(seq, need, cached, target):
                 break
             victim = self._pick_victim()
             if victim is None:
@@ -594,6 +624,8 @@ class Rank:
         seq.computed = target
         if self.caching and target // bs > seq.registered:
             self.register_through(seq, target // bs)
+        if states is not None:
+            self._commit_state(seq, target)
         prompt_after = target if target < seq.input_length else seq.input_length
         prompt_tokens = prompt_after - prompt_before
         self._scheduled[seq] = (used, prompt_tokens, prompt_before)
@@ -612,9 +644,32 @@ class Rank:
         outcome.changes += used
         return SCHEDULED
 
-    def _grow(self, seq: Seq, need: int, cached: int) -> bool:
-        """Allocate blocks up to `need` (a fresh admission first takes its cached prefix)."""
+    def _outgrown(self, seq: Seq, need: int, target: int) -> bool:
+        """Hybrid KV: `need` token blocks, the state and the copy the step needs can never fit
+        the pool (never without a state cache)."""
+        states = self.states
+        return states is not None and (
+            need + self.state_blocks + states.needs(seq, target) > self.num_blocks)
+
+    def _state_short(self, seq: Seq, target: int) -> bool:
+        """Hybrid KV: computing through `target` first needs state blocks (new, or a copy)."""
+        return self.states is not None and self.states.needs(seq, target) > 0
+
+    def _commit_state(self, seq: Seq, target: int) -> None:
+        """Hybrid KV: the pass computes seq's state through `target`; on a block boundary with
+        prefix caching it publishes a checkpoint of that block's prefix."""
+        assert self.states is not None
+        bs = self.block_size
+        boundary = seq.block_ids[target // bs - 1] if self.caching and target % bs == 0 else None
+        self.states.commit(seq, target, boundary)
+
+    def _grow(self, seq: Seq, need: int, cached: int, target: int) -> bool:
+        """Allocate blocks up to `need` (a fresh admission first takes its cached prefix), and
+        on a hybrid rank the state the computation through `target` needs."""
         pool = self.pool
+        states = self.states
+        if states is not None:
+            return self._grow_hybrid(seq, need, cached, target, states)
         if not seq.blocks and cached:
             hit_ids = seq.block_ids[:cached // self.block_size]
             fresh = need - len(hit_ids)
@@ -626,11 +681,6 @@ class Rank:
             fresh = need - len(seq.blocks)
             if not pool.can_allocate(fresh, []):
                 return False
-        states = self.states
-        if states is not None and states.needs(seq):
-            if not pool.can_allocate(fresh + states.blocks, []):
-                return False
-            states.take(seq)
         if pool.pending is None:
             pool.allocate(fresh, seq.blocks)
             return True
@@ -641,6 +691,36 @@ class Rank:
             deadline = pending[store_id]
             if deadline > self.compute_not_before:
                 self.compute_not_before = deadline
+        return True
+
+    def _grow_hybrid(self, seq: Seq, need: int, cached: int, target: int,
+                     states: WorkingStates) -> bool:
+        """_grow on a hybrid rank (G1 only): the token blocks, plus a new working state (a
+        restored one pins its checkpoint while it is copied) or a copy preserving the
+        published checkpoint, all or nothing."""
+        pool = self.pool
+        extra = states.needs(seq, target)
+        pinned: list[int] = []
+        if not seq.blocks and cached:
+            hit_ids = seq.block_ids[:cached // self.block_size]
+            fresh = need - len(hit_ids)
+            keys = states.keys[hit_ids[-1]]
+            if not pool.can_allocate(fresh + extra, hit_ids + keys):
+                return False
+            pool.acquire_hits(hit_ids, seq.blocks)
+            pool.acquire_hits(keys, pinned)
+            seq.registered = len(hit_ids)
+        else:
+            fresh = max(need - len(seq.blocks), 0)
+            if not pool.can_allocate(fresh + extra, []):
+                return False
+        pool.allocate(fresh, seq.blocks)
+        if seq in states.held:
+            states.prepare_write(seq, target)
+        else:
+            states.take(seq, cached)
+        for handle in pinned:
+            pool.release([handle])
         return True
 
     # -- P/D destinations (handoff.py) -------------------------------------------------------
@@ -738,7 +818,7 @@ class Rank:
                     self._prefills -= 1
                     self._prefill_isl -= prompt_before + prompt_tokens
                     self._prefill_prefix -= prompt_before
-        self._release(victim)
+        self._release(victim, preempted=True)
         victim.registered = 0
         victim.computed = 0
         victim.materialized = False

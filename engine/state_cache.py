@@ -1,16 +1,30 @@
-"""Hybrid KV cache (models with state layers): each running request's working recurrent state.
+"""Hybrid KV cache (models with state layers): each running request's recurrent state.
 
 As the reference (ai-dynamo 1.6.1's state cache, vLLM aggregated ranks, G1 only): a state takes
 ceil(bytes_per_request / block bytes) blocks of the rank's pool beside the request's token
 blocks, allocated with its first token blocks (a request is admitted only when both fit) and
-released with them (finish, preemption, rejection). Executed without prefix caching, where a
-state is never published as a checkpoint (engine/capabilities.py refuses the rest by name).
+released with them (finish, preemption, rejection).
+
+With prefix caching, a pass that leaves a request's computed tokens on a block boundary
+publishes its working state as that prefix's checkpoint (cached under one key per state block,
+costing no capacity). Before the request's state is written again, the checkpoint is preserved:
+new blocks take its keys (the request owns them until its next computation, then they sit in
+the LRU as any cached block) and the working copy turns private. At the next boundary the older
+checkpoint is dropped if nobody uses it. A prompt hit ends at the longest cached token prefix
+whose boundary has a checkpoint (not one published in this pass); the request restores into a
+new working state of its own. A finished request's published state stays a reclaimable
+checkpoint; a preempted one's checkpoint of the retracted pass is dropped.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from kvreplay.engine.pool import BlockPool
 from kvreplay.schema.spec import Role
+
+if TYPE_CHECKING:
+    from kvreplay.engine.identity import BlockIdentities
 
 
 def state_blocks(role: Role) -> int:
@@ -23,28 +37,162 @@ def state_blocks(role: Role) -> int:
     return -(-cache.bytes_per_request // block_bytes)
 
 
+class StateRequest:
+    """One request's state: its working blocks, the tokens they hold, its latest checkpoint."""
+
+    __slots__ = ("computed", "snapshot", "snapshot_key", "snapshot_owned", "snapshot_step",
+                 "working")
+
+    def __init__(self, working: list[int], computed: int) -> None:
+        self.working = working
+        self.computed = computed
+        self.snapshot: list[int] = []  # the checkpoint's blocks (aliases working unless owned)
+        self.snapshot_key: int | None = None  # the boundary block's identity
+        self.snapshot_step = -1
+        self.snapshot_owned = False
+
+
 class WorkingStates:
-    """The working states of one rank's requests (by request), in its block pool."""
+    """The states of one rank's requests (by request), in its block pool."""
 
-    __slots__ = ("blocks", "held", "pool")
+    __slots__ = ("blocks", "checkpoints", "held", "identities", "keys", "pool", "published",
+                 "step")
 
-    def __init__(self, pool: BlockPool, blocks: int) -> None:
+    def __init__(self, pool: BlockPool, blocks: int, checkpoints: bool,
+                 identities: BlockIdentities) -> None:
         self.pool = pool
         self.blocks = blocks
-        self.held: dict[object, list[int]] = {}
+        self.checkpoints = checkpoints  # prefix caching: states are published and reused
+        self.identities = identities
+        self.held: dict[object, StateRequest] = {}
+        # A checkpoint's cache keys, one per state block, by its boundary block's identity.
+        self.keys: dict[int, list[int]] = {}
+        self.published: set[int] = set()  # boundaries published in this pass
+        self.step = 0
 
-    def needs(self, seq: object) -> int:
-        """Blocks an allocation for `seq` takes beyond its token blocks (its state, if new)."""
-        return 0 if seq in self.held else self.blocks
+    def begin_step(self) -> None:
+        self.published.clear()
+        self.step += 1
 
-    def take(self, seq: object) -> None:
-        """Allocate seq's working state (the caller checked the pool can hold it)."""
-        if seq not in self.held:
-            handles: list[int] = []
-            self.pool.allocate(self.blocks, handles)
-            self.held[seq] = handles
+    def _keys(self, boundary: int) -> list[int]:
+        keys = self.keys.get(boundary)
+        if keys is None:
+            keys = self.keys[boundary] = [self.identities.fresh() for _ in range(self.blocks)]
+        return keys
+
+    # -- lookups -------------------------------------------------------------------------------
+
+    def has_snapshot(self, boundary: int) -> bool:
+        """A whole checkpoint of this boundary is cached (and was not published this pass)."""
+        keys = self.keys.get(boundary)
+        if keys is None or boundary in self.published:
+            return False
+        by_ident = self.pool.by_ident
+        return all(key in by_ident for key in keys)
+
+    def restorable(self, block_ids: list[int], hits: int) -> int:
+        """The longest prefix of `hits` cached token blocks whose boundary has a checkpoint."""
+        for b in range(hits, 0, -1):
+            if self.has_snapshot(block_ids[b - 1]):
+                return b
+        return 0
+
+    def checkpoint_copies(self, boundary: int) -> list[int]:
+        by_ident = self.pool.by_ident
+        return [by_ident[key] for key in self.keys[boundary]]
+
+    # -- capacity ------------------------------------------------------------------------------
+
+    def needs(self, seq: object, target: int) -> int:
+        """Blocks computing `seq` through `target` tokens takes beyond its token blocks: a new
+        working state, or a copy preserving its published checkpoint before the write."""
+        state = self.held.get(seq)
+        if state is None:
+            return self.blocks
+        return self.write_blocks(state, target)
+
+    def write_blocks(self, state: StateRequest, target: int) -> int:
+        if target > state.computed and state.working and not self._private(state.working):
+            return self.blocks
+        return 0
+
+    def _private(self, handles: list[int]) -> bool:
+        ident = self.pool.ident
+        return all(ident[h] is None for h in handles)
+
+    # -- mutations -----------------------------------------------------------------------------
+
+    def take(self, seq: object, restored: int) -> None:
+        """Allocate seq's working state, holding `restored` tokens (the caller checked the pool
+        can hold it)."""
+        handles: list[int] = []
+        self.pool.allocate(self.blocks, handles)
+        self.held[seq] = StateRequest(handles, restored)
+
+    def prepare_write(self, seq: object, target: int) -> None:
+        """Preserve a published checkpoint before the state is written past it (the caller
+        checked the pool can hold the copy)."""
+        state = self.held[seq]
+        if not self.write_blocks(state, target):
+            return
+        key = state.snapshot_key
+        assert key is not None
+        pool = self.pool
+        preserved: list[int] = []
+        pool.allocate(self.blocks, preserved)
+        for handle, ident in zip(preserved, self._keys(key), strict=True):
+            pool.register(handle, ident)
+        for handle in state.working:
+            pool.unregister(handle)
+        state.snapshot = preserved
+        state.snapshot_owned = True
+        state.snapshot_step = self.step
+        self.published.add(key)
+
+    def commit(self, seq: object, computed: int, boundary: int | None) -> None:
+        """The pass computes seq's state through `computed` tokens; `boundary`: the identity of
+        the block it completes when `computed` is on a block boundary (prefix caching)."""
+        state = self.held.get(seq)
+        if state is None or computed <= state.computed:
+            return
+        pool = self.pool
+        if state.snapshot_owned:
+            for handle in state.snapshot:
+                pool.release([handle])
+            state.snapshot_owned = False
+        state.computed = computed
+        if boundary is None:
+            return
+        self._discard(state.snapshot, state.snapshot_key)
+        for handle, ident in zip(state.working, self._keys(boundary), strict=True):
+            pool.register(handle, ident)
+        state.snapshot = list(state.working)
+        state.snapshot_key = boundary
+        state.snapshot_step = self.step
+        self.published.add(boundary)
+
+    def preempt(self, seq: object) -> None:
+        state = self.held.get(seq)
+        if state is None:
+            return
+        pending = list(state.snapshot) if state.snapshot_step == self.step else []
+        self.release(seq)
+        self._discard(pending, state.snapshot_key)
+
+    def _discard(self, handles: list[int], boundary: int | None) -> None:
+        """Drop a checkpoint's copies that are still cached under its keys and unused."""
+        if not handles or boundary is None:
+            return
+        for handle, ident in zip(handles, self.keys[boundary], strict=True):
+            self.pool.discard_idle(handle, ident)
 
     def release(self, seq: object) -> None:
-        handles = self.held.pop(seq, None)
-        if handles is not None:
-            self.pool.release(handles)
+        state = self.held.pop(seq, None)
+        if state is None:
+            return
+        pool = self.pool
+        if state.snapshot_owned:
+            for handle in state.snapshot:
+                pool.release([handle])
+        for handle in state.working:
+            pool.release([handle])

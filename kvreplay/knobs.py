@@ -204,9 +204,18 @@ EXPOSED: tuple[Knob, ...] = (
 
 _LIVE = ("live-deployment plumbing of a Dynamo frontend (ports, threads, indexer services, "
          "hashing keys); an offline replay has no such process and results do not depend on it")
-_HYBRID = ("per-group KV caches of hybrid-attention models (the reference runs them only with "
-           "prefix caching off and a byte capacity); the bundled engine models one uniform paged "
-           "KV cache, so neither YAML nor the support matrix has them yet")
+_HYBRID = ("per-group KV caches of hybrid-attention models: ai-dynamo 1.6.1 runs them only with "
+           "prefix caching off, vLLM aggregated, G1 alone and a byte capacity "
+           "(`kv_cache_capacity_bytes`), as a second allocator beside the block pool: each group "
+           "(attention or convolution, its layers, tokens per page, page bytes, an optional "
+           "sliding window whose expired pages are reused) takes pages for the history a "
+           "forward needs, and admission, growth and preemption are decided in bytes of one "
+           "budget, not in blocks; the bundled engine's scheduler admits and grows in blocks of "
+           "one uniform pool, so executing it means a byte allocator behind every scheduler "
+           "seam, and the reference aborts the whole replay (\"worker 0 is now poisoned\") when "
+           "one forward's chunk needs more bytes than the pool instead of rejecting the request "
+           "(probed: 2 groups, 450 bytes, a 12-token chunk of 480 bytes), which no YAML should "
+           "reach; kept unexposed (issue 28 item 1)")
 _MEMORY = ("sizes G1 from a GPU memory fraction, which needs device memory and weight sizes "
            "from a hardware profile; kvreplay sizes G1 as blocks or bytes "
            "(`kv_cache.capacity`), the quantity these fractions compute")

@@ -13,8 +13,7 @@ STATE_BYTES_MAX = 2**53
 
 
 @described("A per-request recurrent state held beside the paged KV cache (the reference's "
-           "state cache; vLLM only, aggregated, G1 only; kvreplay's engine executes it with "
-           "prefix caching off).",
+           "state cache; vLLM only, aggregated, G1 only).",
            required=["bytes_per_request"])
 @attrs.frozen
 class StateCache:

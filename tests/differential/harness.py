@@ -275,9 +275,9 @@ def _hybrid_scenario(rng: random.Random, scn: dict[str, Any], rank: dict[str, An
         state_blocks = 1
     rank["state_cache"] = {"bytes_per_request": state_blocks * block_bytes - rng.choice(
         [0, 0, 1, block_bytes // 2, block_bytes - 1])}
-    rank["enable_prefix_caching"] = False
+    rank["enable_prefix_caching"] = rng.random() < 0.7
     unit = rng.choice([None, None, 1, 2, bs])
-    if unit is not None:
+    if unit is not None and not rank["enable_prefix_caching"]:
         rank["prefix_match_unit"] = unit
     if rng.random() < 0.2:
         rank["timing_model"] = {"type": "polynomial"}

@@ -158,8 +158,9 @@ PROBES: list[Probe] = [
      lambda: synth(turns=3, inter_turn_delay_ms=0.0)),
     ("synthetic.inter_turn_delay_ms", lambda: synth(turns=2, inter_turn_delay_ms=0.0),
      lambda: synth(turns=2, inter_turn_delay_ms=5.0)),
-    # Hybrid KV without prefix caching: a 2-block working state per request (admission waits
-    # for it, preemptions give it back).
+    # Hybrid KV: a 2-block working state per request (admission waits for it, preemptions give
+    # it back), and with prefix caching a prefix is reused only where a state checkpoint was kept.
+    ("rank.state_cache", agg, lambda: agg(state_cache={"bytes_per_request": 2000000})),
     ("rank.state_cache", lambda: agg(enable_prefix_caching=False),
      lambda: agg(enable_prefix_caching=False, state_cache={"bytes_per_request": 2000000})),
 ]

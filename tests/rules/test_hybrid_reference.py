@@ -63,9 +63,9 @@ def test_a_hybrid_rule_fires_exactly_when_the_reference_refuses(path: Path,
     assert (verdict is not None) == bool(ours), verdict
 
 
-def test_the_bundled_engine_refuses_state_checkpoints_by_name() -> None:
-    """Valid hybrid settings compile; `run` executes a state cache without prefix caching and
-    refuses it (and a match unit) with prefix caching by name (checkpoints not executed yet)."""
+def test_the_bundled_engine_refuses_a_match_unit_under_prefix_caching_by_name() -> None:
+    """Valid hybrid settings compile; `run` executes a state cache, and refuses a match unit
+    with prefix caching by name (hits ending inside a block are not executed yet)."""
     path = next(p for p in CASES if p.name == "pass-divisor-with-state-cache.yaml")
     native = kvreplay.compile_config(yaml.safe_load(path.read_text()), matrix=False).native()
     rank = native["spec"]["engine"]["rank"]
@@ -73,12 +73,12 @@ def test_the_bundled_engine_refuses_state_checkpoints_by_name() -> None:
     assert rank["prefix_match_unit"] == 2
     assert rank["enable_prefix_caching"] is True
     assert refusals(native) == [
-        "hybrid KV state cache (state_cache) with prefix caching on role aggregated: not "
-        "executed by the bundled engine (its state checkpoints); it runs with "
-        "`enable_prefix_caching: false`",
         "prefix match unit (prefix_match_unit) with prefix caching on role aggregated: not "
         "executed by the bundled engine"]
     rank["enable_prefix_caching"] = False
+    assert refusals(native) == []
+    del rank["prefix_match_unit"]
+    rank["enable_prefix_caching"] = True
     assert refusals(native) == []
 
 
