@@ -605,7 +605,7 @@ class Rank:
         target = before + desired
         need = -(-target // bs)
         states = self.states
-        if not from_waiting and self._outgrown(seq, need, target):
+        if not from_waiting and self._outgrown(seq, target):
             self._reject_running(seq, outcome)
             return CURRENT_PREEMPTED  # the running list shifted onto the next request
         while need > len(seq.blocks) or self._state_short(seq, target):
@@ -644,12 +644,14 @@ class Rank:
         outcome.changes += used
         return SCHEDULED
 
-    def _outgrown(self, seq: Seq, need: int, target: int) -> bool:
-        """Hybrid KV: `need` token blocks, the state and the copy the step needs can never fit
-        the pool (never without a state cache)."""
+    def _outgrown(self, seq: Seq, target: int) -> bool:
+        """Hybrid KV: the known sequence's blocks, the state and the copy the next step needs
+        can never fit the pool (never without a state cache)."""
         states = self.states
-        return states is not None and (
-            need + self.state_blocks + states.needs(seq, target) > self.num_blocks)
+        if states is None:
+            return False
+        known_blocks = -(-(seq.input_length + seq.generated) // self.block_size)
+        return known_blocks + self.state_blocks + states.needs(seq, target) > self.num_blocks
 
     def _state_short(self, seq: Seq, target: int) -> bool:
         """Hybrid KV: computing through `target` first needs state blocks (new, or a copy)."""
@@ -926,9 +928,9 @@ class Rank:
                 self._finish(seq, outcome)
 
     def _reject_running(self, seq: Seq, outcome: PassOutcome) -> None:
-        """Hybrid KV: a running request whose next chunk and working state can never fit the
-        pool is rejected when a pass would compute it, keeping the tokens it emitted (as the
-        reference)."""
+        """Hybrid KV: a running request whose known sequence, working state and the copy its
+        next step needs can never fit the pool is rejected when a pass would compute it,
+        keeping the tokens it emitted (as the reference)."""
         self.running.remove(seq)
         seq.rec.rejection = ("kv_cache", self._token_room())
         self.capacity_gen += 1
