@@ -258,7 +258,11 @@ class Worker:
         limit = rank.max_model_len
         # Under fixed timing a stretch may also cross block boundaries (see _grows), as far as
         # the ranks' free capacity holds the new blocks.
-        may_grow = self.fixed_timing and rank.host is None and rank.pool.pending is None
+        # Not under telemetry: a command reaching the rank mid-stretch (a request placed, a P/D
+        # destination accepted) reads its gauges, and a stretch allocates its blocks at its
+        # end, so a block a pass in flight took would be missing from them.
+        may_grow = (self.fixed_timing and rank.host is None and rank.pool.pending is None
+                    and self.ticks is None)
         caching = rank.caching
         tightest = 1 << 62
         for seq in rank.running:

@@ -1017,8 +1017,11 @@ def reduced(report: dict[str, Any]) -> dict[str, Any]:
     summary_keys = SUMMARY_KEYS + (AGENTIC_SUMMARY_KEYS if "agentic_graph" in report["summary"]
                                    else ()) + (("g3_offload",) if "g3_offload" in report["summary"]
                                                else ())
-    return {"summary": {k: report["summary"].get(k) for k in summary_keys},
-            "per_request": [{k: r.get(k) for k in keys} for r in report["per_request"]]}
+    out = {"summary": {k: report["summary"].get(k) for k in summary_keys},
+           "per_request": [{k: r.get(k) for k in keys} for r in report["per_request"]]}
+    if "telemetry" in report:  # the samples are compared too
+        out["telemetry"] = report["telemetry"]
+    return out
 
 
 def save_case(path: Path, name: str, why: str, scn: dict[str, Any]) -> None:
