@@ -107,6 +107,7 @@ class Regime:
     backend: str = "vllm"
     mtp: dict[str, Any] | None = None  # the rank's aic_* keys
     g3: dict[str, Any] | None = None
+    state: dict[str, Any] | None = None  # the rank's state_cache (hybrid KV)
 
     def rank(self, worker_type: str | None) -> dict[str, Any]:
         """The engine settings of one rank (`worker_type` None: leave the field out)."""
@@ -122,6 +123,8 @@ class Regime:
             out.update(self.mtp)
         if self.g3 is not None:
             out["g3_offload"] = dict(self.g3)
+        if self.state is not None:
+            out.update(kv_cache_bytes_per_token=BYTES_PER_TOKEN, state_cache=dict(self.state))
         if worker_type is not None:
             out["worker_type"] = worker_type
         return out
@@ -164,6 +167,8 @@ REGIMES = {r.name: r for r in (
            host={"num_host_blocks": 1000, **HOST_LINKS},
            g3={**G3_LINKS, "scope": "cluster_shared", "num_g3_blocks": 64000,
                "shared_read_bandwidth_gbps": 16.0, "shared_write_bandwidth_gbps": 16.0}),
+    Regime("hybrid", f"{AGG}, fixed 20/5 ms, round robin, hybrid KV: a 100 MB state per request "
+           "(2 blocks) with its checkpoints", state={"bytes_per_request": 100_000_000}),
 )}
 
 # The realistic mix: small and mid-size scenarios of the kinds users run, each on a vendored

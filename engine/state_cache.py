@@ -25,6 +25,7 @@ from kvreplay.schema.spec import Role
 
 if TYPE_CHECKING:
     from kvreplay.engine.identity import BlockIdentities
+    from kvreplay.engine.sequence import Seq
 
 
 def state_blocks(role: Role) -> int:
@@ -119,6 +120,20 @@ class WorkingStates:
     def _private(self, handles: list[int]) -> bool:
         ident = self.pool.ident
         return all(ident[h] is None for h in handles)
+
+    def stretchable(self, running: list[Seq]) -> bool:
+        """Pure decode passes may be fast-forwarded (worker.py): no running request's state
+        waits for the copy preserving its checkpoint (the passes inside a block before the
+        boundary change no state but its computed count, which the next general pass sets)."""
+        if not self.checkpoints:
+            return True
+        ident = self.pool.ident
+        held = self.held
+        for seq in running:
+            state = held.get(seq)
+            if state is not None and any(ident[h] is not None for h in state.working):
+                return False
+        return True
 
     # -- mutations -----------------------------------------------------------------------------
 

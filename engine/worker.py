@@ -262,7 +262,8 @@ class Worker:
         # destination accepted) reads its gauges, and a stretch allocates its blocks at its
         # end, so a block a pass in flight took would be missing from them.
         may_grow = (self.fixed_timing and rank.host is None and rank.pool.pending is None
-                    and self.ticks is None)
+                    and self.ticks is None and rank.states is None)
+        checkpoints = rank.states is not None and rank.caching
         caching = rank.caching
         tightest = 1 << 62
         for seq in rank.running:
@@ -275,6 +276,8 @@ class Worker:
             if limit is not None and limit - known < left:
                 left = limit - known
             slack = len(seq.blocks) * bs - computed
+            if checkpoints:  # hybrid KV: the pass reaching a boundary publishes a checkpoint
+                slack -= 1
             if slack >= left:
                 left -= 1  # the pass emitting the last token is not pure
             elif may_grow and (not caching or seq.req.output is None):  # see _grows
@@ -582,8 +585,8 @@ def _holds_stretches(rank: Rank) -> bool:
     admit, a P/D destination waits, a G2 copy is due, or a prompt is still being computed."""
     if rank.mtp is not None:  # a speculative step's tokens are drawn pass by pass
         return True
-    if rank.states is not None:  # hybrid KV: each emission checks the request still fits
-        return True
+    if rank.states is not None and not rank.states.stretchable(rank.running):
+        return True  # hybrid KV: a checkpoint awaits its copy (the general path takes it)
     running = rank.running
     if (rank.waiting or (rank.connector and rank.connector_ready())) and (
             len(running) < rank.max_seqs):
