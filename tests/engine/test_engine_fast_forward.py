@@ -351,3 +351,24 @@ def test_token_distributions_of_distinct_shared_gaps_use_bounded_memory(
     assert peak < 1 << 20, peak  # all 40,000 in one mapping took 5 MB
     assert (summary["min_itl_ms"], summary["max_itl_ms"]) == (5.0, (5_000_000 + 7 * (n - 1)) / 1e6)
     assert summary["mean_itl_ms"] == pytest.approx((5_000_000 + 3.5 * (n - 1)) / 1e6, rel=1e-12)
+
+
+@pytest.mark.parametrize("caching", [True, False])
+def test_hybrid_ranks_fast_forward_inside_blocks_only(caching: bool) -> None:
+    """With a state cache (1 block a request, 8 blocks of 4 tokens), stretches run inside
+    blocks and stop before a boundary, which under prefix caching publishes a checkpoint whose
+    copy the next pass needs: the same records as step by step, with preemptions."""
+    rows = [{"timestamp": 0, "hash_ids": [1, 2, 3], "input_length": 12, "output_length": 30},
+            {"timestamp": 1, "hash_ids": [1, 2, 4], "input_length": 11, "output_length": 25},
+            {"timestamp": 3, "hash_ids": [1, 2, 3, 5], "input_length": 16, "output_length": 20},
+            {"timestamp": 40, "hash_ids": [1, 2, 3, 5], "input_length": 15, "output_length": 9}]
+    rank = {"backend": "vllm", "block_size": 4, "num_gpu_blocks": 8,
+            "kv_cache_bytes_per_token": 250000, "max_num_seqs": 3, "max_num_batched_tokens": 8,
+            "enable_prefix_caching": caching, "state_cache": {"bytes_per_request": 1000000},
+            "timing_model": {"type": "fixed", "prefill_ms": 1.0, "decode_ms": 1.0}}
+    fast = run_native(native(rank), workload=mooncake_workload(rows, 4))
+    slow = run_native(native(rank), workload=mooncake_workload(rows, 4), stepwise=True)
+    assert fast.facts.fast_forwarded_passes > 0
+    assert sum(r.readmission_count for r in fast.records) > 0  # preemptions
+    assert [record_dict(r) for r in fast.records] == [record_dict(r) for r in slow.records]
+    assert report_text(fast) == report_text(slow)
