@@ -111,10 +111,52 @@ StdRng_accepted(StdRngObject *self, PyObject *thresholds)
     return PyLong_FromSsize_t(i);
 }
 
+/* `count` verifications in a row: their accepted counts as bytes (a stretch's draws at once). */
+static PyObject *
+StdRng_accepted_many(StdRngObject *self, PyObject *args)
+{
+    PyObject *thresholds, *out;
+    Py_ssize_t count, n, i, k;
+    unsigned long long limits[8];
+    int draws[8];
+    char *buf;
+    if (!PyArg_ParseTuple(args, "O!n", &PyTuple_Type, &thresholds, &count))
+        return NULL;
+    n = PyTuple_GET_SIZE(thresholds);
+    if (n > 8 || count < 0) {
+        PyErr_SetString(PyExc_ValueError, "at most 8 thresholds, and a count >= 0");
+        return NULL;
+    }
+    for (i = 0; i < n; i++) {
+        PyObject *item = PyTuple_GET_ITEM(thresholds, i);
+        draws[i] = item != Py_None;
+        limits[i] = 0;
+        if (draws[i]) {
+            limits[i] = PyLong_AsUnsignedLongLong(item);
+            if (limits[i] == (unsigned long long)-1 && PyErr_Occurred())
+                return NULL;
+        }
+    }
+    out = PyBytes_FromStringAndSize(NULL, count);
+    if (out == NULL)
+        return NULL;
+    buf = PyBytes_AS_STRING(out);
+    for (k = 0; k < count; k++) {
+        for (i = 0; i < n; i++) {
+            if (draws[i] && !(next_u64(self) < limits[i]))
+                break;
+        }
+        buf[k] = (char)i;
+    }
+    return out;
+}
+
 static PyMethodDef StdRng_methods[] = {
     {"next_u64", (PyCFunction)StdRng_next_u64, METH_NOARGS, "The next u64 draw."},
     {"accepted", (PyCFunction)StdRng_accepted, METH_O,
      "Draft positions accepted in one verification (see mtp_rng.PyStdRng.accepted)."},
+    {"accepted_many", (PyCFunction)StdRng_accepted_many, METH_VARARGS,
+     "accepted() `count` times, as bytes (see mtp_rng.PyStdRng.accepted_many)."},
     {NULL, NULL, 0, NULL}};
 
 static PyTypeObject StdRngType = {

@@ -478,6 +478,8 @@ class Simulation:
 
     def start_now(self, worker: Worker) -> bool:
         """Start an idle worker's pass now (also for the port); False when nothing starts."""
+        if self.cap_ns is not None:
+            worker.time_cap = self.cap_ns
         end = worker.start_pass(self.now, self.stepwise)
         if end is None and self.handoff is not None:
             end = self._start_after_retries(worker, self.handoff)
@@ -518,7 +520,8 @@ class Simulation:
         forwards = 0
         if k:
             self.facts.fast_forwarded_passes += k
-            forwards = k * sum(len(rank.running) for rank in worker.ranks)
+            if worker.mtp_plan is None:  # an MTP step counts no forwards (speculation.py)
+                forwards = k * sum(len(rank.running) for rank in worker.ranks)
         else:
             self.facts.passes += 1
             if worker.outcome is not None:

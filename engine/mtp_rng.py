@@ -113,6 +113,11 @@ class PyStdRng:
             n += 1
         return n
 
+    def accepted_many(self, thresholds: tuple[int | None, ...], count: int) -> bytes:
+        """accepted() `count` times in a row, as bytes (a stretch's verifications at once)."""
+        accepted = self.accepted
+        return bytes([accepted(thresholds) for _ in range(count)])
+
 
 def _compiled() -> type | None:
     if os.environ.get("KVREPLAY_PURE_PYTHON"):

@@ -145,8 +145,54 @@ class SharedGaps:
             yield ns_to_ms(duration), 1
 
 
-# An entry of RequestRecord.itl_gaps: a run of `count` equal gaps, or a stretch's shared gaps.
-ItlEntry = tuple[float, int] | SharedGaps
+class BurstGaps:
+    """One request's token gaps over a fast-forwarded MTP stretch (mtp_stretch.py).
+
+    Pass p of the stretch emits `bursts[p]` tokens at its end: the first after the pass's gap
+    (pass 0: `first_ms`, since the request's previous token; then `gap_ms`, or under
+    polynomial timing ns_to_ms(durations[p])), the others 0 ms after it. The report folds them
+    by value (`fold`), so nothing here is per token.
+    """
+
+    __slots__ = ("bursts", "count", "durations", "first_ms", "gap_ms")
+
+    def __init__(self, first_ms: float, gap_ms: float, durations: array[int] | None,
+                 bursts: bytes) -> None:
+        self.first_ms = first_ms
+        self.gap_ms = gap_ms
+        self.durations = durations  # the stretch's pass durations (ns), shared by its records
+        self.bursts = bursts
+        self.count = sum(bursts)
+
+    def runs(self) -> Iterator[tuple[float, int]]:
+        """The gaps as runs, in order."""
+        durations = self.durations
+        for p, burst in enumerate(self.bursts):
+            if not p:
+                yield self.first_ms, 1
+            else:
+                yield (self.gap_ms if durations is None else ns_to_ms(durations[p])), 1
+            if burst > 1:
+                yield 0.0, burst - 1
+
+    def fold(self, gaps: dict[float, int]) -> None:
+        """Count the gaps into `gaps` (gap ms -> count)."""
+        passes = len(self.bursts)
+        gaps[self.first_ms] = gaps.get(self.first_ms, 0) + 1
+        if self.durations is None:
+            if passes > 1:
+                gaps[self.gap_ms] = gaps.get(self.gap_ms, 0) + passes - 1
+        else:
+            for duration in self.durations[1:passes]:
+                gap = ns_to_ms(duration)
+                gaps[gap] = gaps.get(gap, 0) + 1
+        if self.count > passes:
+            gaps[0.0] = gaps.get(0.0, 0) + self.count - passes
+
+
+# An entry of RequestRecord.itl_gaps: a run of `count` equal gaps, a stretch's shared gaps, or
+# an MTP stretch's bursts.
+ItlEntry = tuple[float, int] | SharedGaps | BurstGaps
 
 
 class RequestRecord:
@@ -258,7 +304,7 @@ class RequestRecord:
         list whether the gaps were stamped pass by pass or by fast-forwarded stretches."""
         out: list[tuple[float, int]] = []
         for entry in self.itl_gaps:
-            for gap, count in entry.runs() if isinstance(entry, SharedGaps) else (entry,):
+            for gap, count in (entry,) if isinstance(entry, tuple) else entry.runs():
                 if out and out[-1][0] == gap:
                     out[-1] = (gap, out[-1][1] + count)
                 else:
@@ -267,7 +313,7 @@ class RequestRecord:
 
     def itl_count(self) -> int:
         """How many token gaps the record holds."""
-        return sum(entry.count if isinstance(entry, SharedGaps) else entry[1]
+        return sum(entry[1] if isinstance(entry, tuple) else entry.count
                    for entry in self.itl_gaps)
 
 

@@ -23,7 +23,7 @@ import attrs
 from kvreplay.engine.canonical_json import canonical_json
 from kvreplay.engine.collect import fewer_collections
 from kvreplay.engine.metrics import Distribution, StreamingDistribution, exact_distribution
-from kvreplay.engine.records import RequestRecord, SharedGaps
+from kvreplay.engine.records import BurstGaps, RequestRecord, SharedGaps
 from kvreplay.engine.result import RunFacts, RunResult
 from kvreplay.engine.row_fields import per_request_row as per_request_row  # re-exported
 from kvreplay.engine.row_fields import uuid_for as uuid_for  # re-exported
@@ -86,6 +86,9 @@ def _fold_gaps(record: RequestRecord, gaps: dict[float, int],
             if gap < 0.0:  # max(gap, 0.0)
                 gap = 0.0
             gaps[gap] = gaps.get(gap, 0) + count
+        elif isinstance(entry, BurstGaps):
+            count = entry.count
+            entry.fold(gaps)
         else:
             count = entry.count
             shared[entry] = shared.get(entry, 0) + 1

@@ -48,9 +48,14 @@ def conditional_rates(nextn: int, rates: tuple[float, ...]) -> tuple[float, ...]
 
 class MtpSampler:
     """One rank's draft acceptance stream, and what it sampled (`accepted_hist[a]`: steps that
-    accepted a draft positions, before the cap at the tokens left)."""
+    accepted a draft positions, before the cap at the tokens left).
 
-    __slots__ = ("_rng", "accepted_hist", "nextn", "rates", "stall_check", "thresholds")
+    A verification's outcome depends on the stream alone, so outcomes may be drawn ahead
+    (`lookahead`, for a fast-forwarded stretch, mtp_stretch.py): `ahead[ahead_at:]` are drawn
+    and not yet used, and the next verifications (`burst`, `take`) use them first, in order."""
+
+    __slots__ = ("_rng", "accepted_hist", "ahead", "ahead_at", "nextn", "rates", "stall_check",
+                 "thresholds")
 
     def __init__(self, nextn: int, rates: tuple[float, ...], seed: int) -> None:
         self.nextn = nextn
@@ -59,16 +64,41 @@ class MtpSampler:
         self._rng = StdRng(seed & MASK64)
         self.accepted_hist = [0] * (nextn + 1)
         self.stall_check = True  # without a time cap, a step that can never fit fails the run
+        self.ahead = b""
+        self.ahead_at = 0
 
     def burst(self, left: int) -> int:
         """Tokens one verification emits for a request with `left` tokens to go (no draw when
         none is left)."""
         if left <= 0:
             return 0
-        accepted = self._rng.accepted(self.thresholds)
+        if self.ahead_at < len(self.ahead):
+            accepted = self.ahead[self.ahead_at]
+            self.ahead_at += 1
+        else:
+            accepted = self._rng.accepted(self.thresholds)
         self.accepted_hist[accepted] += 1
         burst = accepted + 1
         return burst if burst < left else left
+
+    def lookahead(self, count: int) -> bytes:
+        """The outcomes (accepted counts) of the next `count` verifications, drawn as needed
+        and kept for the verifications that use them."""
+        at = self.ahead_at
+        have = len(self.ahead) - at
+        if have < count:
+            self.ahead = self.ahead[at:] + self._rng.accepted_many(self.thresholds, count - have)
+            self.ahead_at = at = 0
+        return self.ahead[at:at + count]
+
+    def take(self, count: int) -> None:
+        """The next `count` verifications (drawn ahead) are used: count what they sampled."""
+        at = self.ahead_at
+        used = self.ahead[at:at + count]
+        hist = self.accepted_hist
+        for accepted in range(len(hist)):
+            hist[accepted] += used.count(accepted)
+        self.ahead_at = at + count
 
 
 def rank_sampler(role: Role, scheduler_id: int) -> MtpSampler | None:

@@ -23,6 +23,7 @@ from heapq import heapify, heappop, heappush, heapreplace
 from itertools import accumulate
 from typing import Any
 
+from kvreplay.engine.mtp_stretch import MtpPlan, apply_stretch, plan_stretch
 from kvreplay.engine.ranks import PassGroup, RankScheduler, StretchRank
 from kvreplay.engine.records import ItlEntry, SharedGaps
 from kvreplay.engine.scheduler import PassOutcome, Rank
@@ -110,6 +111,7 @@ class Worker:
         "gid",
         "group",
         "horizon",
+        "mtp_plan",
         "order",
         "outcome",
         "own",
@@ -123,6 +125,7 @@ class Worker:
         "stretch_ends",
         "stretch_k",
         "ticks",
+        "time_cap",
         "version",
         "vllm",
         "worker_id",
@@ -155,6 +158,7 @@ class Worker:
         self.stretch_d = 0  # uniform pass duration, or 0 when stretch_ends holds each pass end
         self.stretch_ends: list[int] | None = None
         self.stretch_durations: list[int] = []  # each pass's duration, with stretch_ends
+        self.mtp_plan: MtpPlan | None = None  # the MTP stretch in flight (mtp_stretch.py)
         # Telemetry ticks (`ticks(t)`: the first at or after t): a stretch ends by the first
         # tick at or after its first pass end, so every pass end a sample sees is a real one.
         self.ticks: Callable[[int], int | None] | None = None
@@ -168,6 +172,9 @@ class Worker:
         # Scaling: no stretch pass ends after the next policy tick (scaling.py), and each
         # pass's forward-pass metrics are captured (scaling_metrics.py) when `fpm` is a list.
         self.horizon = 1 << 62
+        # The run's time cap (set by the loop): no stretch pass ends after it, as no single
+        # pass completes after it.
+        self.time_cap = 1 << 62
         self.fpm: Any = None  # scaling_metrics.Captured, [] (capture next pass) or None
 
     def has_work(self) -> bool:
@@ -293,7 +300,14 @@ class Worker:
         return k, tightest
 
     def _try_stretch(self, now_ns: int) -> int | None:
-        k = self._pure_passes()
+        plan = None
+        if self.vllm is not None and self.vllm[0].mtp is not None:
+            plan = self._mtp_plan()
+            if plan is None:
+                return None
+            k = plan.k
+        else:
+            k = self._pure_passes()
         if k < MIN_STRETCH:
             return None
         for rank in self.ranks:
@@ -306,6 +320,11 @@ class Worker:
             d = self.fixed_decode_ns
         elif self.fixed_timing:
             d = max(rank.timer.decode_ns(0) for rank in self.ranks if rank.running)
+        elif plan is not None:
+            assert plan.durations is not None
+            durations = plan.durations
+            ends = list(accumulate(durations, initial=now_ns))
+            del ends[0]
         else:
             # Pass j of the stretch: each decoding request has j more tokens; the worker's pass
             # lasts as long as its slowest rank's.
@@ -330,19 +349,32 @@ class Worker:
         self.stretch_k = k
         self.stretch_d = d
         self.stretch_ends = ends
+        self.mtp_plan = plan
         if ends is None:
             return now_ns + k * d
         self.stretch_durations = durations
         return ends[-1]
 
+    def _mtp_plan(self) -> MtpPlan | None:
+        """The MTP stretch the worker may run now (None: a single pass). Not with scaling's
+        per-pass metrics (an MTP pass's tokens are bursts)."""
+        assert self.vllm is not None
+        if self.fpm is not None:
+            return None
+        for rank in self.vllm:
+            if _holds_stretches(rank):
+                return None
+        return plan_stretch(self.vllm, self.fixed_timing)
+
     def _cut(self, now_ns: int, k: int, d: int, ends: list[int] | None,
              durations: list[int]) -> int:
         """The stretch's pass count once cut (`ends` and `durations` with it) at a scaling
-        tick and at telemetry's first tick after its first pass end; 0: too short to stretch."""
-        horizon = self.horizon
+        tick or the time cap and at telemetry's first tick after its first pass end; 0: too
+        short to stretch."""
+        horizon = self.horizon if self.horizon < self.time_cap else self.time_cap
         if (now_ns + k * d if ends is None else ends[-1]) > horizon:
             # A policy tick comes first: the stretch stops at its last pass end before it (the
-            # tick sees every pass that ended by then, scaling_metrics.py).
+            # tick sees every pass that ended by then, scaling_metrics.py); so does the cap.
             k = (horizon - now_ns) // d if ends is None else bisect_right(ends, horizon)
             if k < MIN_STRETCH:
                 return 0
@@ -422,6 +454,11 @@ class Worker:
         start = self.pass_start
         d = self.stretch_d
         ends = self.stretch_ends
+        if self.mtp_plan is not None:
+            apply_stretch(self.mtp_plan, j, start, d, ends, self.stretch_durations)
+            self.mtp_plan = None
+            self._stretch_done(j)
+            return
         tail, full = _shared_gaps(self.stretch_durations) if ends is not None and j > 1 else (
             None, None)
         uniform = ends is None  # fixed timing: every pass lasts d
@@ -466,6 +503,9 @@ class Worker:
                 if caching and seq.computed // bs > seq.registered:
                     assert isinstance(rank, Rank)
                     rank.register_through(seq, seq.computed // bs)
+        self._stretch_done(j)
+
+    def _stretch_done(self, j: int) -> None:
         if self.group is not None:
             self.group.end(j)
         self.pass_index += j
@@ -583,8 +623,6 @@ def _own_pure_passes(ranks: list[StretchRank], k: int) -> int:
 def _holds_stretches(rank: Rank) -> bool:
     """The rank's next pass is not a pure decode pass whatever its requests' lengths: it may
     admit, a P/D destination waits, a G2 copy is due, or a prompt is still being computed."""
-    if rank.mtp is not None:  # a speculative step's tokens are drawn pass by pass
-        return True
     if rank.states is not None and not rank.states.stretchable(rank.running):
         return True  # hybrid KV: a checkpoint awaits its copy (the general path takes it)
     running = rank.running

@@ -236,13 +236,16 @@ def _regime(name: str) -> dict[str, Any]:
         return native({**G2_RANK, "native_host_offload": {
             "scope": "cluster_shared", "num_host_blocks": 16000, "kv_layout_id": "bench",
             "d2h_bandwidth_gbps": 32.0, "h2d_bandwidth_gbps": 32.0}}, workers=8)
+    if name == "mtp":
+        return native({**FIXED, "aic_nextn": 2, "aic_nextn_accept_rates": "0.8,0.6",
+                       "aic_mtp_seed": 42}, workers=8)
     return native(dict(FIXED), workers=8, router="kv_router" if name == "fixed-kv" else
                   "round_robin")
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["fixed-rr", "fixed-kv", "load10x", "pd", "g2-local",
-                                  "g2-shared"])
+                                  "g2-shared", "mtp"])
 def test_every_bench_regime_fast_forward_equals_step_by_step_on_2000_rows(
         name: str, conversation_2000: tuple[list[dict[str, Any]], Path]) -> None:
     """The first 2,000 conversation rows in each other regime of bench/bench_engine.py:

@@ -46,6 +46,8 @@ def test_the_compiled_stream_draws_the_python_one(seed: int) -> None:
     limits = tuple(threshold(r) for r in (0.8, 1.0, 0.6, 0.0, 0.3))
     assert [compiled.accepted(limits) for _ in range(500)] == [
         python.accepted(limits) for _ in range(500)]
+    assert compiled.accepted_many(limits, 300) == python.accepted_many(limits, 300)
+    assert compiled.next_u64() == python.next_u64()
 
 
 def test_pure_python_is_chosen_by_the_environment() -> None:
