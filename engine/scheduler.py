@@ -279,6 +279,16 @@ class Rank:
             return self.compute_not_before - now_ns + compute_ns
         return compute_ns
 
+    def decode_passes(self, first: int, count: int, interval: int, waited: bool) -> None:
+        """`count` pure decode passes ran at once (a fast-forwarded stretch), the first of
+        them the worker's pass `first` (DP cadence `interval`), each seeing requests waiting
+        or not (`waited`: none could be admitted, and what arrived during the stretch ended
+        it): what plan() would have left of the cadence state. The first undeferred pass
+        sets _capacity_bound for good."""
+        if self._capacity_bound or interval <= 1 or count >= interval or (
+                first % interval == 0 or (first + count - 1) // interval > first // interval):
+            self._capacity_bound = waited
+
     def _schedule_running(self, outcome: PassOutcome, defer: bool) -> int:
         """Step 1: the running requests' next chunks, in order; return the budget left."""
         running = self.running

@@ -124,6 +124,7 @@ class Worker:
         "stretch_durations",
         "stretch_ends",
         "stretch_k",
+        "stretch_waiting",
         "ticks",
         "time_cap",
         "version",
@@ -159,6 +160,7 @@ class Worker:
         self.stretch_ends: list[int] | None = None
         self.stretch_durations: list[int] = []  # each pass's duration, with stretch_ends
         self.mtp_plan: MtpPlan | None = None  # the MTP stretch in flight (mtp_stretch.py)
+        self.stretch_waiting: list[bool] = []  # per rank: requests waited at its start
         # Telemetry ticks (`ticks(t)`: the first at or after t): a stretch ends by the first
         # tick at or after its first pass end, so every pass end a sample sees is a real one.
         self.ticks: Callable[[int], int | None] | None = None
@@ -350,6 +352,7 @@ class Worker:
         self.stretch_d = d
         self.stretch_ends = ends
         self.mtp_plan = plan
+        self.stretch_waiting = [bool(rank.waiting) for rank in self.ranks]
         if ends is None:
             return now_ns + k * d
         self.stretch_durations = durations
@@ -506,6 +509,10 @@ class Worker:
         self._stretch_done(j)
 
     def _stretch_done(self, j: int) -> None:
+        if self.vllm is not None:
+            for rank, waited in zip(self.vllm, self.stretch_waiting, strict=True):
+                if rank.running:
+                    rank.decode_passes(self.pass_index, j, self.dp_interval, waited)
         if self.group is not None:
             self.group.end(j)
         self.pass_index += j
