@@ -51,13 +51,14 @@ class Lane:
     """One rank's part of a planned stretch: per request, the bursts of each pass
     (`bursts[p * n + i]`) and the tokens emitted after each pass (`cums[i][p]`)."""
 
-    __slots__ = ("bursts", "cums", "evicts", "known", "lefts", "rank")
+    __slots__ = ("bursts", "cums", "evicts", "k", "known", "lefts", "rank")
 
     def __init__(self, rank: Rank, bursts: bytes, cums: list[list[int]], known: list[int],
                  lefts: list[int], evicts: bool) -> None:
         self.rank = rank
         self.bursts = bursts
-        self.cums = cums
+        self.cums = cums  # at least as long as the passes the lane allows
+        self.k = 0  # the passes it allows
         self.known = known  # each request's known tokens at the stretch start
         self.lefts = lefts  # and the tokens it may still generate
         self.evicts = evicts  # some reservation may evict cached blocks (no router hears it)
@@ -88,12 +89,10 @@ def plan_stretch(ranks: list[Rank], fixed_timing: bool) -> MtpPlan | None:
         lane = _plan_rank(rank, k)
         if lane is None:
             return None
-        k = len(lane.cums[0])
+        k = lane.k
         lanes.append(lane)
     if not lanes:
         return None
-    for lane in lanes:
-        lane.cums = [cum[:k] for cum in lane.cums]
     durations = None
     if not fixed_timing:
         durations = _durations(lanes, k)
@@ -146,7 +145,7 @@ def _plan_rank(rank: Rank, cap: int) -> Lane | None:
     k = _fitting(lane, k, sampler.nextn + 1)
     if k < MIN_STRETCH:
         return None
-    lane.cums = [cum[:k] for cum in cums]
+    lane.k = k
     return lane
 
 
@@ -215,8 +214,6 @@ def apply_stretch(plan: MtpPlan, j: int, start: int, d: int, ends: list[int] | N
                   durations: list[int]) -> None:
     """The stretch's first j passes happen (module docstring): `d` each under fixed timing,
     else ending at `ends` and lasting `durations`."""
-    for lane in plan.lanes:
-        lane.cums = [cum[:j] for cum in lane.cums]
     for lane in plan.lanes:
         sampler = lane.rank.mtp
         assert sampler is not None
@@ -293,14 +290,16 @@ def _reserving(work: list[tuple[int, int, int]], r: int, lane: Lane, i: int, j: 
     while its output reaches past that block."""
     bs = lane.rank.block_size
     known = lane.known[i]
-    cum = lane.cums[i]
-    starts = [known] + [known + c for c in cum[:j - 1]]  # known tokens as each pass starts
+    cum = lane.cums[i]  # pass p > 0 starts with known + cum[p - 1] tokens known
     end = known + lane.lefts[i]
+    last = known + (cum[j - 2] if j > 1 else 0)
     boundary = -(-known // bs) * bs
-    while boundary < end and boundary <= starts[-1] + top:
-        lo = bisect_left(starts, boundary - top + 1)
-        hi = bisect_left(starts, boundary + 1)
-        work.extend((p, r, -1) for p in range(lo, hi))
+    while boundary < end and boundary <= last + top:
+        if boundary - top < known <= boundary:
+            work.append((0, r, -1))
+        lo = bisect_left(cum, boundary - top + 1 - known, 0, j - 1)
+        hi = bisect_left(cum, boundary + 1 - known, 0, j - 1)
+        work.extend((q + 1, r, -1) for q in range(lo, hi))
         boundary += bs
 
 
