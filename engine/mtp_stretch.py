@@ -14,7 +14,9 @@ them) and runs as many passes as stay such passes:
   cached blocks (the pass's own work, redone in its place when the stretch ends) unless a
   router hears of evictions;
 - no delta session's output block is registered (its identity is interned, in an order other
-  workers' arrivals share, and a router may hear of it).
+  workers' arrivals share, and a router may hear of it); under telemetry, no block is taken
+  or evicted at all (gauges read mid-stretch must see each pass's blocks);
+- not on hybrid KV ranks (their working states take the general path).
 
 Pass durations are the rank's decode duration over the known tokens of its requests, as each
 pass would charge it (fixed timing: one duration). The worker schedules one completion for the
@@ -76,17 +78,19 @@ class MtpPlan:
         self.durations = durations
 
 
-def plan_stretch(ranks: list[Rank], fixed_timing: bool) -> MtpPlan | None:
+def plan_stretch(ranks: list[Rank], fixed_timing: bool, sampled: bool) -> MtpPlan | None:
     """The stretch the worker's ranks may run now (None: the next pass is a single pass).
-    The caller checked that no rank holds stretches (worker._holds_stretches)."""
+    The caller checked that no rank holds stretches (worker._holds_stretches). `sampled`:
+    telemetry reads the ranks' gauges mid-stretch, so no pass of it may take or evict a
+    block (the stretch applies its blocks at its end)."""
     k = MAX_PLAN
     lanes: list[Lane] = []
     for rank in ranks:
         if not rank.running:
             continue
-        if rank.is_prefill or rank.pool.pending is not None:
+        if rank.is_prefill or rank.pool.pending is not None or rank.states is not None:
             return None
-        lane = _plan_rank(rank, k)
+        lane = _plan_rank(rank, k, sampled)
         if lane is None:
             return None
         k = lane.k
@@ -99,7 +103,7 @@ def plan_stretch(ranks: list[Rank], fixed_timing: bool) -> MtpPlan | None:
     return MtpPlan(lanes, k, durations)
 
 
-def _plan_rank(rank: Rank, cap: int) -> Lane | None:
+def _plan_rank(rank: Rank, cap: int, sampled: bool) -> Lane | None:
     """The rank's lane over at most `cap` passes (its cums cut to the passes it allows), or
     None when it allows fewer than MIN_STRETCH."""
     running = rank.running
@@ -132,9 +136,9 @@ def _plan_rank(rank: Rank, cap: int) -> Lane | None:
         p = bisect_left(cum, lefts[i])
         if p < k:
             k = p
-        if guard and seq.req.output is not None:
+        if sampled or (guard and seq.req.output is not None):
             # A delta session registers an interned output block when its computed tokens
-            # reach the next block boundary: stop before that pass.
+            # reach the next block boundary (the pass that takes a new block): stop before it.
             p = bisect_left(cum, bs - (known0[i] - 1) % bs)
             if p < k:
                 k = p
@@ -142,7 +146,7 @@ def _plan_rank(rank: Rank, cap: int) -> Lane | None:
             return None
         cums.append(cum)
     lane = Lane(rank, bursts, cums, known0, lefts, False)
-    k = _fitting(lane, k, sampler.nextn + 1)
+    k = _fitting(lane, k, sampler.nextn + 1, sampled)
     if k < MIN_STRETCH:
         return None
     lane.k = k
@@ -163,7 +167,7 @@ def _demand(lane: Lane, p: int, top: int, since_start: bool = True) -> int:
     return need
 
 
-def _fitting(lane: Lane, k: int, top: int) -> int:
+def _fitting(lane: Lane, k: int, top: int, sampled: bool) -> int:
     """The passes, up to k, whose reservations fit without preempting: pass p reserves,
     beyond each request's blocks, those its largest burst could fill, from capacity the
     passes before it took blocks from (free, and cached blocks nobody uses when an eviction
@@ -171,7 +175,8 @@ def _fitting(lane: Lane, k: int, top: int) -> int:
     lane.evicts when they need more than free capacity."""
     pool = lane.rank.pool
     free = pool.capacity - pool.n_copies
-    room = free if pool.events is not None else pool.capacity - pool.num_active()
+    silent = pool.events is None and not sampled
+    room = pool.capacity - pool.num_active() if silent else free
 
     def demand(p: int) -> int:
         return _demand(lane, p, top)

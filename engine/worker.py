@@ -367,7 +367,7 @@ class Worker:
         for rank in self.vllm:
             if _holds_stretches(rank):
                 return None
-        return plan_stretch(self.vllm, self.fixed_timing)
+        return plan_stretch(self.vllm, self.fixed_timing, self.ticks is not None)
 
     def _cut(self, now_ns: int, k: int, d: int, ends: list[int] | None,
              durations: list[int]) -> int:

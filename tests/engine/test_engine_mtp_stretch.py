@@ -55,8 +55,8 @@ def test_a_long_speculative_decode_is_one_stretch_not_a_pass_an_event() -> None:
 def test_mtp_stretches_equal_step_by_step(seed: int) -> None:
     """Random speculative workloads (nextn 1-3, rates with 0 and 1, fixed and polynomial
     timing, 1-2 workers, DP 1-2, prefix caching on and off, capacity from ample to tight,
-    round robin and KV router, max_model_len, a time cap): the records and report bytes of
-    single passes."""
+    round robin and KV router, max_model_len, a time cap, telemetry): the records and report
+    bytes of single passes."""
     rnd = random.Random(seed)
     rows = []
     t = 0.0
@@ -80,6 +80,8 @@ def test_mtp_stretches_equal_step_by_step(seed: int) -> None:
     doc = native(args, workers=rnd.choice([1, 2]), dp_size=rnd.choice([1, 2]),
                  router=rnd.choice(["round_robin", "kv_router"]),
                  max_sim_time_ms=rnd.choice([None, None, 150.0]))
+    if rnd.random() < 0.25:  # telemetry's samples are in the report compared
+        doc["spec"]["telemetry"] = {"sample_interval_ms": rnd.choice([5.0, 20.0])}
     both(doc, rows)
 
 
