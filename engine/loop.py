@@ -63,6 +63,7 @@ from kvreplay.engine.scaling import ScalingPolicy, ScalingRuntime
 from kvreplay.engine.scheduler import PassOutcome, RankStats
 from kvreplay.engine.sequence import Seq
 from kvreplay.engine.simtime import check_ns, limit_to_ns, ms_to_ns, ns_to_ms
+from kvreplay.engine.speculation_report import merged_draws
 from kvreplay.engine.telemetry import Telemetry
 from kvreplay.engine.traces.request import TraceRequest, Workload
 from kvreplay.engine.worker import Worker, stamp_bursts, stamp_tokens
@@ -795,6 +796,10 @@ class Simulation:
         if self.g3 is not None:
             facts.g3_offload = self.g3.g3_offload()
             facts.g3_timeline = self.g3.g3_timeline(self.busy_until)
+        draws = merged_draws(rank.mtp.accepted_hist for pool in self.pools
+                             for rank in pool.ranks if rank.mtp is not None and not rank.is_prefill)
+        if draws is not None:
+            facts.speculation_draws = tuple(draws)
         return RunResult(records, facts, streamed=ledger.streamed)
 
 

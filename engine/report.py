@@ -28,6 +28,7 @@ from kvreplay.engine.result import RunFacts, RunResult
 from kvreplay.engine.row_fields import per_request_row as per_request_row  # re-exported
 from kvreplay.engine.row_fields import uuid_for as uuid_for  # re-exported
 from kvreplay.engine.simtime import NS_PER_MS
+from kvreplay.engine.speculation_report import speculation_summary
 from kvreplay.schema.sla import Sla as Sla  # re-exported: report callers name it here
 from kvreplay.schema.version import VERSION
 
@@ -64,6 +65,7 @@ class ReportFacts:
     summary_extra: Mapping[str, Any] = attrs.field(factory=dict)
     meta: Mapping[str, Any] = attrs.field(factory=dict)
     telemetry: Mapping[str, Any] | None = None  # the report's `telemetry`, when sampled
+    speculation_draws: tuple[int, ...] | None = None  # MTP ranks' draw histogram (merged)
 
 
 def _check_gaps(record: RequestRecord, produced: int, negative: bool) -> None:
@@ -117,6 +119,8 @@ class SummaryAccumulator:
         self.first_reused = self.host_reused = self.good_requests = self.good_tokens = 0
         self.last_terminal = 0.0
         self.rejected: dict[tuple[str, int] | None, int] = {}  # RequestRecord.rejection: count
+        # Completed requests decoded speculatively: count, steps, draft and accepted tokens.
+        self.speculation = [0, 0, 0, 0]
 
     def add(self, r: RequestRecord) -> None:
         """Count a record (only completed ones enter the statistics)."""
@@ -130,7 +134,8 @@ class SummaryAccumulator:
         reused, first_reused, host_reused = self.reused, self.first_reused, self.host_reused
         good_requests, good_tokens = self.good_requests, self.good_tokens
         last_terminal = self.last_terminal
-        gaps, shared, rejected = self.gaps, self.shared, self.rejected
+        gaps, shared, rejected, speculation = self.gaps, self.shared, self.rejected, \
+            self.speculation
         ttfts, ttsts, tpots, e2es = (self.ttfts.append, self.ttsts.append, self.tpots.append,
                                      self.e2es.append)
         try:
@@ -152,6 +157,11 @@ class SummaryAccumulator:
                 host_reused += r.first_admission_host_reused_input_tokens or 0
                 if terminal > last_terminal:  # max(last_terminal, terminal)
                     last_terminal = terminal
+                if r.speculative_steps is not None:
+                    speculation[0] += 1
+                    speculation[1] += r.speculative_steps
+                    speculation[2] += r.draft_tokens
+                    speculation[3] += r.accepted_draft_tokens
                 _fold_gaps(r, gaps, shared)
                 first, last = r.first_token_ms, r.last_token_ms
                 if first is None or last is None:
@@ -215,6 +225,8 @@ class SummaryAccumulator:
             summary["goodput_completed_requests"] = self.good_requests
             summary["goodput_request_throughput_rps"] = self.good_requests / duration_s
             summary["goodput_output_throughput_tok_s"] = self.good_tokens / duration_s
+        if self.speculation[0] or facts.speculation_draws is not None:
+            summary["speculation"] = self._speculation(facts)
         if "g2_transfers" in facts.summary_extra:  # kvreplay's own figure: restored share of input
             summary["first_admission_host_reused_ratio"] = self._share(self.host_reused)
         for key, value in facts.summary_extra.items():
@@ -259,6 +271,20 @@ class SummaryAccumulator:
             itl.add_runs(runs)
             rate.add_runs((1000.0 / gap, count) for gap, count in runs if gap > 0.0)
         return itl.finish(), rate.finish()
+
+    def _speculation(self, facts: ReportFacts) -> dict[str, Any]:
+        """The summary's `speculation` block (speculation_report.py): the gaps of 0 ms are the
+        tokens of one burst, the others the gaps between steps."""
+        gaps = burst_gaps = 0
+        step_itl = StreamingDistribution()
+        for runs in self.gap_runs():
+            for gap, count in runs:
+                gaps += count
+                if gap == 0.0:
+                    burst_gaps += count
+            step_itl.add_runs([run for run in runs if run[0] != 0.0])
+        return speculation_summary(self.speculation, facts.speculation_draws, gaps, burst_gaps,
+                                   step_itl.finish())
 
     def gap_runs(self) -> Iterator[list[tuple[float, int]]]:
         """Every token gap of the completed records as (gap_ms, count) runs, a bounded batch at
@@ -440,7 +466,8 @@ def facts_from_core(core: RunFacts, *, sla: Sla | None = None,
         committed_prefill_tokens=core.committed_prefill_tokens,
         duration_ms=core.reported_duration_ms,
         kv_eviction_policy=core.kv_eviction_policy, sla=sla, wall_time_ms=wall_time_ms,
-        summary_extra=extra, meta=meta, telemetry=core.telemetry)
+        summary_extra=extra, meta=meta, telemetry=core.telemetry,
+        speculation_draws=core.speculation_draws)
 
 
 def report_from_run(result: RunResult, *, sla: Sla | None = None,

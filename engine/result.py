@@ -56,6 +56,7 @@ class RunFacts:
         "requests_terminal",
         "router",
         "scaling",
+        "speculation_draws",
         "stepwise",
         "stopped_at_time_cap",
         "telemetry",
@@ -91,6 +92,8 @@ class RunFacts:
         # With a scaling policy (scaling.py: ScalingRuntime.finish): ticks, lifecycle
         # operations, replicas over time, provisioned worker seconds per pool.
         self.scaling: dict[str, Any] | None = None
+        # MTP ranks' draws (speculation_report.merged_draws): [a] = verifications accepting a.
+        self.speculation_draws: tuple[int, ...] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out = {name: getattr(self, name) for name in self.__slots__}

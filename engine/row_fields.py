@@ -17,7 +17,9 @@ FLAG_TESTS = {"agentic": "r.agentic is not None", "phase": "r.agentic_phase is n
               "host": "r.first_admission_g1_reused_input_tokens is not None",
               "split": "a.g1_reused_input_tokens is not None",
               # G3 below G2 (no printer shape has it: row_text prints such rows from the mapping)
-              "g3": "r.first_admission_g3_reused_input_tokens is not None"}
+              "g3": "r.first_admission_g3_reused_input_tokens is not None",
+              # MTP decoding (no compiled shape has it: row_text prints such rows in Python)
+              "mtp": "r.speculative_steps is not None"}
 
 
 def uuid_for(ordinal: int) -> str:
@@ -78,6 +80,9 @@ ROW: tuple[Field, ...] = (
      "int", "host"),
     ("first_admission_g3_reused_input_tokens", "r.first_admission_g3_reused_input_tokens",
      "int", "g3"),
+    ("speculative_steps", "r.speculative_steps", "int", "mtp"),
+    ("draft_tokens", "r.draft_tokens", "int", "mtp"),
+    ("accepted_draft_tokens", "r.accepted_draft_tokens", "int", "mtp"),
 )
 ROW_TIMES = ("first = r.first_token_ms", "second = r.second_token_ms",
               "last = r.last_token_ms", "arrival = r.arrival_time_ms")

@@ -197,16 +197,16 @@ _ADMISSION_PLAIN = _printer(_ADMISSION, frozenset(), "a", _ENTRY)
 _ADMISSION_SPLIT = _printer(_ADMISSION, frozenset({"split"}), "a", _ENTRY)
 _ROUTE_TEXT = _printer(_ROUTE, frozenset(), "d", _ENTRY)
 
-Shape = tuple[bool, bool, bool]  # agentic, with a warmup phase, with a host tier
+Shape = tuple[bool, bool, bool, bool]  # agentic, with a warmup phase, with a host tier, MTP
 _ROWS: dict[Shape, Callable[[Any], str]] = {}
 
 
 def _row_printer(shape: Shape) -> Callable[[Any], str]:
     """A shape's row printer: the common row (one admission, split as the row is, and one
     routing decision) printed by one template; any other by the lists' own printers."""
-    agentic, phase, host = shape
+    agentic, phase, host, mtp = shape
     flags = frozenset(flag for flag, on in (("agentic", agentic), ("phase", phase),
-                                            ("host", host), ("split", host)) if on)
+                                            ("host", host), ("split", host), ("mtp", mtp)) if on)
     name = f"_general_{len(_NAMESPACE)}"
     _NAMESPACE[name] = _printer(_ROW, flags, "r", ROW_INDENT, _ROW_TIMES)
     common = (f"if len(r.admission_history) != 1 or len(r.routing_history) != 1 or "
@@ -298,10 +298,11 @@ compiled_row = _configure_compiled()
 def row_text(record: RequestRecord) -> str:
     """`record`'s row as the canonical report prints it inside `per_request` (indented, no
     separator); ReportError (naming the request) for a value a report cannot hold. A row
-    with the G3 split (G3 below G2) has no template: the mapping is printed."""
+    with the G3 split (G3 below G2) has no template: the mapping is printed; an MTP row (its
+    speculation counts) has no compiled plan: the Python printers print it."""
     if record.first_admission_g3_reused_input_tokens is not None:
         return mapping_text(per_request_row(record))
-    if compiled_row is not None:
+    if compiled_row is not None and record.speculative_steps is None:
         text = compiled_row(record)
         if text is not None:
             return text
@@ -311,7 +312,8 @@ def row_text(record: RequestRecord) -> str:
 def python_row_text(record: RequestRecord) -> str:
     """`row_text` printed by the Python printers alone (any record, any value)."""
     shape = (record.agentic is not None, record.agentic_phase is not None,
-             record.first_admission_g1_reused_input_tokens is not None)
+             record.first_admission_g1_reused_input_tokens is not None,
+             record.speculative_steps is not None)
     printer = _ROWS.get(shape) or _row_printer(shape)
     try:
         return printer(record)

@@ -198,6 +198,18 @@ def _g2_rows(s: dict[str, Any]) -> list[tuple[str, str]]:
     return rows
 
 
+def _speculation_rows(s: dict[str, Any]) -> list[tuple[str, str]]:
+    """What speculative decoding did, for runs with an MTP rank."""
+    spec = s.get("speculation")
+    if not spec:
+        return []
+    rates = ", ".join("-" if p["acceptance_rate"] is None else f"{p['acceptance_rate']:.2f}"
+                      for p in spec["acceptance_by_position"])
+    return [("speculation", f"{spec['kind']}: {spec['tokens_per_step']:.3f} tokens per step, "
+             f"{spec['draft_acceptance_rate']:.1%} of {spec['draft_tokens']:,} drafts accepted;"
+             f" acceptance by position {rates}")]
+
+
 def _agentic_rows(s: dict[str, Any]) -> list[tuple[str, str]]:
     """Plays, the warmup barrier and the profile window, for agentic runs."""
     outcomes = s.get("agentic_play_outcomes")
@@ -257,6 +269,7 @@ def summary_table(report: dict[str, Any], output: str | None,
         ("committed prefill", f"{s['committed_prefill_tokens']:,} tokens"),
     ]
     rows.extend(_g2_rows(s))
+    rows.extend(_speculation_rows(s))
     rows.extend(_agentic_rows(s))
     lines = [f"{name:<22}{value}" for name, value in rows]
     lines.append("")

@@ -10,6 +10,7 @@ from typing import Any
 from kvreplay.compare.gates import GateResult
 from kvreplay.compare.join import METRICS, PERCENTILES, RANKED_BY, DeltaStats, RequestJoin
 from kvreplay.compare.model import Comparison, FigureDelta
+from kvreplay.compare.speedup import text_lines, to_dict
 from kvreplay.compiler.emit import escape_active
 from kvreplay.io.display import escape_inline
 
@@ -35,6 +36,8 @@ def to_json(comparison: Comparison, results: Sequence[GateResult], labels: Label
         "gates": [_gate(r) for r in results],
         "tripped_gates": sum(r.tripped for r in results),
     }
+    if comparison.speedup is not None:
+        doc["speculation"] = to_dict(comparison.speedup)
     # Figure names and ids come from the report files: no raw control or bidi characters.
     return escape_active(json.dumps(doc, sort_keys=True, indent=2, ensure_ascii=False,
                                     allow_nan=False)) + "\n"
@@ -152,6 +155,8 @@ def to_text(comparison: Comparison, results: Sequence[GateResult], labels: Label
     if changed_only:
         footer += f" ({total - changed} unchanged not shown: --changed-only)"
     lines.append(footer)
+    if comparison.speedup is not None:
+        lines.extend(text_lines(comparison.speedup))
     lines.append("")
     lines.extend(_join_text(comparison.requests))
     if results:

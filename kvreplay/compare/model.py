@@ -9,6 +9,7 @@ from typing import Any
 import attrs
 
 from kvreplay.compare.join import RequestJoin, join_requests
+from kvreplay.compare.speedup import Speedup, speedup
 from kvreplay.report_file import check_comparable
 
 Scalar = int | float | str | bool | None
@@ -70,6 +71,8 @@ class Comparison:
     new_meta: Mapping[str, Any] = attrs.field(factory=dict)
     # What makes the comparison itself doubtful (the reports ran different traces).
     warnings: tuple[str, ...] = ()
+    # When either report speculated: which one, and the speedup factors (compare/speedup.py).
+    speedup: Speedup | None = None
 
     def figure(self, name: str) -> FigureDelta | None:
         return next((f for f in self.figures if f.name == name), None)
@@ -102,7 +105,8 @@ def compare_reports(base: Mapping[str, Any], new: Mapping[str, Any], *,
         for name in sorted(ours.keys() | theirs.keys()))
     join = join_requests(base, new, top=top)
     return Comparison(figures, join, base_meta=base["meta"], new_meta=new["meta"],
-                      warnings=_warnings(join))
+                      warnings=_warnings(join),
+                      speedup=speedup(base["summary"], new["summary"]))
 
 
 def _warnings(join: RequestJoin) -> tuple[str, ...]:

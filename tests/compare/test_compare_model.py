@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 from pathlib import Path
 from typing import Any
 
@@ -131,3 +132,28 @@ def test_github_output_annotates_tripped_gates(base_report: dict[str, Any],
     assert len(errors) == sum(r.tripped for r in results) == 2
     assert "mean_ttft_ms base 65.115, new 70.69" in errors[0]
     assert "threshold > +5%25" in errors[0]
+
+
+def test_a_speculative_run_against_a_plain_one_shows_the_speedup() -> None:
+    """compare of a plain run (BASE) and the same with MTP (NEW): which side speculated, its
+    tokens per step, and factors above 1 where NEW is faster (latencies base / new, throughput
+    new / base), in text and JSON; plain against plain has no speculation section."""
+    path = EXAMPLES / "mtp-mooncake.yaml"
+    mtp = kvreplay.run_spec(path).report
+    plain = kvreplay.run_spec(path, overrides=["engine.workers.aggregated.speculation=null"]).report
+    assert mtp is not None and plain is not None
+    comparison = compare_reports(plain, mtp)
+    speedup = comparison.speedup
+    assert speedup is not None and (speedup.base_kind, speedup.new_kind) == (None, "mtp")
+    factors = {f.figure: f for f in speedup.factors}
+    tpot = factors["mean_tpot_ms"]
+    assert tpot.factor == tpot.base / tpot.new > 1  # type: ignore[operator]
+    throughput = factors["output_throughput_tok_s"]
+    assert throughput.factor == throughput.new / throughput.base > 1  # type: ignore[operator]
+    text = to_text(comparison, [], LABELS)
+    assert f"speculation: BASE plain; NEW mtp, {speedup.new_tokens_per_step:.3g} tokens per " \
+           "step" in text
+    assert f"mean_tpot_ms x{tpot.factor:.3g}" in text
+    doc = json.loads(to_json(comparison, [], LABELS))
+    assert doc["speculation"]["new"]["kind"] == "mtp" and doc["speculation"]["base"]["kind"] is None
+    assert "speculation" not in json.loads(to_json(compare_reports(plain, plain), [], LABELS))

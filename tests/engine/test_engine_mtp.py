@@ -10,6 +10,7 @@ from engine_support import ListWorkload, native, native_pd, rank, record_dict, r
 
 from kvreplay.engine import EngineConfigError, refusals, run_native
 from kvreplay.engine.records import RequestRecord
+from kvreplay.engine.report import report_from_run
 
 G2 = {"num_host_blocks": 8, "d2h_bandwidth_gbps": 1.0, "h2d_bandwidth_gbps": 1.0}
 
@@ -80,3 +81,45 @@ def test_rates_of_one_emit_full_bursts_at_one_decode_cost() -> None:
     assert (rec.first_token_ms, rec.last_token_ms) == (12.0, 16.0)
     assert rec.itl_runs() == [(0.0, 2), (2.0, 1), (0.0, 2), (2.0, 1)]
     assert (rec.speculative_steps, rec.accepted_draft_tokens) == (3, 4)
+
+
+def _report(doc: dict[str, Any]) -> dict[str, Any]:
+    return report_from_run(run_native(doc, workload=workload()))
+
+
+def test_the_report_carries_the_speculation_figures() -> None:
+    """Rows carry each request's steps, drafts and accepted drafts; the summary's speculation
+    block sums them, derives the rates, counts the draws per position (reached = accepted at
+    the position before) and splits the token gaps into bursts (0 ms) and steps."""
+    report = _report(native(mtp()))
+    rows, block = report["per_request"], report["summary"]["speculation"]
+    assert all(row["draft_tokens"] == 2 * row["speculative_steps"] for row in rows)
+    steps = sum(row["speculative_steps"] for row in rows)
+    accepted = sum(row["accepted_draft_tokens"] for row in rows)
+    assert (block["requests"], block["speculative_steps"], block["accepted_draft_tokens"]) == (
+        len(rows), steps, accepted)
+    assert block["tokens_per_step"] == (steps + accepted) / steps
+    assert block["mean_accepted_length"] == accepted / steps
+    first, second = block["acceptance_by_position"]
+    assert first["verified_steps"] == block["verifications"] >= steps
+    assert second["verified_steps"] == first["accepted_steps"] > second["accepted_steps"] > 0
+    assert second["acceptance_rate"] == second["accepted_steps"] / second["verified_steps"]
+    gaps = sum(row["output_length"] - 1 for row in rows)
+    assert block["burst_itl_share"] == (accepted / gaps)  # aggregated: every token is a step's
+    assert block["min_step_itl_ms"] > 0.0
+
+
+def test_rates_of_one_accept_every_position() -> None:
+    """Rates 1, 1: every drawn verification accepts both positions (rates 1 and 1 observed)."""
+    block = _report(native(mtp(aic_nextn_accept_rates="1,1")))["summary"]["speculation"]
+    assert [p["acceptance_rate"] for p in block["acceptance_by_position"]] == [1.0, 1.0]
+
+
+def test_plain_reports_have_no_speculation_figures() -> None:
+    """Without MTP neither the summary nor a row has a speculation figure (reports of plain
+    runs unchanged); with MTP on the prefill role only, the decode steps do not speculate."""
+    plain = _report(native(rank()))
+    assert "speculation" not in plain["summary"]
+    assert not {"speculative_steps", "draft_tokens"} & set(plain["per_request"][0])
+    prefill_only = _report(native_pd(mtp(), rank()))
+    assert "speculation" not in prefill_only["summary"]

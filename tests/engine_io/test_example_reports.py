@@ -72,3 +72,20 @@ def test_g3_example_restores_eight_tokens_from_g3() -> None:
         "engine.workers.aggregated.kv_cache.g3_offload=null"]).report
     assert plain is not None and plain["per_request"][-1]["reused_input_tokens"] == 0
     assert "g3_offload" not in plain["summary"]
+
+
+def test_mtp_example_speculates_and_pays() -> None:
+    """mtp-mooncake: every request decodes speculatively (its row counts steps, drafts and
+    accepted drafts; output = steps + accepted), the summary's observed rates are near the
+    configured 0.8 and 0.6, and the same run without speculation is slower per token."""
+    path = EXAMPLES[0].parent / "mtp-mooncake.yaml"
+    report = kvreplay.run_spec(path).report
+    assert report is not None
+    rows, block = report["per_request"], report["summary"]["speculation"]
+    assert all(r["output_length"] == r["speculative_steps"] + r["accepted_draft_tokens"]
+               for r in rows)
+    rates = [p["acceptance_rate"] for p in block["acceptance_by_position"]]
+    assert abs(rates[0] - 0.8) < 0.03 and abs(rates[1] - 0.6) < 0.03
+    plain = kvreplay.run_spec(path, overrides=["engine.workers.aggregated.speculation=null"])
+    assert plain.report is not None and "speculation" not in plain.report["summary"]
+    assert plain.report["summary"]["mean_tpot_ms"] > 1.5 * report["summary"]["mean_tpot_ms"]

@@ -53,6 +53,8 @@ def _reports() -> dict[str, dict[str, Any]]:
     g3.first_admission_g1_reused_input_tokens = 0
     g3.first_admission_host_reused_input_tokens = g3.first_admission_g3_reused_input_tokens = 8
     g3.admission_history[0] = Admission(0, "agg", 0, 304.5, 8, 0, 8, False)
+    mtp = record(6, 0.0, [4.0, 4.0, 4.0, 6.0, 6.0])  # two MTP steps: bursts of 3 and 2
+    mtp.speculative_steps, mtp.draft_tokens, mtp.accepted_draft_tokens = 2, 4, 3
     pd = record(4, 0.0, [30.0, 31.0], session_id="s", turn_index=2)
     pd.prefill_admit_ms, pd.source_held_ms, pd.decode_admit_ms = 0.0, 10.0, 25.0
     pd.routing_history += [RoutingDecision("prefill", 0, 0, 0, "queued", 0.0, 3.0, 4, 1, 2),
@@ -67,6 +69,7 @@ def _reports() -> dict[str, dict[str, Any]]:
         "g3 tier": build_report([g3], ReportFacts(summary_extra={
             "g2_transfers": G2_TRANSFERS, "g2_timeline": G2_TIMELINE, "g3_offload": G3_OFFLOAD,
             "g3_timeline": G3_TIMELINE})),
+        "mtp": build_report([mtp], ReportFacts(speculation_draws=(1, 0, 1))),
         "disaggregated": build_report([pd], ReportFacts(prefill_workers=1, decode_workers=1,
                                                         meta={"engine_mode": "exact"})),
         "no rows": build_report(plain, ReportFacts(), per_request=False),
@@ -87,7 +90,9 @@ def test_schema_lists_exactly_the_summary_keys(validator: jsonschema.Draft202012
     with_sla = _reports()["sla"]["summary"]
     with_g2 = _reports()["host tier"]["summary"]
     with_g3 = _reports()["g3 tier"]["summary"]
-    assert set(with_sla) | set(with_g2) | set(with_g3) == set(summary_schema["properties"])
+    with_mtp = _reports()["mtp"]["summary"]
+    assert set(with_sla) | set(with_g2) | set(with_g3) | set(with_mtp) == set(
+        summary_schema["properties"])
     assert set(summary_schema["required"]) == set(_reports()["plain"]["summary"])
 
 

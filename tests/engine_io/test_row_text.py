@@ -88,6 +88,9 @@ def records(draw: st.DrawFn, weird: bool = False) -> RequestRecord:
         r.play_id = draw(st.none() | text)
         r.agentic = draw(st.dictionaries(text, text, max_size=3))
         r.agentic_phase = draw(st.none() | st.sampled_from(["warmup", "measure"]))
+    if draw(st.booleans()):  # decoded on an MTP rank
+        r.speculative_steps = draw(small | odd if weird else small)
+        r.draft_tokens, r.accepted_draft_tokens = draw(small), draw(small)
     r.admission_history = [_admission(draw, weird)
                            for _ in range(draw(st.integers(min_value=0, max_value=3)))]
     r.routing_history = [_route(draw, weird)
@@ -163,8 +166,10 @@ compiled = pytest.mark.skipif(printer.compiled_row is None,
 @given(records() | records(weird=True))
 def test_the_compiled_printer_prints_what_python_prints_or_passes(record: RequestRecord) -> None:
     """engine/_rowtext.c either prints a row exactly as the Python printers do, or hands it
-    to them (None), for any shape, value and type."""
+    to them (None), for any shape, value and type (an MTP row has no compiled plan: row_text
+    never hands it to the compiled printer)."""
     assert printer.compiled_row is not None
+    assume(record.speculative_steps is None)
     text = printer.compiled_row(record)
     if text is not None:
         assert printer.python_row_text(record) == text
@@ -202,6 +207,7 @@ def plain_records(draw: st.DrawFn) -> RequestRecord:
         entry.pool = draw(_plain_text)
     for decision in r.routing_history:
         decision.outcome = draw(_plain_text)
+    r.speculative_steps = None  # MTP rows are printed in Python (no compiled plan)
     return r
 
 
