@@ -36,6 +36,7 @@ from kvreplay.html.series import (
     summary_cdf,
     sums,
 )
+from kvreplay.html.speculation_data import speculation_data
 from kvreplay.html.telemetry import telemetry_series
 
 T = TypeVar("T")
@@ -136,6 +137,9 @@ def _run(label: str, report: Mapping[str, Any], cols: Columns | None, timeline: 
     telemetry = telemetry_series(report.get("telemetry"))
     if telemetry is not None:  # only then: a page of a run without samples is unchanged
         run["telemetry"] = telemetry
+    speculation = speculation_data(summary)
+    if speculation is not None:  # only an MTP run carries the key (other pages are unchanged)
+        run["speculation"] = speculation
     scaling = scaling_data(summary)
     if scaling is not None:  # only a scaled run carries the key (static pages are unchanged)
         run["scaling"] = scaling

@@ -51,6 +51,7 @@ def page(data: Mapping[str, Any], *, heading: str = "kvreplay replay report",
         "<h2>Prefix reuse, load and routing</h2>", _cards(runs, WORKER_CARDS),
         _workers(runs),
         _g2(runs),
+        _speculation(runs),
         _telemetry(runs),
         "<h2>Provenance</h2>", provenance_table(runs),
         "</main>",
@@ -203,6 +204,33 @@ TELEMETRY_CARDS: tuple[Card, ...] = (
     ("telemetry-running", "Batch size per worker",
      "requests running on each rank at each sample", "telemetry", NO_TELEMETRY),
 )
+
+
+SPECULATION_CARDS: tuple[Card, ...] = (
+    ("spec-acceptance", "MTP: acceptance per draft position",
+     "observed conditional acceptance rate of each draft position (verifications that accepted "
+     "it / those that reached it), from the ranks' draws", "speculation",
+     "the run does not speculate"),
+    ("spec-itl", "Inter-token latency with speculation",
+     "fraction of token gaps at or below x ms: all gaps (the tokens of one burst share its "
+     "step's end: the jump at 0 ms) and the gaps between steps alone, through the summary "
+     "percentiles", "speculation.step_itl", "no speculative step"),
+)
+
+
+def _speculation(runs: Sequence[Mapping[str, Any]]) -> str:
+    present = [r for r in runs if r.get("speculation") is not None]
+    if not present:
+        return ""
+    notes = []
+    for r in present:
+        s = r["speculation"]
+        notes.append(f"{r['label']}: {s['kind']}, {s['tokens_per_step'] or 0.0:.3g} tokens per "
+                     f"step, {s['draft_acceptance_rate'] or 0.0:.1%} of drafts accepted, "
+                     f"{s['burst_share']:.1%} of token gaps inside a burst")
+    return "".join(['<h2 id="speculation">Speculative decoding</h2>',
+                    f'<p class="note">{escape("; ".join(notes))}</p>',
+                    _cards(runs, SPECULATION_CARDS)])
 
 
 def _telemetry(runs: Sequence[Mapping[str, Any]]) -> str:

@@ -278,3 +278,20 @@ def test_replicas_are_drawn_under_the_load_chart(browser: Chromium, tmp_path: Pa
     (replicas,) = [c for c in charts if c["chart"] == "timeline-replicas"]
     assert replicas["canvas"] and replicas["points"] > 0, replicas
     assert replicas["colour"][0] > 20 and replicas["colour"][1] == 0, replicas
+
+
+def test_speculative_run_draws_acceptance_and_itl(browser: Chromium, tmp_path: Path) -> None:
+    """mtp-mooncake against the same run without speculation: the speculation section's two
+    charts (acceptance per draft position, token gaps with speculation) draw for the MTP run
+    only; every other chart overlays both runs."""
+    plain = example_report("mtp-mooncake", "engine.workers.aggregated.speculation=null")
+    html = render_html([("mtp", example_report("mtp-mooncake")), ("plain", plain)])
+    charts = open_report(browser, html, tmp_path, "mtp-overlay")
+    by_name = {c["chart"]: c for c in charts}
+    assert {"spec-acceptance", "spec-itl"} <= set(by_name)
+    for chart in charts:
+        assert chart["canvas"] and chart["points"] > 0, chart
+        assert chart["colour"][0] > 20, chart
+    for name in ("spec-acceptance", "spec-itl"):
+        assert by_name[name]["colour"][1] == 0, by_name[name]
+    assert by_name["cdf-tpot"]["colour"][1] > 20

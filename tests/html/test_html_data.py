@@ -21,6 +21,7 @@ from kvreplay.html.series import (
     make_grid,
     nice_width,
     occupancy,
+    rounded,
     summary_cdf,
 )
 
@@ -413,3 +414,20 @@ def test_a_misshapen_scaling_block_is_refused_with_its_path() -> None:
     report["summary"]["scaling"]["replicas"]["agg"][1] = [5000.0, 1]
     with pytest.raises(ReportShapeError, match=r"summary.scaling.replicas.agg\[1\]"):
         page_data([("bad", report)])
+
+
+def test_speculation_data_only_for_a_speculative_run() -> None:
+    """An MTP run's data: acceptance per position as the summary has it, and the token-gap
+    CDF jumping at 0 ms by the share of gaps inside a burst, then rising through the step
+    gaps' percentiles to 1; a plain run's data has no speculation key."""
+    report = example_report("mtp-mooncake")
+    block = report["summary"]["speculation"]
+    spec = page_data([("mtp", report)])["runs"][0]["speculation"]
+    assert spec["positions"] == ["1", "2"]
+    assert spec["acceptance_rate"] == [p["acceptance_rate"]
+                                       for p in block["acceptance_by_position"]]
+    assert spec["itl"]["x"][:2] == [0.0, 0.0]
+    assert spec["itl"]["p"][1] == spec["burst_share"] > 0.5 and spec["itl"]["p"][-1] == 1.0
+    assert spec["step_itl"]["x"][0] == rounded(block["min_step_itl_ms"])
+    plain = example_report("mtp-mooncake", "engine.workers.aggregated.speculation=null")
+    assert "speculation" not in page_data([("plain", plain)])["runs"][0]

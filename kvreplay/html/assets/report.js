@@ -257,6 +257,30 @@
     "telemetry-running": function () {
       return samplesChart(function (tl) { return perRank(tl, "running"); }, "running requests");
     },
+    "spec-acceptance": function () {
+      function spec(run) { return run.speculation || { positions: [], acceptance_rate: [] }; }
+      var chart = barChart(function (run) { return spec(run).positions; },
+                           function (run) { return spec(run).acceptance_rate; },
+                           "acceptance rate", "accepted / reached", "draft position");
+      chart.hooks = { draw: [barLabels] };
+      chart.scales.y = { range: [0, 1.15] };
+      return chart;
+    },
+    "spec-itl": function () {
+      var parts = [], series = [{ label: "token gap (ms)", value: function (u, v) { return fmt(v); } }];
+      RUNS.forEach(function (run, r) {
+        var s = run.speculation;
+        if (!s || !s.itl) return;
+        [[s.itl, "all gaps"], [s.step_itl, "between steps"]].forEach(function (c, i) {
+          parts.push({ x: c[0].x, y: c[0].p });
+          series.push(line(run.label + ": " + c[1], r, i,
+                           { paths: uPlot.paths.stepped({ align: 1 }), points: { show: true, size: 5 } }));
+        });
+      });
+      return { data: merge(parts), series: series, axes: axes("token gap (ms)", "fraction of gaps"),
+               scales: { x: { time: false, range: function (u, lo, hi) { return [0, padded(u, lo, hi)[1]]; } },
+                         y: { range: [0, 1.02] } } };
+    },
     "g2-workers": function () {
       return barChart(function (run) { return (run.workers || []).filter(function (w) { return w.host_ratio != null; }).map(function (w) { return w.name; }); },
                       function (run) { return (run.workers || []).filter(function (w) { return w.host_ratio != null; }).map(function (w) { return w.host_ratio; }); },
