@@ -112,12 +112,7 @@ def _speculation(spec: Spec) -> list[str]:
             "engine (ai-dynamo 1.6.1) implements no n-gram draft scheduling, so there is no "
             "behaviour to reproduce (MTP, `kind: mtp`, runs)"
             for role in spec.roles
-            if role.speculation is not None and role.speculation.kind != "mtp"] + [
-        f"speculative decoding (MTP) with the SGLang scheduler on role {role.name}: not executed "
-        "by the bundled engine yet (its MTP step is written for vLLM-shaped ranks)"
-        for role in spec.roles
-        if role.speculation is not None and role.speculation.kind == "mtp"
-        and role.backend == "sglang"]
+            if role.speculation is not None and role.speculation.kind != "mtp"]
 
 
 def _scaling(spec: Spec) -> list[str]:

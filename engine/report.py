@@ -77,9 +77,16 @@ def _check_gaps(record: RequestRecord, produced: int, negative: bool) -> None:
 
 
 def _fold_gaps(record: RequestRecord, gaps: dict[float, int],
-               shared: dict[SharedGaps, int]) -> None:
+               shared: dict[SharedGaps, int], speculation: list[int]) -> None:
     """Count a completed record's token gaps: run-length gaps by value (negative ones as 0),
-    a stretch's SharedGaps by reference; checked to hold output_length - 1 gaps."""
+    a stretch's SharedGaps by reference; checked to hold output_length - 1 gaps. A record
+    decoded with MTP adds its steps, drafts and accepted drafts to `speculation` (with one
+    request more)."""
+    if record.speculative_steps is not None:
+        speculation[0] += 1
+        speculation[1] += record.speculative_steps
+        speculation[2] += record.draft_tokens
+        speculation[3] += record.accepted_draft_tokens
     produced = 0
     negative = False
     for entry in record.itl_gaps:
@@ -134,8 +141,7 @@ class SummaryAccumulator:
         reused, first_reused, host_reused = self.reused, self.first_reused, self.host_reused
         good_requests, good_tokens = self.good_requests, self.good_tokens
         last_terminal = self.last_terminal
-        gaps, shared, rejected, speculation = self.gaps, self.shared, self.rejected, \
-            self.speculation
+        gaps, shared, rejected = self.gaps, self.shared, self.rejected
         ttfts, ttsts, tpots, e2es = (self.ttfts.append, self.ttsts.append, self.tpots.append,
                                      self.e2es.append)
         try:
@@ -157,12 +163,7 @@ class SummaryAccumulator:
                 host_reused += r.first_admission_host_reused_input_tokens or 0
                 if terminal > last_terminal:  # max(last_terminal, terminal)
                     last_terminal = terminal
-                if r.speculative_steps is not None:
-                    speculation[0] += 1
-                    speculation[1] += r.speculative_steps
-                    speculation[2] += r.draft_tokens
-                    speculation[3] += r.accepted_draft_tokens
-                _fold_gaps(r, gaps, shared)
+                _fold_gaps(r, gaps, shared, self.speculation)
                 first, last = r.first_token_ms, r.last_token_ms
                 if first is None or last is None:
                     if sla is not None and sla.is_good_without_tokens(

@@ -42,6 +42,7 @@ from kvreplay.engine.radix import RadixCache
 from kvreplay.engine.scheduler import PassOutcome, RankStats, note_admission
 from kvreplay.engine.sequence import RUNNING, WAITING, Seq
 from kvreplay.engine.simtime import ns_to_ms
+from kvreplay.engine.speculation import rank_sampler
 from kvreplay.engine.timing import PassTimer
 from kvreplay.schema.spec import Role, SglangOptions
 
@@ -167,7 +168,8 @@ class SglangRank:
         self.chunked = True  # the reference refuses SGLang without chunked prefill
         self.is_prefill = cfg.name == "prefill"
         self.is_decode = cfg.name == "decode"
-        self.mtp: MtpSampler | None = None  # MTP with SGLang ranks is refused (capabilities)
+        # MTP (the decode step's bursts, as the reference's SGLang decode draws them).
+        self.mtp: MtpSampler | None = rank_sampler(cfg, scheduler_id)
         # The scheduler seam's scaling fields: scaling is refused with SGLang ranks, but the
         # P/D handoff counts held sources on every rank.
         self.fpm: list[tuple[Seq, int, tuple[int, int, int]]] | None = None
@@ -437,13 +439,15 @@ class SglangRank:
         cache = self.cache
         bs = self.block_size
         retracted: list[Seq] = []
-        needed = self._growth(running)
+        sampler = self.mtp if not self.is_prefill else None
+        burst = sampler.nextn + 1 if sampler is not None else 1
+        needed = self._growth(running, burst)
         while (cache.free + cache.evictable) < needed and len(running) > 1:
             victim = min(running, key=_output_length)
             running.remove(victim)
             self._retract(victim)
             retracted.append(victim)
-            needed = self._growth(running)
+            needed = self._growth(running, burst)
         if cache.free < needed:
             cache.evict((needed - cache.free) * bs)
         if retracted:
@@ -463,20 +467,60 @@ class SglangRank:
             duration = self.timer.decode_ns(active)
             cache.free -= needed
             done: list[Seq] = []
-            for seq in running:
-                self._step(seq, outcome, last=seq.max_output - seq.generated == 1)
-                if seq.generated >= seq.max_output:
-                    done.append(seq)
+            if sampler is not None:
+                self._speculate(sampler, needed, done, outcome)
+            else:
+                for seq in running:
+                    self._step(seq, outcome, last=seq.max_output - seq.generated == 1)
+                    if seq.generated >= seq.max_output:
+                        done.append(seq)
             if done:
                 for seq in done:
                     running.remove(seq)
                     self._complete(seq, outcome)
         return duration, bool(retracted)
 
-    def _growth(self, seqs: list[Seq]) -> int:
-        """Pages the next token of each request takes (one when its last page is full)."""
+    def _growth(self, seqs: list[Seq], burst: int = 1) -> int:
+        """Pages the next token of each request takes (one when its last page is full); with
+        MTP (`burst` = nextn + 1), the pages its largest burst (min(burst, tokens left)) could
+        fill."""
         bs = self.block_size
-        return sum(1 for seq in seqs if seq.computed == seq.pages * bs)
+        if burst == 1:
+            return sum(1 for seq in seqs if seq.computed == seq.pages * bs)
+        need = 0
+        for seq in seqs:
+            left = seq.max_output - seq.generated
+            grow = -(-(seq.computed + (burst if burst < left else left)) // bs) - seq.pages
+            if grow > 0:
+                need += grow
+        return need
+
+    def _speculate(self, sampler: MtpSampler, reserved: int, done: list[Seq],
+                   outcome: PassOutcome) -> None:
+        """MTP: each running request, in order, draws its burst (1 + the drafts accepted,
+        capped at the tokens left), taken token by token as `_step` takes one and stamped
+        together at the pass end (outcome.bursts); the `reserved` pages the bursts did not
+        fill go back; finished requests go to `done`."""
+        tokens = outcome.tokens
+        for seq in self.running:
+            left = seq.max_output - seq.generated
+            burst = sampler.burst(left)
+            pages = seq.pages
+            mark = len(tokens)
+            for i in range(burst):
+                self._step(seq, outcome, last=i == left - 1)
+            del tokens[mark:]
+            reserved -= seq.pages - pages
+            if not seq.hidden:
+                outcome.bursts.append((seq, burst))
+            rec = seq.rec
+            if rec.speculative_steps is not None:
+                rec.speculative_steps += 1
+                rec.draft_tokens += sampler.nextn
+                rec.accepted_draft_tokens += burst - 1
+            if burst == left:
+                done.append(seq)
+        self.cache.free += reserved
 
     def _step(self, seq: Seq, outcome: PassOutcome, last: bool = False) -> None:
         """One token: it takes a KV slot (a reserved page when its last page is full), and the
@@ -734,7 +778,7 @@ class SglangRank:
         are full), no request finishing, no page beyond the free ones (no eviction, no
         retraction), and, when a KV router reads this rank, no page of workload-known output
         completing (its insertion publishes router events)."""
-        if self.ready or self.pending:
+        if self.ready or self.pending or self.mtp is not None:  # MTP: each burst is a draw
             return 0
         running = self.running
         if self.waiting and len(running) < self.max_seqs:

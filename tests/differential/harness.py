@@ -49,9 +49,9 @@ KINDS = KINDS + ("telemetry", "dynamo", "applied-compute", "hybrid")
 # scenarios can livelock both engines at one instant (docs/engine.md "MTP speculative
 # decoding"), which the generator does not yet avoid.
 DRAFT_KINDS = ("mtp-pd",)
-# Backends the MTP kinds draw: MTP on SGLang ranks is refused by the bundled engine (its MTP
-# step is written for vLLM-shaped ranks); TRT-LLM's exact MTP is not checked yet either.
-MTP_BACKENDS = ("vllm",)
+# Backends the MTP kinds draw (one per scenario): vLLM, SGLang under its own scheduler (its
+# decode step's bursts), TensorRT-LLM through the vLLM-shaped core.
+MTP_BACKENDS = ("vllm", "vllm", "sglang", "trtllm")
 TIME_KEYS = ("arrival_time_ms", "dispatched_at_ms", "first_admit_ms", "first_token_ms",
              "last_token_ms", "terminal_time_ms", "prefill_admit_ms", "source_held_ms",
              "destination_reserved_ms", "destination_activated_ms", "decode_admit_ms",
@@ -321,11 +321,12 @@ def _speculate(rng: random.Random, scn: dict[str, Any]) -> None:
     a random seed, a backend, fixed or polynomial timing, sometimes max_model_len."""
     roles = ["rank"] if "rank" in scn else rng.choice(
         [["decode"], ["decode"], ["prefill", "decode"], ["prefill"]])
+    backend = rng.choice(MTP_BACKENDS)
     for role in ("rank", "prefill", "decode"):
         if role not in scn:
             continue
         rank = scn[role]
-        rank["backend"] = rng.choice(MTP_BACKENDS)
+        _mtp_backend(rng, rank, backend)
         if rng.random() < 0.3:
             rank["timing_model"] = {"type": "polynomial"}
         if rng.random() < 0.15:
@@ -339,6 +340,24 @@ def _speculate(rng: random.Random, scn: dict[str, Any]) -> None:
             rates = [rng.choice([0.0, 1.0, round(rng.random(), 3)]) if rng.random() < 0.2
                      else round(rng.random(), 3) for _ in range(rng.randint(1, nextn + 1))]
             rank["aic_nextn_accept_rates"] = ",".join(str(r) for r in rates)
+
+
+def _mtp_backend(rng: random.Random, rank: dict[str, Any], backend: str) -> None:
+    """The rank on `backend`: SGLang with chunked prefill (the reference requires it) and now
+    and then its policy and budgets; TensorRT-LLM now and then guaranteed_no_evict."""
+    rank["backend"] = backend
+    if backend != "vllm":  # the reference refuses it off vLLM (SGLang has its own interval)
+        rank.pop("prefill_schedule_interval", None)
+    if backend == "sglang":
+        rank["enable_chunked_prefill"] = True
+        if rng.random() < 0.5:
+            rank["sglang"] = {
+                "schedule_policy": rng.choice(["fifo", "lpm"]),
+                "chunked_prefill_size": rank["block_size"] * rng.choice([2, 4, 8, 16]),
+                "clip_max_new_tokens": rng.choice([1, 2, 4, 4096]),
+                "schedule_conservativeness": rng.choice([0.3, 1.0, 1.5])}
+    elif backend == "trtllm" and rng.random() < 0.5:
+        rank["trtllm"] = {"capacity_scheduler_policy": "guaranteed_no_evict"}
 
 
 def _scaling_scenario(rng: random.Random, scn: dict[str, Any], rank: Callable[[], dict[str, Any]],

@@ -123,3 +123,15 @@ def test_plain_reports_have_no_speculation_figures() -> None:
     assert not {"speculative_steps", "draft_tokens"} & set(plain["per_request"][0])
     prefill_only = _report(native_pd(mtp(), rank()))
     assert "speculation" not in prefill_only["summary"]
+
+
+def test_sglang_ranks_speculate_after_the_prefill_token() -> None:
+    """An SGLang rank with rates 1, 1: the first token comes from the prefill forward (no
+    burst, no decode charge), then each decode step emits a full burst of 3 at one decode
+    duration: a 7-token output is 1 + 3 + 3, two speculative steps (the reference's SGLang
+    decode; difftest kind mtp checks it per request)."""
+    doc = native(mtp(aic_nextn_accept_rates="1,1", backend="sglang", enable_chunked_prefill=True))
+    rec = run_native(doc, workload=ListWorkload([request(0, 0.0, 8, 7, [1, 2])])).records[0]
+    assert (rec.first_token_ms, rec.last_token_ms) == (10.0, 14.0)
+    assert rec.itl_runs() == [(2.0, 1), (0.0, 2), (2.0, 1), (0.0, 2)]
+    assert (rec.speculative_steps, rec.draft_tokens, rec.accepted_draft_tokens) == (2, 4, 4)

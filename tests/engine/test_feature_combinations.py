@@ -30,11 +30,10 @@ def _doc(rank_args: dict[str, Any], *, telemetry: bool = False,
 
 
 @pytest.mark.parametrize(("doc", "named"), [
-    (_doc({**_sglang(), "aic_nextn": 2}), "speculative decoding (MTP) with the SGLang scheduler"),
     (_doc(_sglang(), scaling=True), "the SGLang scheduler on role aggregated under a scaling"),
     (_doc(rank(), telemetry=True, scaling=True), "telemetry samples (report.telemetry) under a "
      "scaling policy"),
-], ids=["mtp-sglang", "scaling-sglang", "scaling-telemetry"])
+], ids=["scaling-sglang", "scaling-telemetry"])
 def test_combinations_not_run_together_are_refused_by_name(doc: dict[str, Any],
                                                           named: str) -> None:
     """Each refusal names the combination; the same features alone run."""
@@ -45,7 +44,8 @@ def test_combinations_not_run_together_are_refused_by_name(doc: dict[str, Any],
 
 @pytest.mark.parametrize("doc", [
     _doc({**rank(), "aic_nextn": 2}), _doc(_sglang()), _doc(rank(), scaling=True),
-    _doc(rank(), telemetry=True)], ids=["mtp", "sglang", "scaling", "telemetry"])
+    _doc(rank(), telemetry=True), _doc({**_sglang(), "aic_nextn": 2})],
+    ids=["mtp", "sglang", "scaling", "telemetry", "mtp-sglang"])
 def test_each_feature_alone_runs(doc: dict[str, Any]) -> None:
     """The features of the refused combinations, one at a time, replay."""
     result = run_native(doc, workload=ListWorkload([request(0, 0.0, 8, 3, [1, 2], 4)]))

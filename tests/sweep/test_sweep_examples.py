@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sweep_support import invoke
@@ -17,11 +18,19 @@ def test_there_are_example_sweeps() -> None:
     assert {p.name for p in EXAMPLES} >= {"kv-router-capacity.yaml", "g2-host-blocks.yaml"}
 
 
-@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
+PINNED = "mtp-draft-depth"  # its results are pinned below (the run checked once, there)
+
+
+@pytest.mark.parametrize("path", [p for p in EXAMPLES if p.stem != PINNED], ids=lambda p: p.stem)
 def test_example_sweep_runs(path: Path, tmp_path: Path,
                             capsys: pytest.CaptureFixture[str]) -> None:
     """`kvreplay sweep EXAMPLE -o DIR --html` exits 0 with a best point, no failed row, and a
     page that shows that best point."""
+    _check_example_sweep(path, tmp_path, capsys)
+
+
+def _check_example_sweep(path: Path, tmp_path: Path,
+                         capsys: pytest.CaptureFixture[str]) -> list[dict[str, Any]]:
     ran = invoke(capsys, "sweep", str(path), "-o", str(tmp_path), "-j", "1", "--no-progress",
                  "--html")
     assert ran.code == 0, ran.err
@@ -33,6 +42,27 @@ def test_example_sweep_runs(path: Path, tmp_path: Path,
     html = (tmp_path / "sweep.html").read_text()
     data = json.loads(re.search(r'id="kvreplay-data">(.*?)</script>', html, re.S).group(1))
     assert data["best"]["point"] == best["point"]
+    return rows
+
+
+def test_mtp_sweep_results_are_pinned(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                      json_snapshot: Any) -> None:
+    """mtp-draft-depth runs as the other examples do, and its answer is pinned: per point the
+    parameters, the SLA verdict and the figures it turns on; the best point is two workers
+    drafting 3 tokens at high acceptance, as the sweep file's comment says."""
+    rows = _check_example_sweep(EXAMPLES[0].parent / f"{PINNED}.yaml", tmp_path, capsys)
+    table = [{"point": r["point"], "parameters": r["parameters"], "sla_ok": r["sla_ok"],
+              **{k: r["figures"][k] for k in ("gpu_hours", "p90_tpot_ms", "p90_ttft_ms",
+                                             "mean_tpot_ms")}} for r in rows]
+    assert json.dumps(table, indent=1, sort_keys=True) + "\n" == json_snapshot
+    best = json.loads((tmp_path / "best.json").read_text())["best"]
+    assert rows[best["point"]]["parameters"] == {
+        "engine.workers.aggregated.parallelism.replicas": 2,
+        "engine.workers.aggregated.speculation.num_speculative_tokens": 3,
+        "engine.workers.aggregated.speculation.acceptance_rates": [0.9, 0.8, 0.7]}
+    plain = [r for r in rows if r["parameters"].get(
+        "engine.workers.aggregated.speculation", 0) is None]
+    assert len(plain) == 3 and not any(r["sla_ok"] for r in plain)
 
 
 def test_the_base_digest_is_the_spec_digest_of_the_base(tmp_path: Path,
