@@ -41,7 +41,7 @@ import scaling_kind
 # happen, sessions, mooncake-delta, DP; sglang-pd disaggregated; trtllm also P/D at times.
 BACKEND_KINDS = ("sglang", "sglang-pd", "trtllm")
 KINDS = ("agg", "agg-delta", "agg-dp", "pd", "pd-dp", "g2", "g2-pd", "synth", "kv-queue",
-         "agentic", *BACKEND_KINDS, "mtp", "mtp-pd", "scaling", "g3", "g3-kv")
+         "agentic", *BACKEND_KINDS, "mtp", "mtp-pd", "mtp-agentic", "scaling", "g3", "g3-kv")
 # Telemetry samples (the samples compared too) over scenarios of these kinds.
 TELEMETRY_BASES = ("agg", "agg-dp", "g2", "kv-queue", "pd", "pd-dp", "g2-pd")
 KINDS = KINDS + ("telemetry", "dynamo", "applied-compute", "hybrid")
@@ -96,6 +96,8 @@ def generate(kind: str, seed: int) -> dict[str, Any]:
     rng = random.Random(f"{kind}:{seed}")
     if kind == "telemetry":
         return _telemetry_scenario(rng, seed)
+    if kind == "mtp-agentic":
+        return _mtp_agentic_scenario(rng, seed)
     bs = 4
     blocks = rng.choice([5, 6, 8, 10, 12, 16])
     if kind in ("dynamo", "applied-compute"):
@@ -215,6 +217,18 @@ def _telemetry_scenario(rng: random.Random, seed: int) -> dict[str, Any]:
     scn = generate(rng.choice(TELEMETRY_BASES), 1_000_000 + seed)
     scn.update(kind="telemetry", base=scn["kind"],
                telemetry_ms=rng.choice([0.5, 1.0, 2.0, 2.5, 3.0, 5.0, 10.0, 25.0]))
+    return scn
+
+
+def _mtp_agentic_scenario(rng: random.Random, seed: int) -> dict[str, Any]:
+    """An agentic scenario (kind agentic's generator) whose rank decodes with MTP: the
+    reference runs agentic replay with MTP (the support matrix's AGX-SPECULATION stays the
+    seeds' rule for configs); without G2 on the rank (G2 and MTP on one role: both engines
+    refuse it)."""
+    scn = generate("agentic", 2_000_000 + seed)
+    scn.update(kind="mtp-agentic", seed=seed)
+    scn["rank"].pop("native_host_offload", None)
+    _draft(rng, scn["rank"])
     return scn
 
 
@@ -348,15 +362,20 @@ def _speculate(rng: random.Random, scn: dict[str, Any]) -> None:
             rank["timing_model"] = {"type": "polynomial"}
         if rng.random() < 0.15:
             rank["max_model_len"] = rng.choice([12, 16, 20, 24])
-        if role not in roles:
-            continue
-        nextn = rng.choice([1, 2, 2, 3])
-        rank["aic_nextn"] = nextn
-        rank["aic_mtp_seed"] = rng.randrange(2**64) if rng.random() < 0.2 else rng.randrange(100)
-        if rng.random() < 0.9:
-            rates = [rng.choice([0.0, 1.0, round(rng.random(), 3)]) if rng.random() < 0.2
-                     else round(rng.random(), 3) for _ in range(rng.randint(1, nextn + 1))]
-            rank["aic_nextn_accept_rates"] = ",".join(str(r) for r in rates)
+        if role in roles:
+            _draft(rng, rank)
+
+
+def _draft(rng: random.Random, rank: dict[str, Any]) -> None:
+    """MTP on the rank: nextn 1-3, a random seed, random conditional rates (0 and 1 now and
+    then, sometimes fewer than nextn or none)."""
+    nextn = rng.choice([1, 2, 2, 3])
+    rank["aic_nextn"] = nextn
+    rank["aic_mtp_seed"] = rng.randrange(2**64) if rng.random() < 0.2 else rng.randrange(100)
+    if rng.random() < 0.9:
+        rates = [rng.choice([0.0, 1.0, round(rng.random(), 3)]) if rng.random() < 0.2
+                 else round(rng.random(), 3) for _ in range(rng.randint(1, nextn + 1))]
+        rank["aic_nextn_accept_rates"] = ",".join(str(r) for r in rates)
 
 
 def _mtp_backend(rng: random.Random, rank: dict[str, Any], backend: str) -> None:
