@@ -199,14 +199,16 @@ def generate(kind: str, seed: int) -> dict[str, Any]:
 
 def _pd_bounds(scn: dict[str, Any], blocks: int) -> None:
     """mtp-pd avoids what neither engine finishes or what differs outside MTP: a decode pool
-    holds its ranks' running requests whole (each fits `blocks - 1` blocks): a smaller one can
-    preempt and recompute them at one instant forever in both engines (a decode recompute takes
-    no time, so no cap ends it); a max_model_len on the decode role applies on the prefill role
-    too (the reference fails a request whose prompt reaches the decode side's limit at the
-    handoff, and the rest of its session, which kvreplay does not do yet: docs/engine.md)."""
+    holds every request whole (each fits `blocks - 1` blocks), running or reserved as a
+    destination: a smaller one can preempt and recompute its running requests (a lone one
+    itself, while destinations hold the rest of the pool) at one instant forever in both
+    engines (a decode recompute takes no time, so no cap ends it); a max_model_len on the
+    decode role applies on the prefill role too (the reference fails a request whose prompt
+    reaches the decode side's limit at the handoff, and the rest of its session, which kvreplay
+    does not do yet: docs/engine.md)."""
     decode = scn["decode"]
     decode["num_gpu_blocks"] = max(decode["num_gpu_blocks"],
-                                   decode["max_num_seqs"] * (blocks - 1) + 1)
+                                   len(scn["rows"]) * (blocks - 1) + 1)
     if "max_model_len" in decode:
         scn["prefill"]["max_model_len"] = decode["max_model_len"]
 
