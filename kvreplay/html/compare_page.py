@@ -12,6 +12,7 @@ from kvreplay.compare.formats import gate_line, num, percent, signed
 from kvreplay.compare.gates import GateResult
 from kvreplay.compare.join import PERCENTILES, RANKED_BY
 from kvreplay.compare.model import Comparison, FigureDelta
+from kvreplay.compare.speedup import Speedup
 from kvreplay.html.data import page_data
 from kvreplay.html.page import page
 from kvreplay.html.tables import table
@@ -39,6 +40,8 @@ def comparison_section(comparison: Comparison, results: Sequence[GateResult],
     out.append(_verdict(results))
     out.append('<div class="tables">')
     out.append(_latencies(comparison, labels))
+    if comparison.speedup is not None:
+        out.append(_speedup(comparison.speedup, labels))
     out.append(_per_request(comparison))
     out.append("</div>")
     return "".join(out)
@@ -69,6 +72,23 @@ def _latencies(comparison: Comparison, labels: tuple[str, str]) -> str:
                          *_cells(figure)])
     head = ["latency (ms)", f"{labels[0]} (BASE)", f"{labels[1]} (NEW)", "delta", "relative"]
     return table(head, rows)
+
+
+def _speedup(s: Speedup, labels: tuple[str, str]) -> str:
+    """Which run speculated, and the speedup of NEW over BASE (factors above 1: NEW faster)."""
+    sides = [f"{label} ({which}): " + ("plain decoding" if kind is None else
+                                        f"{kind}" + (f", {tps:.3g} tokens per step"
+                                                     if tps is not None else ""))
+             for label, which, kind, tps in ((labels[0], "BASE", s.base_kind,
+                                              s.base_tokens_per_step),
+                                             (labels[1], "NEW", s.new_kind,
+                                              s.new_tokens_per_step))]
+    rows = [[f.figure, num(f.base), num(f.new), "n/a" if f.factor is None else f"x{f.factor:.3g}"]
+            for f in s.factors]
+    return (f'<div><p class="note">speculation: {escape("; ".join(sides))}</p>'
+            + table(["speedup of NEW (x > 1: NEW faster)", "BASE", "NEW", "factor"], rows,
+                    text_columns=(0,))
+            + "</div>")
 
 
 def _cells(figure: FigureDelta) -> list[str]:

@@ -283,3 +283,20 @@ def test_latency_columns_stay_apart_at_100_seconds_and_more(cli: Callable[..., A
     cells = row[22:].split()
     assert len(cells) == 5 and all(cell.count(".") == 1 for cell in cells)
     assert "  " in row[22:].strip() and row[22:].strip().count("  ") >= 4
+
+
+def test_mtp_run_prints_the_speculation_line_and_writes_a_valid_report(
+        cli: Callable[..., Any], tmp_path: Path) -> None:
+    """The MTP example: a speculation line (tokens per step, drafts accepted, acceptance per
+    draft position) under the volumes; the report, with its speculation figures, validates."""
+    out = tmp_path / "report.json"
+    ran = cli("run", str(REPO / "examples" / "mtp-mooncake.yaml"), "--no-progress", "-o", str(out))
+    assert ran.code == 0, ran.err
+    report = json.loads(out.read_text())
+    spec = report["summary"]["speculation"]
+    rates = ", ".join(f"{p['acceptance_rate']:.2f}" for p in spec["acceptance_by_position"])
+    assert (f"speculation           mtp: {spec['tokens_per_step']:.3f} tokens per step, "
+            f"{spec['draft_acceptance_rate']:.1%} of {spec['draft_tokens']:,} drafts accepted; "
+            f"acceptance by position {rates}") in ran.out
+    schema = json.loads((REPO / "schema" / "report.schema.json").read_text())
+    jsonschema.Draft202012Validator(schema).validate(report)

@@ -13,6 +13,7 @@ import kvreplay
 from kvreplay.compare import compare_reports, evaluate_gates, parse_gate
 from kvreplay.compare.formats import to_github, to_json, to_text
 from kvreplay.compare.model import FigureDelta
+from kvreplay.html.compare_page import comparison_section
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 LABELS = ("base.json", "new.json")
@@ -157,3 +158,7 @@ def test_a_speculative_run_against_a_plain_one_shows_the_speedup() -> None:
     doc = json.loads(to_json(comparison, [], LABELS))
     assert doc["speculation"]["new"]["kind"] == "mtp" and doc["speculation"]["base"]["kind"] is None
     assert "speculation" not in json.loads(to_json(compare_reports(plain, plain), [], LABELS))
+    html = comparison_section(comparison, [], LABELS)
+    assert "speculation: base.json (BASE): plain decoding; new.json (NEW): mtp, " in html
+    assert f"<td>x{tpot.factor:.3g}</td>" in html
+    assert "speedup of NEW" not in comparison_section(compare_reports(plain, plain), [], LABELS)
