@@ -156,7 +156,7 @@ def test_burst_gaps_fold_like_their_expansion() -> None:
         rec.itl_gaps = [(2.0, 1), BurstGaps(6.0, 5.0, durations, bytes([3, 1, 2]))]
         rec.output_length = 1 + rec.itl_count()
         gaps: dict[float, int] = {}
-        _fold_gaps(rec, gaps, {})
+        _fold_gaps(rec, gaps, {}, [0, 0, 0, 0])
         expanded: dict[float, int] = {}
         for gap, count in rec.itl_runs():
             expanded[gap] = expanded.get(gap, 0) + count
