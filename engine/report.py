@@ -124,6 +124,7 @@ class SummaryAccumulator:
         self.shared: dict[SharedGaps, int] = {}  # records referencing each SharedGaps
         self.completed = self.input_tokens = self.output_tokens = self.reused = 0
         self.first_reused = self.host_reused = self.good_requests = self.good_tokens = 0
+        self.g3_reused = 0
         self.last_terminal = 0.0
         self.rejected: dict[tuple[str, int] | None, int] = {}  # RequestRecord.rejection: count
         # Completed requests decoded speculatively: count, steps, draft and accepted tokens.
@@ -139,6 +140,7 @@ class SummaryAccumulator:
         completed, input_tokens, output_tokens = self.completed, self.input_tokens, \
             self.output_tokens
         reused, first_reused, host_reused = self.reused, self.first_reused, self.host_reused
+        g3_reused = self.g3_reused
         good_requests, good_tokens = self.good_requests, self.good_tokens
         last_terminal = self.last_terminal
         gaps, shared, rejected = self.gaps, self.shared, self.rejected
@@ -161,6 +163,7 @@ class SummaryAccumulator:
                 first_reused += (r.admission_history[0].reused_input_tokens
                                  if r.admission_history else 0)
                 host_reused += r.first_admission_host_reused_input_tokens or 0
+                g3_reused += r.first_admission_g3_reused_input_tokens or 0
                 if terminal > last_terminal:  # max(last_terminal, terminal)
                     last_terminal = terminal
                 _fold_gaps(r, gaps, shared, self.speculation)
@@ -191,6 +194,7 @@ class SummaryAccumulator:
             self.completed, self.input_tokens, self.output_tokens = completed, input_tokens, \
                 output_tokens
             self.reused, self.first_reused, self.host_reused = reused, first_reused, host_reused
+            self.g3_reused = g3_reused
             self.good_requests, self.good_tokens = good_requests, good_tokens
             self.last_terminal = last_terminal
 
@@ -230,6 +234,8 @@ class SummaryAccumulator:
             summary["speculation"] = self._speculation(facts)
         if "g2_transfers" in facts.summary_extra:  # kvreplay's own figure: restored share of input
             summary["first_admission_host_reused_ratio"] = self._share(self.host_reused)
+        if "g3_offload" in facts.summary_extra:  # of the host share, what G3 brought up first
+            summary["first_admission_g3_reused_ratio"] = self._share(self.g3_reused)
         for key, value in facts.summary_extra.items():
             if key in summary:
                 raise ReportError(f"summary_extra key {key!r} would replace a computed summary key")

@@ -179,6 +179,8 @@ def _g2_rows(s: dict[str, Any]) -> list[tuple[str, str]]:
         return []
     scopes = " + ".join(g2["scopes"])
     restored = f"{s['first_admission_host_reused_ratio']:.4f} of input tokens restored"
+    if "first_admission_g3_reused_ratio" in s:
+        restored += f" ({s['first_admission_g3_reused_ratio']:.4f} through G3)"
     rows = [("host tier (G2)", f"{scopes}, {g2['pools']:,} pool(s): {restored}")]
     rows.append(("host copies", f"{g2['d2h_blocks']:,} blocks stored ({_bytes(g2['d2h_bytes'])}"
                  f"), {g2['h2d_blocks']:,} restored ({_bytes(g2['h2d_bytes'])}); "

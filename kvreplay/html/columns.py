@@ -128,7 +128,9 @@ class Columns:
     admit_input: array[float] = attrs.field(factory=lambda: array("d"))
     admit_g1: array[float] = attrs.field(factory=lambda: array("d"))
     admit_host: array[float] = attrs.field(factory=lambda: array("d"))
+    admit_g3: array[float] = attrs.field(factory=lambda: array("d"))  # of admit_host, from G3
     host_tier: bool = False
+    g3_tier: bool = False
     workers: dict[WorkerKey, WorkerLoad] = attrs.field(factory=dict)
     overlap_shortfall: Counter[int] = attrs.field(factory=Counter)
     statuses: Counter[str] = attrs.field(factory=Counter)
@@ -175,6 +177,11 @@ def _add_row(cols: Columns, row: Mapping[str, Any], path: str) -> None:
     if admissions:
         _first_admission(cols, mapping(admissions[0], f"{path}.admission_history[0]"),
                          f"{path}.admission_history[0]", input_length, first_worker)
+        g3 = integer(row.get("first_admission_g3_reused_input_tokens"), path,
+                     "first_admission_g3_reused_input_tokens")
+        if g3 is not None:
+            cols.g3_tier = True
+        cols.admit_g3.append(float(min(g3 or 0, int(cols.admit_host[-1]))))
 
 
 def _route(cols: Columns, entry: Mapping[str, Any], path: str, input_length: int) -> WorkerKey:

@@ -20,7 +20,7 @@ from kvreplay.html.columns import (
     read_columns,
     worker_order,
 )
-from kvreplay.html.host_traffic import host_traffic
+from kvreplay.html.host_traffic import G3_PATH, host_traffic
 from kvreplay.html.scaling_data import scaling_data
 from kvreplay.html.series import (
     RATIO_POINTS,
@@ -140,6 +140,9 @@ def _run(label: str, report: Mapping[str, Any], cols: Columns | None, timeline: 
     speculation = speculation_data(summary)
     if speculation is not None:  # only an MTP run carries the key (other pages are unchanged)
         run["speculation"] = speculation
+    g3 = _g3(summary, cols, ratio)
+    if g3 is not None:  # only a G3 run carries the key (other pages are unchanged)
+        run["g3"] = g3
     scaling = scaling_data(summary)
     if scaling is not None:  # only a scaled run carries the key (static pages are unchanged)
         run["scaling"] = scaling
@@ -197,9 +200,14 @@ def _reuse(cols: Columns, grid: Grid) -> dict[str, Any] | None:
     g1 = ratios(sums(cols.admit_at, cols.admit_g1, grid), total)
     host = (ratios(sums(cols.admit_at, cols.admit_host, grid), total) if cols.host_tier
             else None)
-    return {"g1": g1, "host": host,
-            "admissions": [int(n) for n in sums(cols.admit_at, [1.0] * len(cols.admit_at),
-                                                grid)]}
+    out: dict[str, Any] = {
+        "g1": g1, "host": host,
+        "admissions": [int(n) for n in sums(cols.admit_at, [1.0] * len(cols.admit_at), grid)]}
+    if cols.g3_tier:  # the host share split: restored from G2, brought up from G3 first
+        g2_only = [h - g for h, g in zip(cols.admit_host, cols.admit_g3, strict=True)]
+        out["g2"] = ratios(sums(cols.admit_at, g2_only, grid), total)
+        out["g3"] = ratios(sums(cols.admit_at, cols.admit_g3, grid), total)
+    return out
 
 
 def _worker_name(key: WorkerKey, ranks: bool) -> str:
@@ -287,6 +295,28 @@ def _g2(summary: Mapping[str, Any], cols: Columns | None, grid: Grid | None,
         "restored_tokens_per_s": restored,
         "timeline": host_traffic(summary.get("g2_timeline")),
     }
+
+
+def _g3(summary: Mapping[str, Any], cols: Columns | None, grid: Grid | None,
+        ) -> dict[str, Any] | None:
+    """The reference's `g3_offload` block flattened (`read.completed_jobs`...), the tokens G3
+    brought up at first admissions per second, and the G3 timeline's rates and occupancy."""
+    block = summary.get("g3_offload")
+    if block is None:
+        return None
+    block = mapping(block, "summary.g3_offload")
+    totals: dict[str, Any] = {}
+    for key, value in block.items():
+        if isinstance(value, Mapping):
+            totals.update({f"{key}.{k}": v for k, v in value.items() if _number(v)})
+        elif _number(value):
+            totals[key] = value
+    restored = None
+    if cols is not None and grid is not None and cols.g3_tier:
+        restored = [rounded(v / (grid.width / 1000.0))
+                    for v in sums(cols.admit_at, cols.admit_g3, grid)]
+    return {"totals": totals, "restored_tokens_per_s": restored,
+            "timeline": host_traffic(summary.get("g3_timeline"), G3_PATH, ("write", "read"))}
 
 
 def _number(value: Any) -> bool:

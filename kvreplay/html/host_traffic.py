@@ -1,4 +1,5 @@
-"""The host-tier (G2) traffic charts' data, from the report's `summary.g2_timeline`.
+"""The host-tier (G2) traffic charts' data, from the report's `summary.g2_timeline`, and the
+G3 tier's from `summary.g3_timeline` (the same shape, its directions named write and read).
 
 Each run keeps its own bins (runs of different lengths have different bin widths), so counts
 become rates: blocks and GB per simulated second. Occupancy is a share of capacity: all pools
@@ -22,22 +23,26 @@ from kvreplay.html.series import rounded
 
 MAX_POINTS = 256  # per run: a report has up to 1,024 bins (engine/host_timeline.py)
 PATH = "summary.g2_timeline"
-TRAFFIC = ("d2h_blocks", "d2h_bytes", "h2d_blocks", "h2d_bytes")
+G3_PATH = "summary.g3_timeline"
 OCCUPANCY = "pools[].used_blocks / capacity_blocks"
 
 
-def host_traffic(value: Any) -> dict[str, Any] | None:
-    """Rates and occupancy per bin end (None when the report has no timeline)."""
+def host_traffic(value: Any, path: str = PATH, directions: tuple[str, str] = ("d2h", "h2d"),
+                 ) -> dict[str, Any] | None:
+    """Rates and occupancy per bin end (None when the report has no timeline). `directions`
+    name the timeline's copies into the tier ("stored") and out of it ("restored")."""
     if value is None:
         return None
-    timeline = mapping(value, PATH)
-    width = _bin_width(timeline.get("bin_ms"))
-    traffic = {key: _numbers(timeline.get(key), f"{PATH}.{key}") for key in TRAFFIC}
-    bins = len(traffic["d2h_blocks"])
-    pools = [_pool(p, f"{PATH}.pools[{i}]", bins)
-             for i, p in enumerate(listing(timeline.get("pools"), PATH, "pools"))]
+    timeline = mapping(value, path)
+    width = _bin_width(timeline.get("bin_ms"), path)
+    into, out_of = directions
+    keys = (f"{into}_blocks", f"{into}_bytes", f"{out_of}_blocks", f"{out_of}_bytes")
+    traffic = {key: _numbers(timeline.get(key), f"{path}.{key}") for key in keys}
+    bins = len(traffic[keys[0]])
+    pools = [_pool(p, f"{path}.pools[{i}]", bins, keys[0])
+             for i, p in enumerate(listing(timeline.get("pools"), path, "pools"))]
     for key, series in traffic.items():
-        _same_length(series, bins, f"{PATH}.{key}")
+        _same_length(series, bins, f"{path}.{key}", keys[0])
     group = max(1, -(-bins // MAX_POINTS))
     ends = [min(k + group, bins) for k in range(0, bins, group)]
     seconds = [(end - start) * width / 1000.0 for start, end in pairwise([0, *ends])]
@@ -45,16 +50,16 @@ def host_traffic(value: Any) -> dict[str, Any] | None:
     def rate(series: Sequence[float], scale: float = 1.0, key: str = "") -> list[float]:
         sums = [sum(series[k:k + group]) for k in range(0, bins, group)]
         return _finite([rounded(total / scale / s) for total, s in zip(sums, seconds,
-                                                                       strict=True)], key)
+                                                                       strict=True)], path, key)
 
     evicted = [sum(col) for col in zip(*(p.evicted for p in pools), strict=True)]
     out: dict[str, Any] = {
         "t_s": [rounded(end * width / 1000.0) for end in ends],
-        "stored_blocks_per_s": rate(traffic["d2h_blocks"], key="d2h_blocks"),
-        "restored_blocks_per_s": rate(traffic["h2d_blocks"], key="h2d_blocks"),
+        "stored_blocks_per_s": rate(traffic[keys[0]], key=keys[0]),
+        "restored_blocks_per_s": rate(traffic[keys[2]], key=keys[2]),
         "evicted_blocks_per_s": rate(evicted, key="pools[].evicted_blocks") if pools else None,
-        "stored_gb_per_s": rate(traffic["d2h_bytes"], 1e9, "d2h_bytes"),
-        "restored_gb_per_s": rate(traffic["h2d_bytes"], 1e9, "h2d_bytes"),
+        "stored_gb_per_s": rate(traffic[keys[1]], 1e9, keys[1]),
+        "restored_gb_per_s": rate(traffic[keys[3]], 1e9, keys[3]),
         "pools": len(pools),
         "occupancy": None, "occupancy_max": None, "occupancy_min": None,
     }
@@ -62,12 +67,12 @@ def host_traffic(value: Any) -> dict[str, Any] | None:
         at_ends = [[p.used[end - 1] for end in ends] for p in pools]
         capacity = sum(p.capacity for p in pools)
         out["occupancy"] = _finite([rounded(sum(col) / capacity)
-                                    for col in zip(*at_ends, strict=True)], OCCUPANCY)
+                                    for col in zip(*at_ends, strict=True)], path, OCCUPANCY)
         if len(pools) > 1:
             shares = [[u / p.capacity for u in used]
                       for p, used in zip(pools, at_ends, strict=True)]
             out["occupancy_max"] = _finite([rounded(max(col)) for col in zip(*shares, strict=True)],
-                                           OCCUPANCY)
+                                           path, OCCUPANCY)
             out["occupancy_min"] = [rounded(min(col)) for col in zip(*shares, strict=True)]
     return out
 
@@ -79,28 +84,28 @@ class _Pool:
     evicted: list[float]
 
 
-def _pool(value: Any, path: str, bins: int) -> _Pool:
+def _pool(value: Any, path: str, bins: int, first: str) -> _Pool:
     pool = mapping(value, path)
     used = _numbers(pool.get("used_blocks"), f"{path}.used_blocks")
     evicted = _numbers(pool.get("evicted_blocks"), f"{path}.evicted_blocks")
-    _same_length(used, bins, f"{path}.used_blocks")
-    _same_length(evicted, bins, f"{path}.evicted_blocks")
+    _same_length(used, bins, f"{path}.used_blocks", first)
+    _same_length(evicted, bins, f"{path}.evicted_blocks", first)
     return _Pool(_positive(pool.get("capacity_blocks"), path, "capacity_blocks"), used, evicted)
 
 
-def _finite(values: list[float], key: str) -> list[float]:
+def _finite(values: list[float], path: str, key: str) -> list[float]:
     """The values, or a ReportShapeError when counts that no replay makes overflow a double."""
     if not all(math.isfinite(v) for v in values):
-        raise ReportShapeError(f"{PATH}.{key}: counts too large for a rate or a share of "
+        raise ReportShapeError(f"{path}.{key}: counts too large for a rate or a share of "
                                "capacity (a double overflows): not what a replay counts")
     return values
 
 
-def _bin_width(value: Any) -> float:
+def _bin_width(value: Any, path: str) -> float:
     """bin_ms: at least the engine's clock tick (1 ns), and bins that end within its horizon."""
-    width = _positive(value, PATH, "bin_ms")
+    width = _positive(value, path, "bin_ms")
     if not 1 / NS_PER_MS <= width <= HORIZON_MS:
-        raise ReportShapeError(f"{PATH}.bin_ms: {value:.6g} ms is not a bin width a replay "
+        raise ReportShapeError(f"{path}.bin_ms: {value:.6g} ms is not a bin width a replay "
                                "writes (between the engine's clock tick, 1 ns, and its horizon, "
                                "2**53 ms)")
     return width
@@ -125,6 +130,6 @@ def _numbers(value: Any, path: str) -> list[float]:
     return out
 
 
-def _same_length(series: Sequence[float], bins: int, path: str) -> None:
+def _same_length(series: Sequence[float], bins: int, path: str, first: str) -> None:
     if len(series) != bins:
-        raise ReportShapeError(f"{path}: {len(series)} bins where d2h_blocks has {bins}")
+        raise ReportShapeError(f"{path}: {len(series)} bins where {first} has {bins}")

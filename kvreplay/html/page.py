@@ -12,7 +12,13 @@ from typing import Any
 
 from kvreplay.html.data import data_json, page_data
 from kvreplay.html.scaling_data import lifecycle_tables
-from kvreplay.html.tables import g2_tables, provenance_table, summary_tables, workers_table
+from kvreplay.html.tables import (
+    g2_tables,
+    g3_tables,
+    provenance_table,
+    summary_tables,
+    workers_table,
+)
 
 # Only inline scripts and styles; no request of any kind (fonts, images, fetch, frames).
 CSP = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
@@ -48,10 +54,12 @@ def page(data: Mapping[str, Any], *, heading: str = "kvreplay replay report",
         "<h2>Latency distributions</h2>", _cards(runs, LATENCY_CARDS),
         "<h2>Timeline</h2>", _cards(runs, TIMELINE_CARDS),
         _scaling(runs),
-        "<h2>Prefix reuse, load and routing</h2>", _cards(runs, WORKER_CARDS),
+        "<h2>Prefix reuse, load and routing</h2>",
+        _cards(runs, WORKER_CARDS_G3 if any(r.get("g3") for r in runs) else WORKER_CARDS),
         _workers(runs),
         _g2(runs),
         _speculation(runs),
+        _g3(runs),
         _telemetry(runs),
         "<h2>Provenance</h2>", provenance_table(runs),
         "</main>",
@@ -114,6 +122,15 @@ WORKER_CARDS: tuple[Card, ...] = (
      "routing.overlap_shortfall",
      "the router reports no overlap credits (only the KV router does)"),
 )
+WORKER_CARDS_G3: tuple[Card, ...] = (
+    ("reuse-time", "Prefix reuse over time",
+     "share of prompt tokens found in G1, restored from G2, and brought up from G3 (through G2) "
+     "at each request's first admission, per time bin", "reuse", NEEDS_ROWS),
+    ("reuse-workers", "Prefix reuse per worker",
+     "share of prompt tokens reused at first admission (G1 + G2, G3's tokens among G2's), by "
+     "the worker it was routed to", "workers", NEEDS_ROWS),
+    *WORKER_CARDS[2:],
+)
 SCALING_CARDS: tuple[Card, ...] = (
     ("timeline-replicas", "Replicas over time",
      "workers per pool under the scaling policy: active (routable), provisioned (active + "
@@ -137,6 +154,23 @@ G2_CARDS: tuple[Card, ...] = (
     ("g2-workers", "Host reuse per worker",
      "share of prompt tokens restored from host at first admission, by worker",
      "g2.restored_tokens_per_s", NEEDS_ROWS),
+)
+
+
+NO_G3_TIMELINE = "summary.g3_timeline (the report was written by an older kvreplay)"
+G3_CARDS: tuple[Card, ...] = (
+    ("g3-restores", "Restores from G3 over time",
+     "prompt tokens at first admissions that a G3 read brought up (G3 -> G2 -> G1), per second",
+     "g3.restored_tokens_per_s", NEEDS_ROWS),
+    ("g3-traffic-blocks", "G3 copies over time",
+     "blocks written to G3 (from G2), read from it (to G2) and evicted from it, per simulated "
+     "second, counted when the copy is submitted", "g3.timeline", NO_G3_TIMELINE),
+    ("g3-traffic-bytes", "G3 copy bandwidth over time",
+     "GB per simulated second written and read", "g3.timeline", NO_G3_TIMELINE),
+    ("g3-occupancy", "G3 pool occupancy over time",
+     "used blocks (resident and being written) as a share of capacity at each bin's end: all "
+     "pools together, and the fullest and emptiest pool when there are several",
+     "g3.timeline", NO_G3_TIMELINE),
 )
 
 
@@ -191,6 +225,12 @@ def _g2(runs: Sequence[Mapping[str, Any]]) -> str:
     if all(r["g2"] is None for r in runs):
         return ""
     return "".join(["<h2>Host tier (G2)</h2>", g2_tables(runs), _cards(runs, G2_CARDS)])
+
+
+def _g3(runs: Sequence[Mapping[str, Any]]) -> str:
+    if all(r.get("g3") is None for r in runs):
+        return ""
+    return "".join(["<h2>G3 tier (below G2)</h2>", g3_tables(runs), _cards(runs, G3_CARDS)])
 
 
 NO_TELEMETRY = "samples (the run was made without `report.telemetry`)"

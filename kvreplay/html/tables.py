@@ -18,6 +18,7 @@ HEADLINE = (
     ("prefix cache reuse (share of input)", "prefix_cache_reused_ratio"),
     ("first-admission reuse", "first_admission_prefix_cache_reused_ratio"),
     ("first-admission host (G2) reuse", "first_admission_host_reused_ratio"),
+    ("of which brought up from G3", "first_admission_g3_reused_ratio"),
     ("committed prefill tokens", "committed_prefill_tokens"),
     ("GPU hours", "gpu_hours"),
     ("goodput (req/s)", "goodput_request_throughput_rps"),
@@ -162,3 +163,29 @@ def g2_tables(runs: Sequence[Mapping[str, Any]]) -> str:
         out.append(table(["shared pool at the end", "capacity (blocks)", "resident", "used",
                           "occupancy"], rows))
     return '<div class="tables">' + "".join(out) + "</div>"
+
+
+G3_LABELS = (("lookups probed in G3", "lookup_probes"), ("probes hit", "lookup_hits"),
+             ("probes found a write pending", "lookup_pending"),
+             ("writes (G2 to G3)", "write.submitted_jobs"),
+             ("writes completed", "write.completed_jobs"),
+             ("bytes written", "write.completed_bytes"),
+             ("write time, summed (ms)", "write.transfer_ms"),
+             ("reads (G3 to G2)", "read.submitted_jobs"),
+             ("reads completed", "read.completed_jobs"),
+             ("bytes read", "read.completed_bytes"),
+             ("read time, summed (ms)", "read.transfer_ms"),
+             ("G3 blocks evicted", "evictions"),
+             ("blocks read across workers", "cross_worker_read_blocks"),
+             ("resident blocks at the end", "resident_blocks"),
+             ("pending blocks at the end", "pending_blocks"))
+
+
+def g3_tables(runs: Sequence[Mapping[str, Any]]) -> str:
+    """The reference's `g3_offload` figures, per run."""
+    with_g3 = [r for r in runs if r.get("g3") is not None]
+
+    def total(run: Mapping[str, Any], key: str) -> Any:
+        return run["g3"]["totals"].get(key)
+
+    return '<div class="tables">' + figures(with_g3, G3_LABELS, total) + "</div>"

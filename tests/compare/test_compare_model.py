@@ -162,3 +162,24 @@ def test_a_speculative_run_against_a_plain_one_shows_the_speedup() -> None:
     assert "speculation: base.json (BASE): plain decoding; new.json (NEW): mtp, " in html
     assert f"<td>x{tpot.factor:.3g}</td>" in html
     assert "speedup of NEW" not in comparison_section(compare_reports(plain, plain), [], LABELS)
+
+
+def test_g3_figures_are_compared() -> None:
+    """g3-restore-mooncake without and with G3: the g3_offload block (cross-worker reads
+    among it) is compared by dotted name, the G3 share of reuse too, and the request that G3
+    restored is the one that moved."""
+    example = EXAMPLES / "g3-restore-mooncake.yaml"
+    off = kvreplay.run_spec(example,
+                            overrides=["engine.workers.aggregated.kv_cache.g3_offload=null"])
+    on = kvreplay.run_spec(example)
+    assert off.report is not None and on.report is not None
+    comparison = compare_reports(off.report, on.report)
+    for name, value in (("g3_offload.read.completed_bytes", 2_000_000),
+                        ("g3_offload.cross_worker_read_blocks", 0),
+                        ("g3_offload.lookup_hits", 2),
+                        ("first_admission_g3_reused_ratio", 8 / 36)):
+        figure = comparison.figure(name)
+        assert figure is not None and figure.base is None and figure.new == value, name
+    assert "g3_offload.lookup_probes" in to_text(comparison, [], LABELS)
+    (moved,) = comparison.requests.top
+    assert moved.uuid.endswith("4") and moved.delta("ttft_ms") == 4.5

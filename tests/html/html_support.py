@@ -13,6 +13,7 @@ import kvreplay
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 NO_G2 = "engine.workers.aggregated.kv_cache.host_offload=null"
+NO_G3 = "engine.workers.aggregated.kv_cache.g3_offload=null"
 
 
 @functools.cache

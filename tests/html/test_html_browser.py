@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from browser_support import Chromium, chromium_path
-from html_support import NO_G2, example_report, row
+from html_support import NO_G2, NO_G3, example_report, row
 
 from kvreplay.html import render_html
 
@@ -102,6 +102,24 @@ def test_two_runs_overlay_in_every_chart(browser: Chromium, tmp_path: Path) -> N
         assert chart["colour"][0] > 20, chart
         if not chart["chart"].startswith("g2-"):
             assert chart["colour"][1] > 20, chart
+
+
+def test_g3_run_draws_its_tier(browser: Chromium, tmp_path: Path) -> None:
+    """G3 against no G3 (g3-restore-mooncake): the G3 charts (restores from G3, copies,
+    bandwidth, occupancy) draw for the first run, the reuse split has a G3 series, and the
+    page holds the g3_offload figures."""
+    html = render_html([("G3", example_report("g3-restore-mooncake")),
+                        ("no G3", example_report("g3-restore-mooncake", NO_G3))])
+    charts = open_report(browser, html, tmp_path, "g3-overlay")
+    by_name = {c["chart"]: c for c in charts}
+    assert {"g3-restores", "g3-traffic-blocks", "g3-traffic-bytes", "g3-occupancy"} <= set(by_name)
+    for chart in charts:  # (no G3's host pool lines lie over G3's: only G3's charts are probed)
+        assert chart["canvas"] and chart["points"] > 0, chart
+        if chart["chart"].startswith("g3-"):
+            assert chart["colour"][0] > 20 and chart["colour"][1] == 0, chart
+    legend = [s["label"] for s in browser.evaluate(SWATCHES)["reuse-time"]]
+    assert legend == ["G3: G1", "G3: G2 (host)", "G3: G3", "no G3: G1", "no G3: G2 (host)"]
+    assert "<h2>G3 tier (below G2)</h2>" in html and "blocks read across workers" in html
 
 
 def test_summary_only_report_opens_cleanly(browser: Chromium, tmp_path: Path) -> None:

@@ -181,6 +181,37 @@ def test_example_host_traffic_adds_up_to_the_totals() -> None:
             totals[key])
 
 
+def test_g3_reuse_split_and_tier_figures() -> None:
+    """g3-restore-mooncake: the host share of reuse splits into G2 and G3 (the 8 tokens of
+    the last request came up from G3), the restores from G3 per second add back to them, the
+    g3_offload block is flattened as the tables read it, and the G3 timeline's write and read
+    rates add back to the block's bytes; a run without G3 has no `g3` and no split."""
+    report = example_report("g3-restore-mooncake")
+    (run,) = page_data([("g3", report)])["runs"]
+    reuse, g3 = run["reuse"], run["g3"]
+    for g1, host, g2_only, from_g3 in zip(reuse["g1"], reuse["host"], reuse["g2"], reuse["g3"],
+                                          strict=True):
+        if host is not None:
+            assert g2_only + from_g3 == pytest.approx(host) and g1 is not None
+    assert max(v for v in reuse["g3"] if v is not None) > 0 and not any(reuse["g2"])
+    width_s = page_data([("g3", report)])["ratio_grid"]["bin_s"]
+    assert sum(g3["restored_tokens_per_s"]) * width_s == pytest.approx(8)
+    block = report["summary"]["g3_offload"]
+    assert report["summary"]["first_admission_g3_reused_ratio"] == 8 / 36
+    assert g3["totals"]["read.completed_jobs"] == block["read"]["completed_jobs"] == 1
+    assert g3["totals"]["lookup_probes"] == block["lookup_probes"]
+    traffic = g3["timeline"]
+    spans = [b - a for a, b in zip([0.0, *traffic["t_s"]], traffic["t_s"], strict=False)]
+    for rate, key in (("stored_gb_per_s", "write"), ("restored_gb_per_s", "read")):
+        moved = sum(r * s for r, s in zip(traffic[rate], spans, strict=True)) * 1e9
+        assert moved == pytest.approx(block[key]["completed_bytes"])
+    html = render_html([("g3", report)])
+    assert html.count('data-chart="g3-') == 4 and "brought up from G3" in html
+    (plain,) = page_data([("g2", example_report("g2-restore-mooncake"))])["runs"]
+    assert "g3" not in plain and "g3" not in plain["reuse"] and "G3 tier" not in render_html(
+        [("g2", example_report("g2-restore-mooncake"))])
+
+
 def test_a_report_without_the_timeline_says_so() -> None:
     """A G2 report written before g2_timeline: the totals and restores still show, the
     traffic and occupancy charts say what is missing."""
@@ -318,6 +349,9 @@ def test_grid_covers_the_last_instant() -> None:
     ({"summary": {}, "per_request": [row(1, 0.0, 1.0, routing_history=[
         {"pool": "agg", "queue_entered_at_ms": 0.0, "queue_wait_ms": 1e308}])]},
      "per_request[0].routing_history[0].queue_wait_ms: 1e+308 ms is past the engine's"),
+    ({"summary": {"g3_offload": {"read": {}}, "g3_timeline": timeline(2)}},
+     "summary.g3_timeline.write_blocks: expected an array, found null"),
+    ({"summary": {"g3_offload": 1}}, "summary.g3_offload: expected an object"),
     (g2_report(timeline(2, d2h_bytes=[1])),
      "summary.g2_timeline.d2h_bytes: 1 bins where d2h_blocks has 2"),
     (g2_report(timeline(2, h2d_blocks=None)),

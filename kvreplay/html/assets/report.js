@@ -98,11 +98,12 @@
     return tl.names.map(function (n, i) { return [tl[key][i], n + (suffix || ""), dashed, i]; });
   }
 
-  // Series on each run's own bins (G2 timelines: runs of different lengths bin differently).
-  function ownTimeChart(pick, yLabel, yRange) {
+  // Series on each run's own bins (G2 and G3 timelines: runs of different lengths bin
+  // differently); `tier` names the run's field ("g2" unless told).
+  function ownTimeChart(pick, yLabel, yRange, tier) {
     var parts = [], series = [{ label: "time (s)", value: function (u, v) { return fmt(v); } }];
     RUNS.forEach(function (run, r) {
-      var tl = run.g2 && run.g2.timeline;
+      var tl = run[tier || "g2"] && run[tier || "g2"].timeline;
       if (!tl) return;
       pick(tl).forEach(function (f, i) {
         if (!f[0]) return;
@@ -114,6 +115,14 @@
     if (yRange) scales.y = { range: yRange };
     return { data: merge(parts), series: series, axes: axes("simulated time (s)", yLabel),
              scales: scales };
+  }
+
+  // A tier's pool occupancy: all pools together, and the fullest and emptiest of several.
+  function occupancyChart(tier) {
+    return ownTimeChart(function (tl) {
+      return [[tl.occupancy, tl.pools > 1 ? "all " + tl.pools + " pools" : "pool"],
+              [tl.occupancy_max, "fullest pool"], [tl.occupancy_min, "emptiest pool"]];
+    }, "used share of capacity", [0, 1.02], tier);
   }
 
   // Each bar's value above it (as a percent): a share of a few tenths of a percent is then read
@@ -199,7 +208,10 @@
     },
     "reuse-time": function () {
       return ratioChart(function (run) {
-        return run.reuse ? [[run.reuse.g1, "G1"], [run.reuse.host, "G2 (host)"]] : [];
+        if (!run.reuse) return [];
+        // With G3 the host share splits: restored from G2, and brought up from G3 first.
+        if (run.reuse.g3) return [[run.reuse.g1, "G1"], [run.reuse.g2, "G2 (host)"], [run.reuse.g3, "G3"]];
+        return [[run.reuse.g1, "G1"], [run.reuse.host, "G2 (host)"]];
       }, "reused share");
     },
     "reuse-workers": function () {
@@ -236,12 +248,24 @@
         return [[tl.stored_gb_per_s, "stored (D2H)"], [tl.restored_gb_per_s, "restored (H2D)"]];
       }, "GB/s");
     },
-    "g2-occupancy": function () {
-      return ownTimeChart(function (tl) {
-        return [[tl.occupancy, tl.pools > 1 ? "all " + tl.pools + " pools" : "pool"],
-                [tl.occupancy_max, "fullest pool"], [tl.occupancy_min, "emptiest pool"]];
-      }, "used share of capacity", [0, 1.02]);
+    "g2-occupancy": function () { return occupancyChart("g2"); },
+    "g3-restores": function () {
+      return ratioChart(function (run) {
+        return run.g3 ? [[run.g3.restored_tokens_per_s, "tokens/s from G3"]] : [];
+      }, "restored tokens/s");
     },
+    "g3-traffic-blocks": function () {
+      return ownTimeChart(function (tl) {
+        return [[tl.stored_blocks_per_s, "written (G2 to G3)"], [tl.restored_blocks_per_s, "read (G3 to G2)"],
+                [tl.evicted_blocks_per_s, "evicted"]];
+      }, "blocks/s", null, "g3");
+    },
+    "g3-traffic-bytes": function () {
+      return ownTimeChart(function (tl) {
+        return [[tl.stored_gb_per_s, "written"], [tl.restored_gb_per_s, "read"]];
+      }, "GB/s", null, "g3");
+    },
+    "g3-occupancy": function () { return occupancyChart("g3"); },
     "telemetry-usage": function () {
       return samplesChart(function (tl) {
         return perRank(tl, "usage").concat(perRank(tl, "physical", " resident", true));
