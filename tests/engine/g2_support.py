@@ -133,6 +133,7 @@ def per_request_differences(reference: Any, result: RunResult) -> list[str]:
 # Wall-clock figures, and kvreplay's own figures (G2, rejections) the reference does not report.
 NOT_COMPARED = {"wall_time_ms", "processed_tokens_per_s", "processed_output_tokens_per_s",
                 "g2_transfers", "g2_timeline", "first_admission_host_reused_ratio",
+                "g3_timeline", "first_admission_g3_reused_ratio",
                 "rejected_requests", "rejections"}
 
 
