@@ -83,3 +83,56 @@ def test_issue_scenario_kv_router_is_inside_the_reference_spread(tmp_path: Path)
         assert _placement(theirs) in KV_ROUTER_OUTCOMES
         if _placement(theirs) == _placement(mine):
             assert theirs == mine
+
+
+KV_ROWS = 400
+KV_RANK = {"backend": "vllm", "block_size": 512, "num_gpu_blocks": 150,
+           "kv_cache_bytes_per_token": 131072,
+           "timing_model": {"type": "fixed", "prefill_ms": 20.0, "decode_ms": 5.0},
+           "native_host_offload": {"num_host_blocks": 60, "d2h_bandwidth_gbps": 32.0,
+                                   "h2d_bandwidth_gbps": 32.0},
+           "g3_offload": {"scope": "cluster_shared", "num_g3_blocks": 4000,
+                          "read_bandwidth_gbps": 4.0, "write_bandwidth_gbps": 4.0,
+                          "latency_to_first_byte_ms": 0.1, "shared_read_bandwidth_gbps": 16.0,
+                          "shared_write_bandwidth_gbps": 16.0}}
+# Fifteen reference runs of KV_RANK on the conversation trace's first 400 rows, 4 workers behind
+# the KV router (ai-dynamo 1.6.1, 2026-12-02): the spread of each figure, (min, max).
+KV_G3_SPREAD = {"prefix_cache_reused_ratio": (0.0828, 0.0860), "mean_ttft_ms": (102.98, 104.35),
+                "lookup_hits": (440, 474), "cross_worker_read_blocks": (301, 430)}
+
+
+def _kv_figures(summary: dict[str, Any]) -> dict[str, float]:
+    g3 = summary["g3_offload"]
+    return {"prefix_cache_reused_ratio": summary["prefix_cache_reused_ratio"],
+            "mean_ttft_ms": summary["mean_ttft_ms"], "lookup_hits": g3["lookup_hits"],
+            "cross_worker_read_blocks": g3["cross_worker_read_blocks"]}
+
+
+def test_kv_router_with_shared_g3_is_inside_the_reference_spread(
+        conversation_2000: tuple[list[dict[str, Any]], Path], tmp_path: Path) -> None:
+    """Four workers behind the KV router, private G2 and one shared G3 pool, 400 conversation
+    rows: kvreplay's reuse, mean TTFT, G3 hits and cross-worker reads lie within the reference's
+    recorded spread (reuse widened by 0.002, TTFT by 1%, the counts by 5%), and a rerun is
+    identical. The installed reference's own (random) run is checked loosely (twice the
+    widening), so it never fails a landing at random."""
+    from dynamo.replay import run_trace_replay
+    from engine_support import mooncake_workload, native
+
+    from kvreplay.engine import run_native
+    from kvreplay.engine.report import report_from_run
+
+    rows = conversation_2000[0][:KV_ROWS]
+    doc = native(dict(KV_RANK), workers=4, router="kv_router")
+    mine = report_from_run(run_native(doc, workload=mooncake_workload(rows, 512)))["summary"]
+    again = report_from_run(run_native(doc, workload=mooncake_workload(rows, 512)))["summary"]
+    assert {k: v for k, v in mine.items() if k != "wall_time_ms"} == {
+        k: v for k, v in again.items() if k != "wall_time_ms"}
+    trace = write_rows(rows, tmp_path / "rows.jsonl")
+    theirs = run_trace_replay([str(trace)], extra_engine_args={"engine": dict(KV_RANK)},
+                              num_workers=4, router_mode="kv_router", trace_format="mooncake",
+                              trace_block_size=512).summary
+    for figures, loose in ((_kv_figures(mine), 1), (_kv_figures(dict(theirs)), 2)):
+        for key, (low, high) in KV_G3_SPREAD.items():
+            widen = 0.002 if key == "prefix_cache_reused_ratio" else (
+                0.01 if key == "mean_ttft_ms" else 0.05) * high
+            assert low - loose * widen <= figures[key] <= high + loose * widen, (key, figures)
