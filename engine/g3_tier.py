@@ -22,6 +22,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
+from kvreplay.engine.host_pool import release_pins
 from kvreplay.engine.host_transfer import FairShare
 
 if TYPE_CHECKING:
@@ -233,20 +234,9 @@ class G3Tier:
             self._touch_cohort(pool, keys)
             io = self.stats.write
         else:
-            pins = pool.pins
-            writer = pool.writer
-            freed = []
-            cross = 0
-            for key in keys:
-                n = pins[key] - 1
-                if n:
-                    pins[key] = n
-                else:
-                    del pins[key]
-                    freed.append(key)
-                if writer[key] != job.owner:
-                    cross += 1
-            self.stats.cross_worker_read_blocks += cross
+            writer, owner = pool.writer, job.owner
+            self.stats.cross_worker_read_blocks += sum(1 for key in keys if writer[key] != owner)
+            freed = release_pins(pool.pins, keys)
             if freed:
                 self._touch_cohort(pool, freed)
             io = self.stats.read

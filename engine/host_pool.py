@@ -37,6 +37,20 @@ STORE, LOAD, EXTERNAL = 0, 1, 2  # EXTERNAL: a G3 promotion's reservation (no D2
 RETRY_CAPACITY = -2
 
 
+
+def release_pins(pins: dict[int, int], keys: Sequence[int]) -> list[int]:
+    """Drop one pin of each key (G2 and G3 pools count pins alike); the keys whose last pin
+    went, in `keys` order."""
+    freed = []
+    for key in keys:
+        n = pins[key] - 1
+        if n:
+            pins[key] = n
+        else:
+            del pins[key]
+            freed.append(key)
+    return freed
+
 class Transfer:
     """One copy between a rank's G1 and the pool."""
 
@@ -260,16 +274,8 @@ class HostPool:
         return transfer
 
     def _unpin(self, keys: list[int]) -> None:
-        pins = self.pins
-        freed = []
-        for key in keys:
-            n = pins[key] - 1
-            if n:
-                pins[key] = n
-            else:
-                del pins[key]
-                if self.entries.get(key) == RESIDENT:
-                    freed.append(key)
+        entries = self.entries
+        freed = [key for key in release_pins(self.pins, keys) if entries.get(key) == RESIDENT]
         if freed:
             self._touch_cohort(freed)
 

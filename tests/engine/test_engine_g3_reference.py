@@ -95,10 +95,10 @@ KV_RANK = {"backend": "vllm", "block_size": 512, "num_gpu_blocks": 150,
                           "read_bandwidth_gbps": 4.0, "write_bandwidth_gbps": 4.0,
                           "latency_to_first_byte_ms": 0.1, "shared_read_bandwidth_gbps": 16.0,
                           "shared_write_bandwidth_gbps": 16.0}}
-# Fifteen reference runs of KV_RANK on the conversation trace's first 400 rows, 4 workers behind
+# 45 reference runs of KV_RANK on the conversation trace's first 400 rows, 4 workers behind
 # the KV router (ai-dynamo 1.6.1, 2026-12-02): the spread of each figure, (min, max).
 KV_G3_SPREAD = {"prefix_cache_reused_ratio": (0.0828, 0.0860), "mean_ttft_ms": (102.98, 104.35),
-                "lookup_hits": (440, 474), "cross_worker_read_blocks": (301, 430)}
+                "lookup_hits": (440, 474), "cross_worker_read_blocks": (254, 447)}
 
 
 def _kv_figures(summary: dict[str, Any]) -> dict[str, float]:
@@ -114,7 +114,8 @@ def test_kv_router_with_shared_g3_is_inside_the_reference_spread(
     rows: kvreplay's reuse, mean TTFT, G3 hits and cross-worker reads lie within the reference's
     recorded spread (reuse widened by 0.002, TTFT by 1%, the counts by 5%), and a rerun is
     identical. The installed reference's own (random) run is checked loosely (twice the
-    widening), so it never fails a landing at random."""
+    widening; not its cross-worker reads, which spread widely), so it never fails a landing
+    at random."""
     from dynamo.replay import run_trace_replay
     from engine_support import mooncake_workload, native
 
@@ -133,6 +134,8 @@ def test_kv_router_with_shared_g3_is_inside_the_reference_spread(
                               trace_block_size=512).summary
     for figures, loose in ((_kv_figures(mine), 1), (_kv_figures(dict(theirs)), 2)):
         for key, (low, high) in KV_G3_SPREAD.items():
+            if loose == 2 and key == "cross_worker_read_blocks":
+                continue
             widen = 0.002 if key == "prefix_cache_reused_ratio" else (
                 0.01 if key == "mean_ttft_ms" else 0.05) * high
             assert low - loose * widen <= figures[key] <= high + loose * widen, (key, figures)
