@@ -307,9 +307,14 @@ class HostPool:
             self._publish(STORED, transfer.keys)
         else:
             self._unpin(transfer.keys)
+        # Progress wakes requests asleep on transfers: the owner's; in a shared pool a store
+        # wakes every participant's too (entries they found pending turned resident), a load
+        # only its owner's (checked against the reference with G3, which counts the lookups).
+        transfer.owner.progress = True
         for client in self.clients:
-            client.progress = True
             client.saw_copy = True
+            if transfer.kind == STORE:
+                client.progress = True
 
     def _publish(self, kind: int, keys: list[int]) -> None:
         self.published = True
