@@ -5,7 +5,9 @@
 
 Draws N scenarios per kind (seeds S..S+N-1, tests/differential/harness.py), replays each on the
 reference engine and on kvreplay, and prints one line per kind: cases, exact matches,
-differences, scenarios the reference refuses, kvreplay errors. `--shrink` reduces each
+differences, scenarios the reference refuses, kvreplay errors (and, for the kinds compared
+against the reference's spread, harness.SPREAD_KINDS, drawn only when named in --kinds: those
+where no reference run placed the requests as kvreplay did). `--shrink` reduces each
 mismatch to a minimal scenario; `--save DIR` writes them as JSON (with both engines' per-request
 figures) to keep as regression cases; `--json OUT` writes the whole tally. Needs the reference
 (tools/install-reference.sh).
@@ -45,7 +47,8 @@ def main() -> int:
         return 2
     tally: dict[str, dict[str, object]] = {}
     for kind in args.kinds.split(","):
-        counts = {"match": 0, "differ": 0, "reference-error": 0, "kvreplay-error": 0}
+        counts = {"match": 0, "differ": 0, "reference-error": 0, "kvreplay-error": 0,
+                  "unplaced": 0}
         failures = []
         started = time.perf_counter()
         for seed in range(args.seed, args.seed + args.cases):
@@ -68,8 +71,9 @@ def main() -> int:
         took = time.perf_counter() - started
         print(f"{kind:<10} {args.cases:>5} cases: {counts['match']:>5} match, "
               f"{counts['differ']:>4} differ, {counts['reference-error']:>4} refused by the "
-              f"reference, {counts['kvreplay-error']:>3} kvreplay errors ({took:.0f} s)",
-              flush=True)
+              f"reference, {counts['kvreplay-error']:>3} kvreplay errors"
+              + (f", {counts['unplaced']} placed otherwise in every reference run"
+                 if counts["unplaced"] else "") + f" ({took:.0f} s)", flush=True)
         tally[kind] = {"counts": counts, "failures": failures}
     if args.json is not None:
         args.json.write_text(json.dumps(tally, indent=1) + "\n")

@@ -46,14 +46,13 @@ KINDS = ("agg", "agg-delta", "agg-dp", "pd", "pd-dp", "g2", "g2-pd", "synth", "k
 # Telemetry samples (the samples compared too) over scenarios of these kinds.
 TELEMETRY_BASES = ("agg", "agg-dp", "g2", "kv-queue", "pd", "pd-dp", "g2-pd")
 KINDS = KINDS + ("telemetry", "dynamo", "applied-compute", "hybrid")
-# Kinds tools/difftest.py draws on request (--kinds) but the suite does not replay (none now:
-# mtp-pd joined the suite once its generator avoided the scenarios that livelock both engines).
-DRAFT_KINDS: tuple[str, ...] = ()
-# Backends the MTP kinds draw (one per scenario): vLLM, SGLang under its own scheduler (its
-# decode step's bursts), TensorRT-LLM through the vLLM-shaped core.
-MTP_BACKENDS = ("vllm", "vllm", "sglang", "trtllm")
-# P/D: SGLang's handoff order is an approximation (kind sglang-pd differs by design).
-MTP_PD_BACKENDS = ("vllm", "vllm", "trtllm")
+# Kinds compared against the reference's spread: several workers behind its KV router, whose
+# ties it breaks at random. kvreplay's run is compared exactly with the first of up to
+# SPREAD_RUNS reference runs that placed every request where kvreplay did ("unplaced" when
+# none did: kvreplay's placements are a sample the reference did not draw). The suite replays
+# a few seeds (several reference runs each); tools/difftest.py runs any number.
+SPREAD_KINDS = ("g3-kv-workers",)
+SPREAD_RUNS = 12
 TIME_KEYS = ("arrival_time_ms", "dispatched_at_ms", "first_admit_ms", "first_token_ms",
              "last_token_ms", "terminal_time_ms", "prefill_admit_ms", "source_held_ms",
              "destination_reserved_ms", "destination_activated_ms", "decode_admit_ms",
@@ -92,8 +91,9 @@ SKETCH_GAMMA = 1.0 + 2 * 0.001 / (1 - 0.001)  # its bin ratio (relative accuracy
 
 def generate(kind: str, seed: int) -> dict[str, Any]:
     """A random small scenario of one kind (deterministic in the seed)."""
-    if kind not in KINDS + DRAFT_KINDS:
-        raise ValueError(f"unknown kind {kind!r} (one of {', '.join(KINDS + DRAFT_KINDS)})")
+    known = KINDS + DRAFT_KINDS + SPREAD_KINDS
+    if kind not in known:
+        raise ValueError(f"unknown kind {kind!r} (one of {', '.join(known)})")
     rng = random.Random(f"{kind}:{seed}")
     if kind == "telemetry":
         return _telemetry_scenario(rng, seed)
@@ -427,9 +427,13 @@ def _g3_deployment(rng: random.Random, scn: dict[str, Any]) -> None:
     a worker-local or shared G3 pool and a private or shared G2 pool, tiny capacities at every
     tier, bandwidths with 0 (unlimited) among them, first-byte latencies; `g3-kv` behind the KV
     router (one worker) with its host and disk weights."""
-    kv = scn["kind"] == "g3-kv"
-    # g3-kv: one scheduler, as kv-queue (the reference breaks placement ties at random).
-    scn["workers"] = 1 if kv else rng.choice([1, 1, 2, 3])
+    kv = scn["kind"] in ("g3-kv", "g3-kv-workers")
+    # g3-kv: one scheduler, as kv-queue (the reference breaks placement ties at random);
+    # g3-kv-workers: 2-3, compared against the reference's spread (SPREAD_KINDS).
+    if scn["kind"] == "g3-kv-workers":
+        scn["workers"] = rng.choice([2, 3])
+    else:
+        scn["workers"] = 1 if kv else rng.choice([1, 1, 2, 3])
     if rng.random() < 0.2:
         scn["trace_format"] = "mooncake-delta"
     g2, g3 = _g3_tiers(rng)
@@ -1141,7 +1145,9 @@ def run_reference_guarded(scn: dict[str, Any],
 
 
 def check(scn: dict[str, Any]) -> tuple[str, list[str]]:
-    """("match" | "differ" | "reference-error" | "kvreplay-error", details)."""
+    """("match" | "differ" | "reference-error" | "kvreplay-error" | "unplaced", details)."""
+    if scn.get("kind") in SPREAD_KINDS:
+        return _check_spread(scn)
     try:
         ref = run_reference_guarded(scn)
     except Exception as exc:  # the reference refuses, aborts or hangs: nothing to compare
@@ -1160,6 +1166,26 @@ def check(scn: dict[str, Any]) -> tuple[str, list[str]]:
         # is compared above to 10 ns, and the events are as many.
         found = []
     return ("differ" if found else "match"), found
+
+
+def _check_spread(scn: dict[str, Any]) -> tuple[str, list[str]]:
+    """`check` for a SPREAD_KINDS scenario: kvreplay against the first reference run that
+    placed every request where kvreplay did."""
+    try:
+        mine = run_kvreplay(scn)
+    except Exception as exc:
+        return "kvreplay-error", [f"{type(exc).__name__}: {str(exc)[:300]}"]
+    wanted = {key: _placements(row) for key, row in _keyed(mine["per_request"]).items()}
+    for _ in range(SPREAD_RUNS):
+        try:
+            ref = run_reference_guarded(scn)
+        except Exception as exc:
+            return "reference-error", [f"{type(exc).__name__}: {str(exc)[:300]}"]
+        placed = {key: _placements(row) for key, row in _keyed(ref["per_request"]).items()}
+        if placed == wanted:
+            found = compare(ref, mine)
+            return ("differ" if found else "match"), found
+    return "unplaced", [f"none of {SPREAD_RUNS} reference runs placed the requests as kvreplay"]
 
 
 def _digest_line(ref: dict[str, Any], mine: dict[str, Any]) -> str:
