@@ -136,14 +136,12 @@ class SummaryAccumulator:
 
     def add_all(self, records: Iterable[RequestRecord]) -> None:
         """Count records, in one loop over locals (the sink hands them a batch at a time)."""
-        sla = self.sla
         completed, input_tokens, output_tokens = self.completed, self.input_tokens, \
             self.output_tokens
         reused, first_reused, host_reused = self.reused, self.first_reused, self.host_reused
-        g3_reused = self.g3_reused
-        good_requests, good_tokens = self.good_requests, self.good_tokens
-        last_terminal = self.last_terminal
-        gaps, shared, rejected = self.gaps, self.shared, self.rejected
+        good_requests, good_tokens, last_terminal, g3_reused = (
+            self.good_requests, self.good_tokens, self.last_terminal, self.g3_reused)
+        gaps, shared, rejected, sla = self.gaps, self.shared, self.rejected, self.sla
         ttfts, ttsts, tpots, e2es = (self.ttfts.append, self.ttsts.append, self.tpots.append,
                                      self.e2es.append)
         try:
@@ -194,9 +192,8 @@ class SummaryAccumulator:
             self.completed, self.input_tokens, self.output_tokens = completed, input_tokens, \
                 output_tokens
             self.reused, self.first_reused, self.host_reused = reused, first_reused, host_reused
-            self.g3_reused = g3_reused
-            self.good_requests, self.good_tokens = good_requests, good_tokens
-            self.last_terminal = last_terminal
+            self.good_requests, self.good_tokens, self.last_terminal, self.g3_reused = (
+                good_requests, good_tokens, last_terminal, g3_reused)
 
     def finish(self, num_requests: int, facts: ReportFacts) -> dict[str, Any]:
         """The summary of `num_requests` records (terminal or not) given so far."""
