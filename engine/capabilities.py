@@ -23,7 +23,7 @@ CAPABILITIES: frozenset[str] = frozenset({
     "backend:sglang:policies:fifo,lpm",
     "backend:sglang:prefill_decode_interval",
     "backend:sglang:retraction",
-    "backend:sglang:pd:source-first",
+    "backend:sglang:pd:destination-first",
     "backend:trtllm",
     "backend:trtllm:guaranteed_no_evict",
     "timing:fixed",
@@ -163,13 +163,8 @@ def refusals(source: Spec | Mapping[str, Any]) -> list[str]:
 
 
 def approximations(source: Spec | Mapping[str, Any]) -> list[str]:
-    """What runs through a stand-in model; the report must say so. SGLang and TensorRT-LLM ranks
-    run their own schedulers (engine.md sections "SGLang" and "TensorRT-LLM"); what remains is
-    SGLang's P/D handoff order."""
-    spec = _spec(source)
-    out = []
-    if spec is not None and spec.mode == "disaggregated" and any(
-            role.backend == "sglang" for role in spec.roles):
-        out.append("backend sglang in disaggregated mode: the KV handoff runs prefill first, then "
-                   "reserves the decode destination (SGLang reserves the destination first)")
-    return out
+    """What runs through a stand-in model; the report must say so. Nothing does now: SGLang and
+    TensorRT-LLM ranks run their own schedulers, and SGLang's P/D handoff runs destination first
+    (engine.md sections "SGLang" and "TensorRT-LLM")."""
+    _spec(source)
+    return []

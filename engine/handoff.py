@@ -8,6 +8,10 @@ the destination then waits to be admitted with its prompt computed, and the sour
 The steps run as handoff actions, FIFO, after the instant's pass and transfer completions and
 before the workers restart (the reference's pending-action queue); a step that is a command of
 a busy worker (activate, release) waits for that worker's pass end.
+
+SGLang runs the handoff destination first (the reference's `HandoffOrder::DestinationFirst`):
+an arriving request is placed on the decode pool at once, its rank reserves the prompt's pages,
+and only then is the prefill submitted; when the source is held the transfer starts.
 """
 
 from __future__ import annotations
@@ -47,6 +51,12 @@ class HandoffLoop(Protocol):
         """Route what the pool's router queue holds while some scheduler is not busy."""
         ...
 
+    def submit(self, pool: Pool, req: TraceRequest, rec: RequestRecord, max_output: int,
+               hidden: bool) -> Seq | None:
+        """Route a request onto the pool, through its router queue when it has one (None:
+        queued)."""
+        ...
+
     def terminal(self, pool: Pool, seq: Seq, status: str) -> None: ...
 
     def cut(self, worker: Worker) -> None:
@@ -76,7 +86,8 @@ class HandoffLoop(Protocol):
 
 
 class Handoff:
-    __slots__ = ("actions", "actions_due", "decode", "latency_ms", "loop", "prefill")
+    __slots__ = ("actions", "actions_due", "decode", "destination_first", "latency_ms", "loop",
+                 "prefill", "reserved")
 
     def __init__(self, loop: HandoffLoop, prefill: Pool, decode: Pool,
                  latency_ms: float) -> None:
@@ -86,6 +97,11 @@ class Handoff:
         self.latency_ms = latency_ms
         self.actions: deque[Action] = deque()
         self.actions_due = False
+        # SGLang: the destination is reserved before the prefill is submitted (engine.md
+        # section "SGLang"); `reserved` holds each such destination's fresh pages until its
+        # source is held (the transfer's size).
+        self.destination_first = decode.role.backend == "sglang"
+        self.reserved: dict[int, tuple[Seq, int]] = {}
 
     # -- the action queue --------------------------------------------------------------------
 
@@ -127,12 +143,29 @@ class Handoff:
         seq.scheduler.holding += 1
         self.prefill.router.release(seq)
         loop.drain(self.prefill)
+        if self.destination_first:
+            dseq, fresh = self.reserved.pop(rec.ordinal)
+            dseq.partner = seq
+            self.enqueue(lambda: self._transfer(dseq, fresh))
+            return
         dseq = loop.place(self.decode, seq.req, rec, seq.req.output_length, False)
         dseq.partner = seq
         rank = dseq.scheduler
         dseq.waiting_order = rank.next_order
         rank.next_order += 1
         self.enqueue(lambda: self._accept_destination(dseq))
+
+    def arrive(self, req: TraceRequest, rec: RequestRecord) -> None:
+        """Destination first: an arriving request's destination is placed and accepted (a
+        handoff action, behind the actions already queued at this instant)."""
+        self.enqueue(lambda: self._place_destination(req, rec))
+
+    def _place_destination(self, req: TraceRequest, rec: RequestRecord) -> None:
+        dseq = self.loop.place(self.decode, req, rec, req.output_length, False)
+        rank = dseq.scheduler
+        dseq.waiting_order = rank.next_order
+        rank.next_order += 1
+        self._accept_destination(dseq)
 
     def _accept_destination(self, dseq: Seq) -> None:
         """The decode rank takes the destination (a handoff action)."""
@@ -142,7 +175,8 @@ class Handoff:
             # The reference fails the handoff (its reserve action fails): the request ends
             # `failed` (its session with it) and the source lets go.
             self.loop.terminal(self.decode, dseq, "failed")
-            self._hand_back_source(_source_of(dseq), released=False)
+            if not self.destination_first:
+                self._hand_back_source(_source_of(dseq), released=False)
             return
         rank.pending.append(dseq)
         if worker.busy:
@@ -187,13 +221,31 @@ class Handoff:
             dseq.rec.rejection = ("decode_kv_cache", rank.num_blocks * rank.block_size)
             self.loop.observe(rank, -1)
             self.loop.terminal(self.decode, dseq, "rejected")
-            self._hand_back_source(_source_of(dseq))
+            if not self.destination_first:
+                self._hand_back_source(_source_of(dseq))
             return True
         fresh = rank.reserve_destination(dseq)
         if fresh < 0:
             return False
+        dseq.rec.destination_reserved_ms = ns_to_ms(self.loop.now)
+        if self.destination_first:
+            # The prefill is submitted once the destination is reserved (an action); the
+            # transfer starts when its source is held.
+            self.enqueue(lambda: self._submit_prefill(dseq, fresh))
+            return True
+        self._transfer(dseq, fresh)
+        return True
+
+    def _submit_prefill(self, dseq: Seq, fresh: int) -> None:
+        """Destination first: the reserved request's prefill goes to the prefill pool (the
+        transfer starts when its source is held)."""
+        self.reserved[dseq.req.ordinal] = (dseq, fresh)
+        self.loop.submit(self.prefill, dseq.req, dseq.rec, 1, True)
+
+    def _transfer(self, dseq: Seq, fresh: int) -> None:
+        """Start the KV transfer to a reserved destination (`fresh` pages were taken)."""
+        rank = dseq.scheduler
         now = self.loop.now
-        dseq.rec.destination_reserved_ms = ns_to_ms(now)
         source = self.prefill.role
         delay_ms = self.latency_ms
         per_token = source.kv_transfer_bytes_per_token
@@ -204,7 +256,25 @@ class Handoff:
             delay_ms += tokens * per_token / (bandwidth * 1e6)
         self.loop.push(now + ms_to_ns(delay_ms), TRANSFER_DONE,
                        self.loop.arrival_number(dseq.req.ordinal), dseq)
-        return True
+
+    def source_rejected(self, seq: Seq) -> None:
+        """Destination first: the prefill side rejected the request; its reserved destination
+        is canceled (a command of the decode worker) and lets go of its pages."""
+        entry = self.reserved.pop(seq.rec.ordinal, None)
+        if entry is None:
+            return
+        dseq = entry[0]
+        rank = dseq.scheduler
+        worker = self.decode.worker_of(rank)
+
+        def cancel() -> None:
+            rank.drop(dseq)
+            rank.capacity_gen += 1
+            self.decode.router.release(dseq)
+            self.loop.observe(rank)
+            self.loop.poke(worker)
+
+        self.enqueue(lambda: self.command(worker, cancel))
 
     def transfer_done(self, dseq: Seq) -> None:
         """The TRANSFER_DONE event: activate the destination (a command of its worker)."""

@@ -577,6 +577,8 @@ class Simulation:
             stamp_bursts(outcome.bursts, self.now, first_token)
         for seq in outcome.rejected:
             self.terminal(pool, seq, "rejected")
+            if seq.hidden and self.handoff is not None and self.handoff.destination_first:
+                self.handoff.source_rejected(seq)
         for seq in outcome.finished:
             self.terminal(pool, seq, "completed")
         if outcome.held:
@@ -610,9 +612,19 @@ class Simulation:
         self.facts.requests_released += 1
         if self.telemetry is not None:
             self.telemetry.arrived()
+        handoff = self.handoff
+        if handoff is not None and handoff.destination_first:
+            handoff.arrive(req, rec)
+            return
         pool = self.pools[0]
         hidden = pool.name == "prefill"
-        max_output = 1 if hidden else req.output_length
+        self.submit(pool, req, rec, 1 if hidden else req.output_length, hidden)
+
+    def submit(self, pool: Pool, req: TraceRequest, rec: RequestRecord, max_output: int,
+               hidden: bool) -> Seq | None:
+        """Route a request onto the pool, through its router queue when it has one (None:
+        queued)."""
+        now = self.now
         queue = pool.queue
         if queue is not None and (queue or pool.router.all_busy()):
             # The overlaps are looked up once, at arrival: a queued request is routed later
@@ -620,8 +632,8 @@ class Simulation:
             seen = pool.router.overlaps(self._chain(req, pool.block_size))
             queue.push(req.ordinal, (req, rec, max_output, hidden, now, seen),
                        rec.arrival_time_ms, req.input_length, max(seen[0]) * pool.block_size)
-            return
-        self.place(pool, req, rec, max_output, hidden)
+            return None
+        return self.place(pool, req, rec, max_output, hidden)
 
     def drain(self, pool: Pool, placed: list[int] | None = None) -> None:
         queue = pool.queue

@@ -722,7 +722,10 @@ class SglangRank:
         self.capacity_gen += 1
 
     def accepts_destination(self, dseq: Seq) -> bool:
-        return True
+        """A prompt reaching the decode rank's max_model_len fails the handoff (checked
+        against the reference)."""
+        limit = self.max_model_len
+        return limit is None or dseq.input_length < limit
 
     def destination_never_fits(self, dseq: Seq) -> bool:
         return -(-dseq.input_length // self.block_size) > self.num_blocks

@@ -59,8 +59,8 @@ BLOCK_SIZE_MAX = 1_048_576
 BYTES_PER_TOKEN_MAX = 2**40
 CONTEXT_MAX = 2**31 - 1
 TRACE_PATHS = "Trace files, relative to the config file's folder."
-SGLANG_OPTIONS = ("SGLang scheduler options (backend sglang; the bundled engine runs sglang "
-                  "through the vLLM-shaped scheduler and lists these as an approximation).")
+SGLANG_OPTIONS = ("SGLang scheduler options (backend sglang; the bundled engine runs SGLang's "
+                  "own scheduler with them).")
 
 
 # --- the rank's blocks -------------------------------------------------------------------------

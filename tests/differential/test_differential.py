@@ -14,10 +14,8 @@ import pytest
 pytestmark = pytest.mark.reference
 
 # Every kind: each seed matches (or the reference refuses it), tallied in docs/engine.md
-# ("Differential testing"); `telemetry` also compares the samples. sglang-pd is not clean yet:
-# kvreplay's handoff runs source first, SGLang's destination first (docs/engine.md section
-# "SGLang"); tools/difftest.py runs it.
-CLEAN_KINDS = tuple(kind for kind in harness.KINDS if kind != "sglang-pd")
+# ("Differential testing"); `telemetry` also compares the samples.
+CLEAN_KINDS = harness.KINDS
 CASES = 60
 
 

@@ -68,18 +68,13 @@ def test_supported_documents_have_no_refusals() -> None:
 
 
 def test_non_vllm_backends_run_their_own_schedulers() -> None:
-    """SGLang and TensorRT-LLM run their own schedulers: nothing is approximated, except
-    SGLang's P/D handoff order, which the run facts carry."""
+    """SGLang and TensorRT-LLM run their own schedulers, aggregated or disaggregated (SGLang's
+    handoff destination first): nothing is approximated."""
     for backend in ("sglang", "trtllm"):
-        doc = native(rank(backend=backend))
-        assert approximations(doc) == []
-        assert run_native(doc, workload=small_workload()).facts.approximations == []
-    doc = native_pd(rank(backend="sglang"), rank(backend="sglang"))
-    assert approximations(doc) == [
-        "backend sglang in disaggregated mode: the KV handoff runs prefill first, then reserves "
-        "the decode destination (SGLang reserves the destination first)"]
-    result = run_native(doc, workload=small_workload())
-    assert result.facts.approximations == approximations(doc)
+        for doc in (native(rank(backend=backend)),
+                    native_pd(rank(backend=backend), rank(backend=backend))):
+            assert approximations(doc) == []
+            assert run_native(doc, workload=small_workload()).facts.approximations == []
 
 
 def test_bad_documents_raise_config_errors() -> None:
