@@ -271,6 +271,7 @@ class Handoff:
             rank.drop(dseq)
             rank.capacity_gen += 1
             self.decode.router.release(dseq)
+            self.retry_destinations(rank)
             self.loop.observe(rank)
             self.loop.poke(worker)
 
