@@ -19,11 +19,30 @@ REMOVED = 0
 _LRU = 0  # index of the LRU list's sentinel in `older`/`newer`; handles start at 1
 
 
-class BlockPool:
-    __slots__ = ("blank", "by_ident", "capacity", "dep", "events", "free_handles", "free_slots",
+class EventLog:
+    """The router-visible KV events a rank's cache buffers (`events`; None: no KV router reads
+    the rank): the block pool's and SGLang's radix cache's."""
+
+    __slots__ = ("events",)
+
+    def __init__(self, record_events: bool) -> None:
+        self.events: list[tuple[int, int]] | None = [] if record_events else None
+
+    def take_events(self) -> list[tuple[int, int]]:
+        """The events since the last call."""
+        events = self.events
+        if not events:
+            return []
+        self.events = []
+        return events
+
+
+class BlockPool(EventLog):
+    __slots__ = ("blank", "by_ident", "capacity", "dep", "free_handles", "free_slots",
                  "ident", "idle", "later_copies", "n_copies", "newer", "older", "pending", "refs")
 
     def __init__(self, capacity: int, record_events: bool) -> None:
+        super().__init__(record_events)
         self.capacity = capacity
         self.n_copies = 0
         # Per handle: the cached identity (None: private, or free) and the reference count.
@@ -42,7 +61,6 @@ class BlockPool:
         self.older = [_LRU]
         self.newer = [_LRU]
         self.idle = 0
-        self.events: list[tuple[int, int]] | None = [] if record_events else None
         # Private G2 only (track_copies): a physical block whose contents a D2H copy still reads
         # carries that store's transfer id; reusing its capacity before the copy completes must
         # wait for it. Free capacity is then a stack of slots, each with the copy it waits on
@@ -331,13 +349,6 @@ class BlockPool:
             if self.events is not None and ident >= 0:
                 self.events.append((REMOVED, ident))
         return self._slot_dep(handle) if self.dep else None
-
-    def take_events(self) -> list[tuple[int, int]]:
-        events = self.events
-        if not events:
-            return []
-        self.events = []
-        return events
 
     def check(self) -> None:
         """Invariants (tests): copies within capacity, LRU = cached copies nobody references."""

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from heapq import heapify, heappop, heappush
 
-from kvreplay.engine.pool import REMOVED, STORED
+from kvreplay.engine.pool import REMOVED, STORED, EventLog
 
 
 class Node:
@@ -71,7 +71,7 @@ def common_length(key: list[int], chain: list[int], start: int, limit: int) -> i
     return lo
 
 
-class RadixCache:
+class RadixCache(EventLog):
     """The tree, the page pool it draws from, and the evictable-leaf index."""
 
     __slots__ = (
@@ -79,7 +79,6 @@ class RadixCache:
         "_heap",
         "_nodes",
         "_order",
-        "events",
         "evictable",
         "free",
         "page_size",
@@ -90,6 +89,7 @@ class RadixCache:
     )
 
     def __init__(self, total_pages: int, page_size: int, record_events: bool) -> None:
+        super().__init__(record_events)
         self.page_size = page_size
         self.total = total_pages
         self.free = total_pages  # pages in no node and held by no request
@@ -100,7 +100,6 @@ class RadixCache:
         self.root = Node(None, [], 0, 0)
         self._heap: list[tuple[int, int, Node]] = []
         self._nodes = 1
-        self.events: list[tuple[int, int]] | None = [] if record_events else None
         self.refs: dict[int, int] = {}  # identity -> live pages holding it (events only)
 
     def now(self) -> int:
@@ -340,13 +339,6 @@ class RadixCache:
         else:
             del refs[ident]
             events.append((REMOVED, ident))
-
-    def take_events(self) -> list[tuple[int, int]]:
-        events = self.events
-        if not events:
-            return []
-        self.events = []
-        return events
 
     def check(self) -> None:
         """Invariants (tests): page counts, lock sums, sizes, the evictable index."""

@@ -742,7 +742,9 @@ class Rank:
         took, or -1 when they do not fit now."""
         pool = self.pool
         need = -(-dseq.input_length // self.block_size)
-        hits = pool.lookup(dseq.block_ids, len(dseq.block_ids))[0] if self.caching else 0
+        hits = self._destination_credit(dseq)
+        if hits < 0:
+            return -1
         hit_ids = dseq.block_ids[:hits]
         fresh = need - hits
         if not pool.can_allocate(fresh, hit_ids):
@@ -759,6 +761,10 @@ class Rank:
         dseq.registered = hits
         self.inbound.append(dseq)
         return fresh
+
+    def _destination_credit(self, dseq: Seq) -> int:
+        """The resident prefix blocks a destination reuses (-1: it may not reserve now)."""
+        return self.pool.lookup(dseq.block_ids, len(dseq.block_ids))[0] if self.caching else 0
 
     def activate_destination(self, dseq: Seq) -> None:
         """The destination's KV arrived: its blocks become prefix hits, and it waits for

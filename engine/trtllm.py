@@ -30,7 +30,7 @@ from kvreplay.schema.spec import Role
 class TrtllmRank(Rank):
     """Rank under GUARANTEED_NO_EVICT."""
 
-    __slots__ = ("capacity_tokens", "reserved")
+    __slots__ = ("capacity_tokens",)
     recompute_last = False
 
     def __init__(self, cfg: Role, pool_name: str, worker_id: int, dp_rank: int,
@@ -39,7 +39,6 @@ class TrtllmRank(Rank):
         super().__init__(cfg, pool_name, worker_id, dp_rank, scheduler_id, identities,
                          record_events, stats)
         self.capacity_tokens = cfg.num_gpu_blocks * cfg.block_size
-        self.reserved: list[Seq] = []  # P/D decode: destinations reserved, KV not yet here
 
     def _clamp(self, seq: Seq) -> bool:
         """Clamp the request's output to what the pool and max_model_len leave after its
@@ -63,7 +62,7 @@ class TrtllmRank(Rank):
         free = self.num_blocks - self.pool.num_active()
         for seq in self.running:
             free -= max(self._to_completion(seq) - len(seq.blocks), 0)
-        for seq in self.reserved:
+        for seq in self.inbound:  # destinations reserved, KV not here yet
             free -= max(self._to_completion(seq) - len(seq.blocks), 0)
         for seq in self.waiting:
             if seq.materialized:
@@ -88,21 +87,7 @@ class TrtllmRank(Rank):
     def destination_never_fits(self, dseq: Seq) -> bool:
         return not self._clamp(dseq) or self._to_completion(dseq) > self.num_blocks
 
-    def reserve_destination(self, dseq: Seq) -> int:
-        """Fresh blocks for the whole prompt (no prefix credit), once the request's
-        to-completion footprint fits; -1 while it does not."""
-        if self._to_completion(dseq) > self._available():
-            return -1
-        need = -(-dseq.input_length // self.block_size)
-        pool = self.pool
-        if not pool.can_allocate(need, []):
-            return -1
-        pool.allocate(need, dseq.blocks)
-        dseq.registered = 0
-        self.reserved.append(dseq)
-        self.inbound.append(dseq)  # scaling's view of KV in transfer (scheduler.Rank's too)
-        return need
-
-    def activate_destination(self, dseq: Seq) -> None:
-        self.reserved.remove(dseq)
-        super().activate_destination(dseq)
+    def _destination_credit(self, dseq: Seq) -> int:
+        """No prefix credit: fresh blocks for the whole prompt, once the request's
+        to-completion footprint fits (-1 while it does not)."""
+        return -1 if self._to_completion(dseq) > self._available() else 0
