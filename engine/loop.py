@@ -238,9 +238,24 @@ class Simulation:
             settle(heap, now)
 
     def _start_dirty(self) -> None:
-        for gid in sorted(self.dirty):
-            self._start(self.workers[gid])
-        self.dirty.clear()
+        """Phase 5. Aggregated: a pass of no duration (one that only rejects) completes at once
+        and its worker starts again, with the others it touched, before the instant's later
+        arrivals (the reference's drive loop handles such completions in place)."""
+        while self.dirty:
+            gids = sorted(self.dirty)
+            self.dirty.clear()
+            for gid in gids:
+                self._start(self.workers[gid])
+            if not self.aggregated:
+                return
+            now = self.now
+            done = [w for w in (self.workers[gid] for gid in gids)
+                    if w.busy and not w.stretch_k and w.pass_end == now]
+            if not done:
+                return
+            for worker in done:
+                worker.version += 1  # its queued PASS_DONE is superseded
+                self._pass_done((worker, worker.version))
 
     def _scaling_hooks(self) -> tuple[Callable[[int], None] | None,
                                       Callable[[list[Event], int], None] | None]:
