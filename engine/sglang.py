@@ -776,13 +776,13 @@ class SglangRank:
     # -- fast-forward (ranks.StretchRank) --------------------------------------------------------
 
     def stretch_passes(self, k: int) -> int:
-        """Pure decode passes ahead (at most k): nothing to promote, reserve or admit (a
+        """Pure decode passes ahead (at most k): nothing to promote, reserve, reject or admit (a
         waiting request is not admitted while the interval defers prefill or the running slots
         are full), no request finishing, no page beyond the free ones (no eviction, no
         retraction), and, when a KV router reads this rank, no page of workload-known output
         completing (its insertion publishes router events)."""
-        if self.ready or self.pending or self.mtp is not None:  # MTP: each burst is a draw
-            return 0
+        if self.ready or self.pending or self.mtp is not None or self.rejects():
+            return 0  # MTP: each burst is a draw; a rejection is made at the next pass's start
         running = self.running
         if self.waiting and len(running) < self.max_seqs:
             rounds = self.group.rounds
