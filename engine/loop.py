@@ -101,6 +101,9 @@ class Simulation:
         self.live = 0  # released and not yet terminal
         self.notices = 0  # terminals the workload heard of (its next release may have moved)
         self.dirty: set[int] = set()  # workers to start after the instant's arrivals (gids)
+        # A pass of no duration completed in place at this instant (phase 5): a telemetry tick
+        # due now is sampled before the instant's next round (the reference's loop ticks then).
+        self.completed_in_place = False
         # The (kind, key) of the event being handled; after every event kind while the
         # instant's arrivals and restarts run (cut() orders a stretch boundary against it).
         self.handling: tuple[int, int] = AFTER_EVENTS
@@ -253,6 +256,7 @@ class Simulation:
                     if w.busy and not w.stretch_k and w.pass_end == now]
             if not done:
                 return
+            self.completed_in_place = True
             for worker in done:
                 worker.version += 1  # its queued PASS_DONE is superseded
                 self._pass_done((worker, worker.version))
@@ -305,7 +309,12 @@ class Simulation:
         tele = self.telemetry
         assert tele is not None
         if now == self.now:  # another round of the same instant (a pass that took no time)
+            if self.completed_in_place and tele.started and tele.next_ns == now:
+                tele.periodic(workload_done=False)
+                tele.settle_late()
+            self.completed_in_place = False
             return
+        self.completed_in_place = False
         if not tele.started:
             tele.settle_late()
             tele.baseline(0)
@@ -567,6 +576,7 @@ class Simulation:
         if tele is not None:  # the pass end as the ranks see it, G2 completions included
             for rank in worker.ranks:
                 tele.refresh(rank)
+                tele.pass_ended(rank)
             tele.decoded(forwards, forwards)
         handoff = self.handoff
         if handoff is not None:

@@ -77,6 +77,11 @@ class RankScheduler(Protocol):
     holding: int
     inbound: list[Seq]
     mtp: MtpSampler | None  # MTP ranks: the seeded acceptance stream (speculation.py)
+    # Telemetry: the rank's preemptions (retractions) and its scheduler cache-hit counters
+    # (prompt tokens found cached / looked up; SGLang only), read at its refresh points.
+    preemptions: int
+    cache_hit_tokens: int
+    cache_total_tokens: int
 
     @property
     def group(self) -> PassGroup | None:
@@ -84,6 +89,10 @@ class RankScheduler(Protocol):
         ...
 
     def has_work(self) -> bool: ...
+
+    def kv_gauges(self) -> tuple[int, int]:
+        """Blocks (pages) in use, and cached ones nobody holds (telemetry)."""
+        ...
 
     def connector_ready(self) -> bool: ...
 

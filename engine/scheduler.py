@@ -72,6 +72,9 @@ class Rank:
     # vLLM recomputes the last prompt token of a request that needs logits (TRT-LLM does not).
     recompute_last = True
     group = None  # no state shared by the worker's ranks (ranks.PassGroup)
+    # Scheduler cache-hit tokens are an SGLang figure: vLLM-shaped ranks report none.
+    cache_hit_tokens = 0
+    cache_total_tokens = 0
 
     __slots__ = (
         "_budget",
@@ -189,6 +192,11 @@ class Rank:
         self.states = WorkingStates(self.pool, self.state_blocks, self.caching,
                                     identities) if self.state_blocks else None
         self.fast_decode = self.states is None or not self.caching
+
+    def kv_gauges(self) -> tuple[int, int]:
+        """Blocks in use and cached-but-reusable blocks (telemetry)."""
+        pool = self.pool
+        return pool.n_copies - pool.idle, pool.idle
 
     def has_work(self) -> bool:
         return bool(self.running or self.waiting) or (

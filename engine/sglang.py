@@ -106,10 +106,15 @@ class SglangGroup:
 class SglangRank:
     """Scheduler state of one SGLang (worker, dp_rank): queues, radix cache, admission ratio."""
 
+    # Telemetry: the reference's SGLang samples count no retraction as a preemption (probed).
+    preemptions = 0
+
     __slots__ = (
         "block_size",
         "budget",
         "cache",
+        "cache_hit_tokens",
+        "cache_total_tokens",
         "caching",
         "capacity_gen",
         "chunk_size",
@@ -202,6 +207,8 @@ class SglangRank:
         self.connector: list[Seq] = []  # no G2 (the reference refuses it for SGLang)
         self.host: HostClient | None = None
         self.compute_not_before = 0
+        self.cache_hit_tokens = 0  # prompt tokens admissions found in the tree (telemetry)
+        self.cache_total_tokens = 0  # prompt tokens prefill batches took or found
 
     def __repr__(self) -> str:
         return (f"SglangRank({self.pool_name} {self.worker_id}.{self.dp_rank}: "
@@ -209,6 +216,11 @@ class SglangRank:
 
     def has_work(self) -> bool:
         return bool(self.running or self.waiting or self.ready)
+
+    def kv_gauges(self) -> tuple[int, int]:
+        """Every page in the tree or a request's hands counts as in use; none as inactive (the
+        reference's SGLang gauges)."""
+        return self.cache.total - self.cache.free, 0
 
     def connector_ready(self) -> bool:
         return False
@@ -336,6 +348,9 @@ class SglangRank:
             seq.computed = end
             if first:
                 self._admitted(seq, now_ns, prefix)
+                self.cache_hit_tokens += prefix
+                self.cache_total_tokens += prefix
+            self.cache_total_tokens += end - prefix
             computed_tokens += end - prefix
             total_isl += end
             total_prefix += prefix
@@ -466,6 +481,7 @@ class SglangRank:
                 active += seq.input_length + seq.generated
             duration = self.timer.decode_ns(active)
             cache.free -= needed
+            outcome.forwards += len(running)  # one decode step each (telemetry)
             done: list[Seq] = []
             if sampler is not None:
                 self._speculate(sampler, needed, done, outcome)

@@ -23,7 +23,7 @@ never spans a tick (Worker.cap_ns), so every pass end a sample must see is a rea
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from kvreplay.engine.simtime import ms_to_ns, ns_to_ms
 
@@ -31,7 +31,6 @@ if TYPE_CHECKING:
     from kvreplay.engine.deployment import Pool
     from kvreplay.engine.ranks import RankScheduler
     from kvreplay.engine.records import RequestRecord
-    from kvreplay.engine.scheduler import Rank
 
 BASELINE, PERIODIC, FINAL = "baseline", "periodic", "final"
 
@@ -85,9 +84,9 @@ class Traffic:
 class Telemetry:
     """The sampler of one run."""
 
-    __slots__ = ("destinations", "done", "gauges", "interval_ms", "interval_start_ms", "late",
-                 "next_ns", "ordinal", "pools", "preempted", "preemptions_seen", "samples",
-                 "started", "traffic")
+    __slots__ = ("cache_counts", "cache_seen", "destinations", "done", "gauges", "interval_ms",
+                 "interval_start_ms", "late", "next_ns", "ordinal", "pools", "preempted",
+                 "preemptions_seen", "samples", "started", "traffic")
 
     def __init__(self, interval_ms: float, pools: Sequence[Pool]) -> None:
         self.interval_ms = interval_ms
@@ -109,11 +108,16 @@ class Telemetry:
         # Gauges read now but shown only after this instant's sample (settle_late).
         self.late: list[tuple[tuple[str, int], list[int]]] = []
         self.preempted = {"prefill": 0, "decode": 0}
+        # SGLang ranks' scheduler cache-hit counters: per rank as last read, per role the
+        # interval's [hit tokens, total tokens].
+        self.cache_seen: dict[tuple[str, int], tuple[int, int]] = {}
+        self.cache_counts = {"prefill": [0, 0], "decode": [0, 0]}
         for pool in self.pools:
             for rank in pool.ranks:
                 self.gauges[(pool.name, rank.scheduler_id)] = [0, 0, 0, 0]
                 self.preemptions_seen[(pool.name, rank.scheduler_id)] = 0
                 self.destinations[(pool.name, rank.scheduler_id)] = 0
+                self.cache_seen[(pool.name, rank.scheduler_id)] = (0, 0)
 
     # -- what the loop reports --------------------------------------------------------------
 
@@ -121,16 +125,14 @@ class Telemetry:
         """A command reached the rank or its worker's pass ended: its gauges are read now.
         `late`: shown only after this instant's sample (a P/D prefill rank takes the instant's
         arrivals after the reference samples it)."""
-        rank = cast("Rank", scheduler)  # vLLM-shaped: SGLang ranks refuse telemetry (capabilities)
+        rank = scheduler
         key = (rank.pool_name, rank.scheduler_id)
-        pool = rank.pool
         # After a late refresh of the rank, its later ones this instant come after it too.
         late = late or any(k == key for k, _ in self.late)
         gauge = [0, 0, 0, 0] if late else self.gauges[key]
         if late:
             self.late.append((key, gauge))
-        gauge[0] = pool.n_copies - pool.idle
-        gauge[1] = pool.idle
+        gauge[0], gauge[1] = rank.kv_gauges()
         gauge[2] = len(rank.running)
         gauge[3] = len(rank.waiting) + len(rank.connector) + self.destinations[key]
         seen = rank.preemptions
@@ -138,6 +140,18 @@ class Telemetry:
             self.preempted["prefill" if rank.pool_name == "prefill" else "decode"] += (
                 seen - self.preemptions_seen[key])
             self.preemptions_seen[key] = seen
+
+    def pass_ended(self, rank: RankScheduler) -> None:
+        """The rank's worker finished a pass: the scheduler cache-hit tokens of its prefill
+        batches count now (the reference reads them from the pass's result)."""
+        key = (rank.pool_name, rank.scheduler_id)
+        hits, total = rank.cache_hit_tokens, rank.cache_total_tokens
+        seen_hits, seen_total = self.cache_seen[key]
+        if total != seen_total:
+            counts = self.cache_counts["prefill" if rank.pool_name == "prefill" else "decode"]
+            counts[0] += hits - seen_hits
+            counts[1] += total - seen_total
+            self.cache_seen[key] = (hits, total)
 
     def settle_late(self) -> None:
         for key, gauge in self.late:
@@ -214,7 +228,8 @@ class Telemetry:
     def final(self, now_ns: int) -> None:
         now_ms = ns_to_ms(now_ns)
         if (now_ms > self.interval_start_ms or self.traffic.observed()
-                or any(self.preempted.values())):
+                or any(self.preempted.values())
+                or any(counts[1] for counts in self.cache_counts.values())):
             self._publish(FINAL, now_ms)
 
     def _arm(self) -> None:
@@ -232,12 +247,14 @@ class Telemetry:
         if kind == BASELINE:
             sample["traffic"] = Traffic(self.interval_start_ms).to_json(self.interval_start_ms)
             sample["traffic"]["duration_s"] = 0.0
-            interval = {"prefill": _interval(0), "decode": _interval(0)}
+            interval = {"prefill": _interval(0, [0, 0]), "decode": _interval(0, [0, 0])}
         else:
             sample["traffic"] = self.traffic.to_json(at_ms)
-            interval = {role: _interval(n) for role, n in self.preempted.items()}
+            interval = {role: _interval(n, self.cache_counts[role])
+                        for role, n in self.preempted.items()}
             self.traffic = Traffic(at_ms)
             self.preempted = {"prefill": 0, "decode": 0}
+            self.cache_counts = {"prefill": [0, 0], "decode": [0, 0]}
             self.interval_start_ms = at_ms
         by_role: dict[str, list[dict[str, Any]]] = {"prefill": [], "decode": []}
         ids: dict[str, list[int]] = {"prefill": [], "decode": []}
@@ -282,7 +299,8 @@ class Telemetry:
         return {"sample_interval_ms": self.interval_ms, "samples": self.samples}
 
 
-def _interval(preemptions: int) -> dict[str, int]:
+def _interval(preemptions: int, cache: list[int]) -> dict[str, int]:
     # Scheduler cache-hit tokens are an SGLang figure: vLLM ranks report none (the reference's
     # zero denominator means "unavailable", not a measured 0%).
-    return {"cache_hit_tokens": 0, "cache_total_tokens": 0, "preemptions": preemptions}
+    return {"cache_hit_tokens": cache[0], "cache_total_tokens": cache[1],
+            "preemptions": preemptions}

@@ -45,14 +45,15 @@ KINDS = ("agg", "agg-delta", "agg-dp", "pd", "pd-dp", "g2", "g2-pd", "synth", "k
          "g3-agentic")
 # Telemetry samples (the samples compared too) over scenarios of these kinds.
 TELEMETRY_BASES = ("agg", "agg-dp", "g2", "kv-queue", "pd", "pd-dp", "g2-pd")
-KINDS = KINDS + ("telemetry", "dynamo", "applied-compute", "hybrid")
+KINDS = KINDS + ("telemetry", "sglang-telemetry", "dynamo", "applied-compute", "hybrid")
 # Kinds tools/difftest.py draws on request (--kinds) but the suite does not replay (none now:
 # mtp-pd joined the suite once its generator avoided the scenarios that livelock both engines).
 DRAFT_KINDS: tuple[str, ...] = ()
 # Backends the MTP kinds draw (one per scenario): vLLM, SGLang under its own scheduler (its
 # decode step's bursts), TensorRT-LLM through the vLLM-shaped core.
 MTP_BACKENDS = ("vllm", "vllm", "sglang", "trtllm")
-# P/D: SGLang's handoff order is an approximation (kind sglang-pd differs by design).
+# P/D: MTP on SGLang P/D is not drawn (its checks were made before SGLang's destination-first
+# handoff landed).
 MTP_PD_BACKENDS = ("vllm", "vllm", "trtllm")
 # Kinds compared against the reference's spread: several workers behind its KV router, whose
 # ties it breaks at random. kvreplay's run matches when it equals, in every figure, one of up
@@ -108,6 +109,12 @@ def generate(kind: str, seed: int) -> dict[str, Any]:
         return _telemetry_scenario(rng, seed)
     if kind == "mtp-agentic":
         return _mtp_agentic_scenario(rng, seed)
+    if kind == "sglang-telemetry":
+        # The sglang kind's scenarios (its seeds), sampled (SGLang P/D telemetry is refused by
+        # name).
+        scn = generate("sglang", seed)
+        scn.update(kind=kind, telemetry_ms=rng.choice([0.5, 1.0, 2.0, 2.5, 3.0, 5.0, 10.0]))
+        return scn
     bs = 4
     blocks = rng.choice([5, 6, 8, 10, 12, 16])
     if kind in ("dynamo", "applied-compute"):

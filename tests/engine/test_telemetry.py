@@ -158,13 +158,34 @@ def test_the_sample_count_is_bounded_by_the_cadence() -> None:
     assert samples[-1]["kind"] == "periodic"  # the run ends on a tick: no final sample
 
 
-def test_sglang_ranks_refuse_telemetry_by_name() -> None:
-    """Telemetry reads a vLLM-shaped block pool: with SGLang ranks (a radix cache) the run is
-    refused by name, never an AttributeError mid-run."""
+def test_sglang_ranks_are_sampled_as_the_reference_samples_them() -> None:
+    """SGLang ranks: every page in the tree or a request's hands counts as active (none as
+    inactive), decode forwards count decode steps (not the first token of a prefill), and the
+    scheduler cache-hit tokens count what prefill batches took and found (reference: a second
+    32-token prompt sharing both pages matches one page, at most len - 1 tokens)."""
+    doc = native(rank(block_size=16, num_gpu_blocks=50, backend="sglang", max_num_seqs=8,
+                      max_num_batched_tokens=64, enable_chunked_prefill=True,
+                      timing_model={"type": "fixed", "prefill_ms": 20.0, "decode_ms": 5.0}))
+    samples = sampled([request(0, 0.0, 32, 3, [1, 2], 16), request(1, 50.0, 32, 2, [1, 2], 16)],
+                      40.0, doc=doc)
+    assert [(s["kind"], s["sampled_at_ms"], gauges(s)[0], s["decode_interval_metrics"],
+             s["traffic"]["accept_length_forward_count"]) for s in samples] == [
+        ("baseline", 0.0, (0, 0, 0, 1),
+         {"cache_hit_tokens": 0, "cache_total_tokens": 0, "preemptions": 0}, 0),
+        ("periodic", 40.0, (2, 0, 0, 0),
+         {"cache_hit_tokens": 0, "cache_total_tokens": 32, "preemptions": 0}, 2),
+        ("final", 75.0, (2, 0, 0, 0),
+         {"cache_hit_tokens": 16, "cache_total_tokens": 32, "preemptions": 0}, 1)]
+
+
+def test_sglang_disaggregated_telemetry_is_refused_by_name() -> None:
+    """SGLang P/D (destination-first handoffs) with telemetry is refused by name before the
+    run."""
     from kvreplay.engine.errors import Unsupported
 
-    doc = native(rank(block_size=16, num_gpu_blocks=50, backend="sglang",
-                      enable_chunked_prefill=True))
+    sglang = rank(block_size=16, num_gpu_blocks=50, backend="sglang", enable_chunked_prefill=True)
+    doc = native_pd(dict(sglang), dict(sglang))
     doc["spec"]["telemetry"] = {"sample_interval_ms": 10.0}
-    with pytest.raises(Unsupported, match=r"telemetry samples .* SGLang"):
+    with pytest.raises(Unsupported, match=r"telemetry samples .* SGLang scheduler in "
+                                          r"disaggregated mode"):
         run_native(doc, workload=ListWorkload([long_request()]))
