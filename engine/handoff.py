@@ -63,6 +63,11 @@ class HandoffLoop(Protocol):
         """Something for a busy worker at `now`: a stretch in flight ends at its next boundary."""
         ...
 
+    def settle(self, worker: Worker) -> None:
+        """A later round of the instant touches the worker: a stretch boundary now ends and
+        restarts there."""
+        ...
+
     def poke(self, worker: Worker) -> None:
         """The worker has new work at `now`: cut a stretch in flight, or start at `now`."""
         ...
@@ -87,7 +92,7 @@ class HandoffLoop(Protocol):
 
 class Handoff:
     __slots__ = ("actions", "actions_due", "decode", "destination_first", "latency_ms", "loop",
-                 "prefill", "reserved")
+                 "prefill", "reserved", "settled_at")
 
     def __init__(self, loop: HandoffLoop, prefill: Pool, decode: Pool,
                  latency_ms: float) -> None:
@@ -102,6 +107,7 @@ class Handoff:
         # source is held (the transfer's size).
         self.destination_first = decode.role.backend == "sglang"
         self.reserved: dict[int, tuple[Seq, int]] = {}
+        self.settled_at = -1  # the instant whose stretches arrivals last settled
 
     # -- the action queue --------------------------------------------------------------------
 
@@ -157,7 +163,15 @@ class Handoff:
 
     def arrive(self, req: TraceRequest, rec: RequestRecord) -> None:
         """Destination first: an arriving request's destination is placed and accepted (a
-        handoff action, behind the actions already queued at this instant)."""
+        handoff action, behind the actions already queued at this instant, in a later round of
+        it: a worker's stretch boundary now is a pass end and restart that came before)."""
+        now = self.loop.now
+        if self.settled_at != now:
+            self.settled_at = now
+            for pool in (self.prefill, self.decode):
+                for worker in pool.workers:
+                    if worker.busy:
+                        self.loop.settle(worker)
         self.enqueue(lambda: self._place_destination(req, rec))
 
     def _place_destination(self, req: TraceRequest, rec: RequestRecord) -> None:

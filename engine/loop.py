@@ -460,6 +460,19 @@ class Simulation:
             return
         self.events.push(end, PASS_DONE, worker.order, (worker, worker.version))
 
+    def settle(self, worker: Worker) -> None:
+        """A later round of the instant touches the worker: a stretch with a pass boundary now
+        ends there and restarts, as step by step that pass end and its restart came in the
+        instant's first round (P/D)."""
+        end = worker.sync(self.now)
+        if end is None:
+            return
+        if end == self.now:
+            self._pass_done((worker, worker.version))
+            self._start(worker)
+            return
+        self.events.push(end, PASS_DONE, worker.order, (worker, worker.version))
+
     def poke(self, worker: Worker) -> None:
         self.cut(worker)
         self.dirty.add(worker.gid)
