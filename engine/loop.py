@@ -101,9 +101,7 @@ class Simulation:
         self.live = 0  # released and not yet terminal
         self.notices = 0  # terminals the workload heard of (its next release may have moved)
         self.dirty: set[int] = set()  # workers to start after the instant's arrivals (gids)
-        # A pass of no duration completed in place at this instant (phase 5): a telemetry tick
-        # due now is sampled before the instant's next round (the reference's loop ticks then).
-        self.completed_in_place = False
+        self.completed_in_place = False  # a pass of no duration ended in phase 5 (telemetry)
         # The (kind, key) of the event being handled; after every event kind while the
         # instant's arrivals and restarts run (cut() orders a stretch boundary against it).
         self.handling: tuple[int, int] = AFTER_EVENTS
@@ -309,6 +307,8 @@ class Simulation:
         tele = self.telemetry
         assert tele is not None
         if now == self.now:  # another round of the same instant (a pass that took no time)
+            # After a pass of no duration completed in place, a tick due now is sampled before
+            # the instant's next round (the reference's loop ticks then).
             if self.completed_in_place and tele.started and tele.next_ns == now:
                 tele.periodic(workload_done=False)
                 tele.settle_late()
