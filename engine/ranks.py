@@ -156,7 +156,9 @@ def make_ranks(role: Role, pool_name: str, worker_id: int, first_sid: int,
     if role.backend == "sglang":
         from kvreplay.engine.sglang import SglangGroup, SglangRank
 
-        group = SglangGroup(role.prefill_decode_interval)
+        # A P/D prefill worker never decodes: the interval defers nothing there (checked
+        # against the reference: a rejection is made in its next prefill pass).
+        group = SglangGroup(0 if role.name == "prefill" else role.prefill_decode_interval)
         group.ranks = [SglangRank(role, pool_name, worker_id, r, first_sid + r, identities,
                                   record_events, stats, group) for r in range(role.dp_size)]
         ranks = list(group.ranks)
