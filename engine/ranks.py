@@ -43,6 +43,10 @@ class PassGroup(Protocol):
         advanced)."""
         ...
 
+    def drained(self) -> None:
+        """A pass ended with nothing left on the worker's ranks."""
+        ...
+
 
 class RankScheduler(Protocol):
     """One (worker, DP rank)'s scheduler, as the rest of the engine sees it."""
@@ -156,9 +160,7 @@ def make_ranks(role: Role, pool_name: str, worker_id: int, first_sid: int,
     if role.backend == "sglang":
         from kvreplay.engine.sglang import SglangGroup, SglangRank
 
-        # A P/D prefill worker never decodes: the interval defers nothing there (checked
-        # against the reference: a rejection is made in its next prefill pass).
-        group = SglangGroup(0 if role.name == "prefill" else role.prefill_decode_interval)
+        group = SglangGroup(role.prefill_decode_interval)
         group.ranks = [SglangRank(role, pool_name, worker_id, r, first_sid + r, identities,
                                   record_events, stats, group) for r in range(role.dp_size)]
         ranks = list(group.ranks)

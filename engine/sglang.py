@@ -95,6 +95,11 @@ class SglangGroup:
         self.rounds -= 1
         return True
 
+    def drained(self) -> None:
+        # A worker left with nothing to do idles through its deferred rounds (checked against
+        # the reference: a request arriving later is not deferred).
+        self.rounds = 0
+
     def end(self, passes: int) -> None:
         if passes == 1 and self.prefilled:
             self.rounds = self.interval

@@ -448,6 +448,8 @@ class Worker:
             # The DP step counter restarts when the whole group is drained at a pass end (a
             # request that arrived during the pass keeps the count going; as the reference).
             self.pass_index = 0
+            if self.group is not None:
+                self.group.drained()
         outcome = self.outcome
         self.outcome = None
         return outcome
