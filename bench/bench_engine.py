@@ -1,7 +1,7 @@
 """Engine speed: kvreplay and the reference engine side by side, regime by regime.
 
     python bench/bench_engine.py [--regimes a,b] [--rows N] [--repeat N] [--scaling]
-                                 [--trace PATH] [--ref-python PATH]
+                                 [--trace PATH] [--ref-python PATH] [--sha256]
 
 The 12k regimes replay the Mooncake conversation trace (all 12,031 rows unless `--rows N` keeps
 the first N; hash ids are 512-token blocks) on vLLM ranks of 1000 GPU blocks x 512 tokens:
@@ -55,12 +55,18 @@ engine reports: a sanity check that both ran the same thing, flagged when they d
 than 1% (kv_router breaks placement ties at random in the reference, so small drifts there are
 expected). `--scaling` adds kvreplay's CPU cost per request at 2k, 4k, 8k and 12k requests
 (fixed-rr). Results are printed, never asserted.
+
+`--sha256` runs kvreplay alone, once per regime, and prints the sha256 of each regime's
+canonical report without `meta` (its summary, per_request rows and telemetry: what the
+simulation decides; meta counts how the engine ran, e.g. fast-forwarded passes): the
+byte-identity guard of a speed change, one table before and one after.
 """
 
 from __future__ import annotations
 
 import argparse
 import gzip
+import hashlib
 import json
 import os
 import statistics
@@ -282,7 +288,15 @@ def native_traffic(regime: Regime, trace: Path) -> dict[str, Any]:
     return traffic
 
 
-def child_kvreplay(regime: Regime, trace: Path) -> dict[str, Any]:
+def report_sha256(report: dict[str, Any]) -> str:
+    """The sha256 of a report's canonical text, `meta` left out (see --sha256)."""
+    from kvreplay.engine.report import dumps_report
+
+    body = {key: value for key, value in report.items() if key != "meta"}
+    return hashlib.sha256(dumps_report(body).encode()).hexdigest()
+
+
+def child_kvreplay(regime: Regime, trace: Path, digest: bool = False) -> dict[str, Any]:
     from kvreplay.engine import run_native
     from kvreplay.engine.report import report_from_run
     from kvreplay.engine.traces import workload_from_traffic
@@ -293,8 +307,11 @@ def child_kvreplay(regime: Regime, trace: Path) -> dict[str, Any]:
                                      block_size=regime.block, **extra)
     result = run_native(document, workload=workload)
     report = report_from_run(result)
-    return {**sanity(report["summary"]), "passes": result.facts.passes,
-            "fast_forwarded_passes": result.facts.fast_forwarded_passes}
+    out = {**sanity(report["summary"]), "passes": result.facts.passes,
+           "fast_forwarded_passes": result.facts.fast_forwarded_passes}
+    if digest:
+        out["sha256"] = report_sha256(report)
+    return out
 
 
 def child_reference(regime: Regime, trace: Path) -> dict[str, Any]:
@@ -351,9 +368,10 @@ def cli_command(python: str, regime: Regime, trace: Path) -> list[str]:
             "json", "--no-progress"]
 
 
-def spawn(python: str, engine: str, regime: str, trace: Path) -> Run:
+def spawn(python: str, engine: str, regime: str, trace: Path, digest: bool = False) -> Run:
     """Run one child to completion; CPU and peak RSS are the child's own, read by wait4."""
     cmd = [python, __file__, "--child", engine, "--regimes", regime, "--trace", str(trace)]
+    cmd += ["--sha256"] if digest else []
     cli = engine == "kvreplay" and REGIMES[regime].cli
     if cli:
         cmd = cli_command(python, REGIMES[regime], trace)
@@ -373,7 +391,8 @@ def spawn(python: str, engine: str, regime: str, trace: Path) -> Run:
         tail = stderr.strip().splitlines()
         run.error = f"exit status {code}" + (f": {tail[-1][:160]}" if tail else "")
     else:
-        run.result = sanity(json.loads(stdout)) if cli else json.loads(lines[-1])
+        run.result = json.loads(lines[-1]) if not cli else \
+            {**sanity(json.loads(stdout)), "sha256": report_sha256(json.loads(stdout))}
     return run
 
 
@@ -533,6 +552,21 @@ def run_regimes(names: list[str], conversation: Path, repeat: int, ref_python: s
         print(f"{'ratio':<14} {ratio[0]:>8.2f} {ratio[1]:>8.2f}   (kvreplay / reference)")
 
 
+def run_digests(names: list[str], conversation: Path, folder: str) -> None:
+    """kvreplay alone, once per regime: the sha256 of each report (meta left out)."""
+    print(f"\n{'regime':<14} {'CPU s':>7} {'passes':>8} {'fast-fwd':>8}  "
+          "sha256 (report without meta)")
+    for name in names:
+        run = spawn(sys.executable, "kvreplay", name, trace_for(REGIMES[name], conversation,
+                                                                folder), digest=True)
+        if run.error is not None:
+            print(f"{name:<14} failed: {run.error}")
+            continue
+        r = run.result
+        print(f"{name:<14} {run.cpu_s:>7.2f} {r.get('passes', ''):>8} "
+              f"{r.get('fast_forwarded_passes', ''):>8}  {r['sha256']}")
+
+
 def run_scaling(trace: Path, rows: int, repeat: int, folder: str) -> None:
     """kvreplay alone on fixed-rr: CPU cost per request as the trace grows."""
     sizes = [s for s in SCALING_SIZES if s < rows] + [rows]
@@ -572,6 +606,8 @@ def main() -> None:
                         help=f"comma-separated, of {', '.join([*REGIMES, *GROUPS])} ('' for none)")
     parser.add_argument("--scaling", action="store_true",
                         help="add kvreplay's cost per request at 2k/4k/8k/all rows")
+    parser.add_argument("--sha256", action="store_true",
+                        help="kvreplay alone, once per regime: print each report's sha256")
     parser.add_argument("--child", choices=("kvreplay", "reference"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     names = [m for n in args.regimes.split(",") if n for m in GROUPS.get(n, [n])]
@@ -580,8 +616,10 @@ def main() -> None:
         parser.error(f"unknown regime(s) {', '.join(unknown)}; known: "
                      f"{', '.join([*REGIMES, *GROUPS])}")
     if args.child:
-        run = child_kvreplay if args.child == "kvreplay" else child_reference
-        print(json.dumps(run(REGIMES[names[0]], args.trace)))
+        if args.child == "kvreplay":
+            print(json.dumps(child_kvreplay(REGIMES[names[0]], args.trace, args.sha256)))
+        else:
+            print(json.dumps(child_reference(REGIMES[names[0]], args.trace)))
         return
 
     conversation = args.scaling or any(REGIMES[n].source == "conversation" for n in names)
@@ -603,7 +641,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         trace = first_rows(args.trace, rows if rows < total else 0, folder) if conversation \
             else args.trace
-        if names:
+        if names and args.sha256:
+            run_digests(names, trace, folder)
+        elif names:
             run_regimes(names, trace, args.repeat, args.ref_python, folder)
         if args.scaling:
             run_scaling(args.trace, rows, args.repeat, folder)
