@@ -56,7 +56,7 @@ from kvreplay.engine.identity import BlockIdentities
 from kvreplay.engine.kv_index import DEVICE
 from kvreplay.engine.ledger import Ledger
 from kvreplay.engine.ranks import RankScheduler
-from kvreplay.engine.records import RequestRecord
+from kvreplay.engine.records import PassSeries, RequestRecord
 from kvreplay.engine.result import PoolFacts, RunFacts, RunResult
 from kvreplay.engine.router import KvRouter, Overlaps
 from kvreplay.engine.scaling import ScalingPolicy, ScalingRuntime
@@ -577,7 +577,7 @@ class Simulation:
         if scaling is not None:
             scaling.pass_done(pool, worker, wall, k, outcome)
         if outcome is not None:
-            self._deliver(pool, outcome)
+            self._deliver(pool, outcome, worker.series)
         if pool.index is not None:
             for rank in worker.ranks:
                 events = rank.take_events()
@@ -602,7 +602,7 @@ class Simulation:
                 for action in deferred:
                     handoff.enqueue(action)
 
-    def _deliver(self, pool: Pool, outcome: PassOutcome) -> None:
+    def _deliver(self, pool: Pool, outcome: PassOutcome, series: PassSeries) -> None:
         router = pool.router
 
         def first_token(seq: Seq) -> None:
@@ -610,7 +610,7 @@ class Simulation:
             self.drain(pool)
 
         if outcome.tokens:
-            stamp_tokens(outcome.tokens, self.now, first_token)
+            stamp_tokens(outcome.tokens, self.now, first_token, series)
         if outcome.bursts:
             stamp_bursts(outcome.bursts, self.now, first_token)
         for seq in outcome.rejected:

@@ -190,9 +190,44 @@ class BurstGaps:
             gaps[0.0] = gaps.get(0.0, 0) + self.count - passes
 
 
-# An entry of RequestRecord.itl_gaps: a run of `count` equal gaps, a stretch's shared gaps, or
-# an MTP stretch's bursts.
-ItlEntry = tuple[float, int] | SharedGaps | BurstGaps
+class PassSeries:
+    """One worker's token-stamping pass ends: `gaps[i]` is the time in nanoseconds from the
+    pass end before the i-th to the i-th (the first is from `last_end`'s start value, -1: no
+    request emitted then). A request emitting at consecutive ones of these pass ends has those
+    gaps as its token gaps, held as a PassSpan, so nothing is kept per token."""
+
+    __slots__ = ("gaps", "last_end")
+
+    def __init__(self) -> None:
+        self.gaps = array("q")
+        self.last_end = -1
+
+
+class PassSpan:
+    """A request's token gaps `series.gaps[start:stop]` (each a gap of ns_to_ms(gap)), one per
+    consecutive pass end of one worker at which it emitted; the report folds the spans of a
+    series in one pass over it."""
+
+    __slots__ = ("series", "start", "stop")
+
+    def __init__(self, series: PassSeries, start: int, stop: int) -> None:
+        self.series = series
+        self.start = start
+        self.stop = stop
+
+    @property
+    def count(self) -> int:
+        return self.stop - self.start
+
+    def runs(self) -> Iterator[tuple[float, int]]:
+        """The gaps as (gap_ms, 1) runs, in order."""
+        for gap in self.series.gaps[self.start:self.stop]:
+            yield ns_to_ms(gap), 1
+
+
+# An entry of RequestRecord.itl_gaps: a run of `count` equal gaps, a stretch's shared gaps, an
+# MTP stretch's bursts, or a span of a worker's pass series.
+ItlEntry = tuple[float, int] | SharedGaps | BurstGaps | PassSpan
 
 
 class RequestRecord:
@@ -276,8 +311,9 @@ class RequestRecord:
         self.readmission_count = 0
         self.admission_history: list[Admission] = []
         self.routing_history: list[RoutingDecision] = []
-        # Token gaps in order, as (gap_ms, count) runs (a fixed-timing stretch adds one run) and
-        # SharedGaps (a polynomial-timing stretch); itl_runs() expands them.
+        # Token gaps in order, as (gap_ms, count) runs (a fixed-timing stretch adds one run),
+        # SharedGaps (a polynomial-timing stretch) and PassSpans (tokens at consecutive pass
+        # ends of a worker); itl_runs() expands them.
         self.itl_gaps: list[ItlEntry] = []
         # Disaggregated lifecycle (None in aggregated mode).
         self.prefill_admit_ms: float | None = None

@@ -15,7 +15,7 @@ import math
 from array import array
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
-from itertools import chain, islice
+from itertools import accumulate, chain, islice
 from typing import Any
 
 import attrs
@@ -23,7 +23,7 @@ import attrs
 from kvreplay.engine.canonical_json import canonical_json
 from kvreplay.engine.collect import fewer_collections
 from kvreplay.engine.metrics import Distribution, StreamingDistribution, exact_distribution
-from kvreplay.engine.records import BurstGaps, RequestRecord, SharedGaps
+from kvreplay.engine.records import BurstGaps, PassSeries, PassSpan, RequestRecord, SharedGaps
 from kvreplay.engine.result import RunFacts, RunResult
 from kvreplay.engine.row_fields import per_request_row as per_request_row  # re-exported
 from kvreplay.engine.row_fields import uuid_for as uuid_for  # re-exported
@@ -77,11 +77,11 @@ def _check_gaps(record: RequestRecord, produced: int, negative: bool) -> None:
 
 
 def _fold_gaps(record: RequestRecord, gaps: dict[float, int],
-               shared: dict[SharedGaps, int], speculation: list[int]) -> None:
+               shared: dict[SharedGaps | PassSpan, int], speculation: list[int]) -> None:
     """Count a completed record's token gaps: run-length gaps by value (negative ones as 0),
-    a stretch's SharedGaps by reference; checked to hold output_length - 1 gaps. A record
-    decoded with MTP adds its steps, drafts and accepted drafts to `speculation` (with one
-    request more)."""
+    a stretch's SharedGaps and a PassSpan by reference, an MTP stretch's BurstGaps by value;
+    checked to hold output_length - 1 gaps. A record decoded with MTP adds its steps, drafts
+    and accepted drafts to `speculation` (with one request more)."""
     if record.speculative_steps is not None:
         speculation[0] += 1
         speculation[1] += record.speculative_steps
@@ -121,7 +121,8 @@ class SummaryAccumulator:
         self.tpots = array("d")
         self.e2es = array("d")
         self.gaps: dict[float, int] = {}
-        self.shared: dict[SharedGaps, int] = {}  # records referencing each SharedGaps
+        # Records referencing each SharedGaps (a PassSpan: 1, each its record's own).
+        self.shared: dict[SharedGaps | PassSpan, int] = {}
         self.completed = self.input_tokens = self.output_tokens = self.reused = 0
         self.first_reused = self.host_reused = self.good_requests = self.good_tokens = 0
         self.g3_reused = 0
@@ -297,8 +298,14 @@ class SummaryAccumulator:
         polynomial decode has about as many distinct gaps as tokens; nothing holds them all."""
         yield sorted(self.gaps.items())
         by_weight: dict[int, list[SharedGaps]] = {}
+        by_series: dict[PassSeries, list[tuple[PassSpan, int]]] = {}
         for shared, weight in self.shared.items():
-            by_weight.setdefault(weight, []).append(shared)
+            if isinstance(shared, PassSpan):
+                by_series.setdefault(shared.series, []).append((shared, weight))
+            else:
+                by_weight.setdefault(weight, []).append(shared)
+        for series, spans in by_series.items():
+            yield from _series_runs(series, spans)
         for weight, group in by_weight.items():
             durations = chain.from_iterable(
                 islice(shared.durations, shared.start, None) for shared in group)
@@ -309,6 +316,27 @@ class SummaryAccumulator:
 
 
 _SHARED_AT_ONCE = 1 << 16
+
+
+def _series_runs(series: PassSeries,
+                 spans: list[tuple[PassSpan, int]]) -> Iterator[list[tuple[float, int]]]:
+    """The gaps of a worker's pass series as (gap_ms, count) runs, each gap counted once per
+    record referencing a span holding it: a difference array over the series, so the cost is
+    the series' length plus the spans', never the tokens'."""
+    gaps = series.gaps
+    weights = [0] * (len(gaps) + 1)
+    for span, weight in spans:
+        weights[span.start] += weight
+        weights[span.stop] -= weight
+    counts: dict[int, int] = {}
+    get = counts.get
+    for gap, weight in zip(gaps, accumulate(weights), strict=False):
+        if weight:
+            counts[gap] = get(gap, 0) + weight
+    runs = iter(counts.items())
+    while chunk := list(islice(runs, _SHARED_AT_ONCE)):
+        # ns_to_ms; gaps are >= 0 (a worker's pass ends never go back), so no max(., 0.0)
+        yield sorted((gap / NS_PER_MS, count) for gap, count in chunk)
 
 
 # Why the engine rejects a request (RequestRecord.rejection's reason), as the summary says it.

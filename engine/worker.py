@@ -25,7 +25,7 @@ from typing import Any
 
 from kvreplay.engine.mtp_stretch import MtpPlan, apply_stretch, plan_stretch
 from kvreplay.engine.ranks import PassGroup, RankScheduler, StretchRank
-from kvreplay.engine.records import ItlEntry, SharedGaps
+from kvreplay.engine.records import ItlEntry, PassSeries, PassSpan, SharedGaps
 from kvreplay.engine.scheduler import PassOutcome, Rank
 from kvreplay.engine.sequence import Seq
 from kvreplay.engine.simtime import ns_to_ms
@@ -43,12 +43,20 @@ def add_run(runs: list[ItlEntry], gap: float, count: int) -> None:
     runs.append((gap, count))
 
 
-def stamp_tokens(seqs: list[Seq], at_ns: int, on_first: Callable[[Seq], None]) -> None:
+def stamp_tokens(seqs: list[Seq], at_ns: int, on_first: Callable[[Seq], None],
+                 series: PassSeries) -> None:
     """Record one visible token of each request (seq.generated already counts it), emitted at
-    at_ns; `on_first(seq)` right after a request's first token is stamped."""
+    at_ns by a pass of the worker whose `series` this is; `on_first(seq)` right after a
+    request's first token is stamped. A request whose last token came at the series' last
+    pass end has the series' new gap as its own: its PassSpan grows by one (one is opened when
+    its last entry is not a span ending there), so nothing is stored per token."""
     at_ms = ns_to_ms(at_ns)
     gap_ns = -1
     gap_ms = 0.0
+    prev = series.last_end
+    at = len(series.gaps)
+    series.gaps.append(at_ns - prev)
+    series.last_end = at_ns
     for seq in seqs:
         rec = seq.rec
         generated = seq.generated
@@ -57,15 +65,18 @@ def stamp_tokens(seqs: list[Seq], at_ns: int, on_first: Callable[[Seq], None]) -
         else:
             if generated == 2:
                 rec.second_token_ms = at_ms
-            if at_ns - seq.last_token_ns != gap_ns:  # most requests of a pass share their gap
-                gap_ns = at_ns - seq.last_token_ns
-                gap_ms = ns_to_ms(gap_ns)
-            runs = rec.itl_gaps  # add_run(runs, gap_ms, 1), inline
-            last = runs[-1] if runs else None
-            if isinstance(last, tuple) and last[0] == gap_ms:
-                runs[-1] = (gap_ms, last[1] + 1)
+            runs = rec.itl_gaps
+            if seq.last_token_ns == prev:
+                span = runs[-1] if runs else None
+                if isinstance(span, PassSpan) and span.stop == at and span.series is series:
+                    span.stop = at + 1
+                else:
+                    runs.append(PassSpan(series, at, at + 1))
             else:
-                runs.append((gap_ms, 1))
+                if at_ns - seq.last_token_ns != gap_ns:  # most requests of a pass share it
+                    gap_ns = at_ns - seq.last_token_ns
+                    gap_ms = ns_to_ms(gap_ns)
+                add_run(runs, gap_ms, 1)
         seq.last_token_ns = at_ns
         rec.last_token_ms = at_ms
         rec.output_length = generated
@@ -120,6 +131,7 @@ class Worker:
         "pass_start",
         "pool_name",
         "ranks",
+        "series",
         "stretch_d",
         "stretch_durations",
         "stretch_ends",
@@ -154,6 +166,7 @@ class Worker:
         self.pass_start = 0
         self.pass_end = 0
         self.outcome: PassOutcome | None = None
+        self.series = PassSeries()  # the pass ends its tokens were stamped at (stamp_tokens)
         self.committed = 0  # prompt tokens the pass in flight computes (a time cap drops them)
         self.stretch_k = 0  # > 0 while a fast-forwarded stretch is in flight
         self.stretch_d = 0  # uniform pass duration, or 0 when stretch_ends holds each pass end

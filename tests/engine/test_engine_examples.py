@@ -22,7 +22,7 @@ def test_example_1_zero_one_two_output_tokens() -> None:
     assert out0.terminal_status == "completed"
     assert (out1.first_token_ms - 100.0, out1.terminal_time_ms - 100.0) == (10.0, 10.0)
     assert (out2.first_token_ms - 200.0, out2.terminal_time_ms - 200.0) == (10.0, 12.0)
-    assert out2.itl_gaps == [(2.0, 1)]
+    assert out2.itl_runs() == [(2.0, 1)]
 
 
 def test_example_2_two_prompts_share_one_prefill_pass() -> None:

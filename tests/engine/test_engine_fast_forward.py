@@ -15,7 +15,7 @@ import pytest
 from engine_support import mooncake_rows, mooncake_workload, native, native_pd, record_dict
 
 from kvreplay.engine import run_native
-from kvreplay.engine.records import RequestRecord, SharedGaps
+from kvreplay.engine.records import PassSeries, PassSpan, RequestRecord, SharedGaps
 from kvreplay.engine.report import dumps_report, report_from_run
 from kvreplay.engine.report_stream import ReportStream, write_report
 from kvreplay.engine.result import PoolFacts, RunFacts, RunResult
@@ -87,8 +87,9 @@ class _Text:
 
 
 def test_shared_gaps_fold_like_their_expansion() -> None:
-    """A summary over records that share gap blocks equals the one over the same records with
-    every gap written out as runs; only completed records count their shared gaps."""
+    """A summary over records that share gap blocks (a stretch's SharedGaps, spans of a
+    worker's pass series) equals the one over the same records with every gap written out as
+    runs; only completed records count their shared gaps."""
     rnd = random.Random(7)
     blocks = []
     for _ in range(6):
@@ -96,6 +97,10 @@ def test_shared_gaps_fold_like_their_expansion() -> None:
                      for _ in range(rnd.randrange(1, 30))]
         shared = array("q", durations)
         blocks += [SharedGaps(shared, 0), SharedGaps(shared, 1)]
+        series = PassSeries()  # a worker's pass series, spans of it (PassSpan)
+        series.gaps.extend(durations)
+        start = rnd.randrange(len(durations))
+        blocks += [PassSpan(series, start, rnd.randrange(start, len(durations) + 1))]
     records = []
     for ordinal in range(40):
         rec = RequestRecord(ordinal, f"r{ordinal}", float(ordinal), 10, 100)
