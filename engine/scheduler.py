@@ -885,8 +885,8 @@ class Rank:
         if self.mtp is not None:
             return emit_speculative(self, self.mtp, outcome)
         running = self.running
-        ready: list[Seq] = []
-        done_without_token: list[Seq] = []
+        done: list[Seq] = []  # ended without a token (nothing left to generate)
+        ending: list[Seq] = []  # emit their last token
         limit = self.max_model_len
         # The decode batch: requests that already emitted (a first token is part of the
         # prefill's forward), plus every request on a decode worker. Its total sequence length
@@ -895,9 +895,9 @@ class Rank:
         # A first token whose prompt was wholly cached (no last-token recompute: TRT-LLM) rides
         # a pass that computed no prompt tokens for it: it is timed as decode.
         cached_prompts = not self.recompute_last
-        decoders = 0
-        forwards = 0
-        active = 0
+        scheduled = self._scheduled
+        tokens = outcome.tokens
+        decoders = forwards = active = emitted = 0
         for seq in running:
             generated = seq.generated
             known = seq.input_length + generated
@@ -908,48 +908,42 @@ class Rank:
             if limit is not None and limit - known < left:
                 left = limit - known if limit - known > 0 else 0
             if left == 0:
-                done_without_token.append(seq)
+                done.append(seq)
                 continue
-            ready.append(seq)
+            emitted += 1
             if generated or is_decode or (
-                    cached_prompts and self._scheduled.get(seq, DECODE_TOKEN)[1] == 0):
+                    cached_prompts and scheduled.get(seq, DECODE_TOKEN)[1] == 0):
                 decoders += 1
                 active += known
                 # A decode forward computes no prompt token (a recomputed prompt is a prefill).
-                if not generated or self._scheduled.get(seq, DECODE_TOKEN)[1] == 0:
+                if not generated or scheduled.get(seq, DECODE_TOKEN)[1] == 0:
                     forwards += 1
-        if not ready and not done_without_token:
+            # It emits its token; one that reaches its output length (or max_model_len) ends.
+            seq.generated = generated + 1
+            if not seq.hidden:
+                tokens.append(seq)
+            if left == 1:
+                ending.append(seq)
+        if not emitted and not done:
             return 0
-        for seq in done_without_token:
-            self._finish(seq, outcome)
         decode_ns = 0
         if decoders and not self.is_prefill:
             decode_ns = self.timer.decode_ns(active)
             outcome.forwards += forwards
-        self._append_tokens(ready, done_without_token, outcome)
-        if done_without_token:
-            gone = set(done_without_token)
-            self.running = [s for s in running if s not in gone]
+        if done or ending:
+            self._end_all(done, ending, outcome)
         return decode_ns
 
-    def _append_tokens(self, ready: list[Seq], done: list[Seq], outcome: PassOutcome) -> None:
-        """Each ready request emits its token; one that reaches its output length (or
-        max_model_len) ends, joining `done`."""
-        limit = self.max_model_len
-        tokens = outcome.tokens
-        for seq in ready:
-            generated = seq.generated + 1
-            seq.generated = generated
-            if not seq.hidden:
-                tokens.append(seq)
-            left = seq.max_output - generated
-            if limit is not None:
-                room = limit - seq.input_length - generated
-                if room < left:
-                    left = room if room > 0 else 0
-            if left == 0:
-                done.append(seq)
-                self._finish(seq, outcome)
+    def _end_all(self, done: list[Seq], ending: list[Seq], outcome: PassOutcome) -> None:
+        """The requests a pass ended: those without a token first, then those whose last
+        token it emitted, each in running order; they leave the running list."""
+        for seq in done:
+            self._finish(seq, outcome)
+        for seq in ending:
+            self._finish(seq, outcome)
+        gone = set(done)
+        gone.update(ending)
+        self.running = [s for s in self.running if s not in gone]
 
     def _reject_running(self, seq: Seq, outcome: PassOutcome) -> None:
         """Hybrid KV: a running request whose known sequence, working state and the copy its
