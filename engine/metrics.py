@@ -16,6 +16,7 @@ import math
 from collections import Counter
 from collections.abc import Iterable
 from itertools import islice
+from operator import itemgetter
 
 import attrs
 
@@ -147,15 +148,21 @@ class StreamingDistribution:
         self._moments.add(value, count)
 
     def add_runs(self, runs: Iterable[tuple[float, int]]) -> None:
-        """add(value, count) for each (value, count), a few thousand runs at a time."""
+        """add(value, count) for each (value, count), a few thousand runs at a time; values
+        are checked once: a chunk whose sum is finite and counts positive is kept whole (an
+        infinite or NaN value makes the sum non-finite), any other is filtered run by run."""
         isfinite = math.isfinite
         runs = iter(runs)
         while True:
             chunk = list(islice(runs, 4096))
             if not chunk:
                 return
-            kept = [(value, count) for value, count in chunk if count > 0 and isfinite(value)]
-            self._sketch.add_runs(kept)
+            kept = chunk
+            if not (isfinite(sum(map(itemgetter(0), chunk)))
+                    and min(map(itemgetter(1), chunk)) > 0):
+                kept = [(value, count) for value, count in chunk
+                        if count > 0 and isfinite(value)]
+            self._sketch.add_finite_runs(kept)
             self._moments.add_runs(kept)
 
     def percentile(self, percentile: float) -> float:

@@ -20,6 +20,11 @@ INV_LN_GAMMA = 1.0 / math.log1p((2.0 * RELATIVE_ACCURACY) / (1.0 - RELATIVE_ACCU
 _LN_GAMMA = 1.0 / INV_LN_GAMMA
 _VALUE_FACTOR = 2.0 / (1.0 + GAMMA)
 MIN_INDEXABLE = max(math.exp(-(2.0 ** 31) / INV_LN_GAMMA + 1.0), 2.2250738585072014e-308 * GAMMA)
+# A bin's sure interval: its edges gamma**(key - 1) and gamma**key pulled in by a relative
+# 1e-9, a million times the error of ceil(log(v) * INV_LN_GAMMA) near an edge, so a value
+# inside has the bin's key exactly; only for values whose edges neither under- nor overflow.
+_ABOVE, _BELOW = 1.0 + 1e-9, 1.0 - 1e-9
+_SURE_LOW, _SURE_HIGH = 1e-300, 1e300
 
 
 def key_of(value: float) -> int:
@@ -63,15 +68,30 @@ class Sketch:
 
     def add_runs(self, runs: Iterable[tuple[float, int]]) -> None:
         """add(value, count) for each (value, count), in one loop."""
+        isfinite = math.isfinite
+        self.add_finite_runs([(value, count) for value, count in runs
+                              if count > 0 and isfinite(value)])
+
+    def add_finite_runs(self, runs: Iterable[tuple[float, int]]) -> None:
+        """add_runs of runs already known to hold finite values and positive counts (the
+        caller checked them once, StreamingDistribution.add_runs)."""
         positive, negative = self.positive, self.negative
         zeros, total, low, high = self.zeros, self.count, self.min, self.max
-        isfinite, log, ceil = math.isfinite, math.log, math.ceil
+        log, ceil, exp = math.log, math.ceil, math.exp
+        # The last positive key's sure interval (inside, top]: values there have that key
+        # without a log (runs come sorted, so most values share their neighbour's bin).
+        key, inside, top = 0, math.inf, -math.inf
         for value, count in runs:
-            if count <= 0 or not isfinite(value):
-                continue
-            if value >= MIN_INDEXABLE:
+            if inside < value <= top:
+                positive[key] += count
+            elif value >= MIN_INDEXABLE:
                 key = ceil(log(value) * INV_LN_GAMMA)
                 positive[key] = positive.get(key, 0) + count
+                if _SURE_LOW < value < _SURE_HIGH:
+                    inside = exp((key - 1) * _LN_GAMMA) * _ABOVE
+                    top = exp(key * _LN_GAMMA) * _BELOW
+                else:
+                    inside, top = math.inf, -math.inf
             elif value <= -MIN_INDEXABLE:
                 key = ceil(log(-value) * INV_LN_GAMMA)
                 negative[key] = negative.get(key, 0) + count

@@ -11,13 +11,21 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kvreplay.engine import metrics
+from kvreplay.engine import sketch as sketch_module
 from kvreplay.engine.metrics import (
     ExactMoments,
     StreamingDistribution,
     exact_distribution,
     percentile_rank,
 )
-from kvreplay.engine.sketch import MAX_BINS, Sketch, key_of, value_of
+from kvreplay.engine.sketch import (
+    GAMMA,
+    MAX_BINS,
+    MIN_INDEXABLE,
+    Sketch,
+    key_of,
+    value_of,
+)
 
 
 @pytest.mark.parametrize(("n", "p", "rank"), [
@@ -138,3 +146,69 @@ def test_sketch_collapses_its_lowest_bins_beyond_the_cap() -> None:
     assert sketch.quantile(0.0) == value_of(top - MAX_BINS + 1)
     assert sketch.quantile(1.0) == value_of(top)
     assert sketch.min == 1e-20
+
+
+def _edges() -> list[float]:
+    """Bin edges gamma**k and their float neighbours, both ways (where a key is most fragile)."""
+    out = []
+    for k in [*range(-40, 40), 2_000, -2_000, 300_000, -300_000]:
+        edge = value_of(k) * (1.0 + GAMMA) / 2.0  # gamma**k
+        for direction in (math.inf, 0.0):
+            v = edge
+            for _ in range(4):
+                out.append(v)
+                v = math.nextafter(v, direction)
+    return out
+
+
+@given(st.lists(st.floats(min_value=0.0, max_value=1e6, allow_nan=False), max_size=200))
+def test_sketch_keys_without_a_log_equal_key_of(values: list[float]) -> None:
+    """A value inside the last bin's sure interval takes that key without a log: the bins equal
+    key_of per value, in ascending, descending and given order (bin edges included)."""
+    values = values + _edges() + [1e-310, 1.7e308, 1e305]
+    for order in (sorted(values), sorted(values, reverse=True), values):
+        sketch = Sketch()
+        sketch.add_runs([(v, 1) for v in order])
+        expected: dict[int, int] = {}
+        for v in order:
+            if v >= MIN_INDEXABLE:
+                expected[key_of(v)] = expected.get(key_of(v), 0) + 1
+        assert sketch.positive == expected
+        assert sketch.zeros == sum(1 for v in order if v < MIN_INDEXABLE)
+
+
+def test_sorted_runs_take_a_log_per_bin_not_per_value() -> None:
+    """10,000 sorted gaps over about 60 bins: the sketch computes about one log per bin."""
+    calls = []
+    real = math.log
+
+    def counting(value: float) -> float:
+        calls.append(value)
+        return real(value)
+
+    runs = [(5.0 + i * 1e-5, 1) for i in range(10_000)]
+    with mock.patch.object(sketch_module.math, "log", counting):
+        sketch = Sketch()
+        sketch.add_runs(runs)
+    bins = len({key_of(v) for v, _ in runs})
+    assert sum(sketch.positive.values()) == 10_000
+    assert len(calls) <= bins + 1
+
+
+def test_streaming_checks_each_value_once() -> None:
+    """A chunk of finite values with positive counts is checked by its sum, not value by
+    value; one with an infinite value or a zero count is filtered run by run."""
+    checked = []
+    real = math.isfinite
+
+    def counting(value: float) -> bool:
+        checked.append(value)
+        return real(value)
+
+    with mock.patch.object(metrics.math, "isfinite", counting):
+        plain = StreamingDistribution()
+        plain.add_runs([(float(v), 1) for v in range(1, 1001)])
+        odd = StreamingDistribution()
+        odd.add_runs([(1.0, 1), (math.inf, 2), (2.0, 0), (3.0, 1)])
+    assert len(checked) == 1 + 1 + 3  # the zero count is dropped before its check
+    assert (plain.count, odd.count) == (1000, 2)
