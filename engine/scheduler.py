@@ -18,6 +18,7 @@ last token, so a later request in the same pass already hits them (checked again
 from __future__ import annotations
 
 from collections import deque
+from itertools import islice
 from typing import TYPE_CHECKING
 
 from kvreplay.engine.host_client import DEFER, DEFERRED, MISS, QUEUED, RETRY
@@ -88,6 +89,7 @@ class Rank:
         "_prefills",
         "_retry_skipped",
         "_scheduled",
+        "_unsorted",
         "block_size",
         "budget",
         "caching",
@@ -161,6 +163,10 @@ class Rank:
         # letting go of G1 blocks).
         self.next_order = 0
         self.capacity_gen = 0
+        # How many requests at the waiting queue's front may be out of acceptance order (the
+        # preempted ones pushed there, destinations placed among them): behind them the queue
+        # is in waiting_order, so an activation finds its place from the back.
+        self._unsorted = 0
         # P/D decode with G2: a copy completion seen while destinations wait moves the capacity
         # generation and makes the rank due for a reservation retry; any retry clears it, and
         # an idle worker with a rank still due runs an (empty) pass whose end retries.
@@ -788,12 +794,18 @@ class Rank:
         self.inbound.remove(dseq)
         order = dseq.waiting_order
         waiting = self.waiting
-        at = len(waiting)
-        for i, queued in enumerate(waiting):
+        front = min(self._unsorted, len(waiting))
+        for i, queued in enumerate(islice(waiting, front)):
             if queued.waiting_order > order:
-                at = i
-                break
+                waiting.insert(i, dseq)
+                self._unsorted = front + 1
+                return
+        # No request at the front goes after it: its place in the ordered rest, from the back.
+        at = len(waiting)
+        while at > front and waiting[at - 1].waiting_order > order:
+            at -= 1
         waiting.insert(at, dseq)
+        self._unsorted = front
 
     def register_through(self, seq: Seq, full: int) -> None:
         ids = seq.block_ids
@@ -850,6 +862,7 @@ class Rank:
         victim.materialized = False
         victim.status = PREEMPTED
         self.waiting.appendleft(victim)
+        self._unsorted += 1
         self.stats.preemptions += 1
         self.preemptions += 1
         self.capacity_gen += 1
@@ -862,7 +875,10 @@ class Rank:
             seq.in_connector = False
             seq.sleeping = False
         else:
-            self.waiting.remove(seq)
+            waiting = self.waiting
+            if self._unsorted and waiting[0] is seq:
+                self._unsorted -= 1  # (a request taken from deeper leaves it an upper bound)
+            waiting.remove(seq)
 
     def _reject(self, seq: Seq, outcome: PassOutcome, reason: str, limit: int) -> None:
         seq.rec.rejection = (reason, limit)

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from engine_support import ListWorkload, native, rank, request
+from engine_support import ListWorkload, native, native_pd, rank, request
 
 from kvreplay.engine import run_native
 from kvreplay.engine import scheduler as scheduler_module
@@ -54,3 +54,36 @@ def test_an_overloaded_rank_never_scans_its_waiting_queue(
     assert sum(1 for r in result.records if r.output_length == 3) == WAITING
     assert max(r.first_admit_ms or 0.0 for r in result.records) > 0.0  # they did wait
     assert (CountingDeque.visited, CountingDeque.depth) == (0, 0)
+
+
+class IndexCountingDeque(CountingDeque):
+    """CountingDeque that also counts elements read by index."""
+
+    def __getitem__(self, index: Any) -> Any:
+        CountingDeque.visited += 1
+        return super().__getitem__(index)
+
+
+@pytest.mark.parametrize("host", [False, True])
+def test_an_overloaded_pd_decode_rank_places_arrivals_from_the_back(
+        host: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Destinations arriving on a decode rank running 2 at a time find their place in the
+    waiting queue by acceptance order from its back: the queue elements looked at grow
+    linearly with the requests (they grew as n^2 / 4 with the scan from the front)."""
+    monkeypatch.setattr(scheduler_module, "deque", IndexCountingDeque)
+    decode: dict[str, Any] = {"max_num_seqs": 2, "num_gpu_blocks": 4096}
+    if host:
+        decode["native_host_offload"] = {"num_host_blocks": 64, "d2h_bandwidth_gbps": 1.0,
+                                         "h2d_bandwidth_gbps": 1.0}
+    visits = []
+    for n in (200, 400):
+        monkeypatch.setattr(CountingDeque, "visited", 0)
+        monkeypatch.setattr(CountingDeque, "depth", 0)
+        workload = ListWorkload([request(i, 0.0, 8 + 4 * (i % 5), 3,
+                                         [i % 7, *(100 * k + i for k in range(1, 6))])
+                                 for i in range(n)])
+        doc = native_pd(rank(num_gpu_blocks=4096), rank(**decode))
+        result = run_native(doc, workload=workload)
+        assert sum(1 for r in result.records if r.terminal_status == "completed") == n
+        visits.append(CountingDeque.visited + CountingDeque.depth)
+    assert visits[1] < 10 * 400 and visits[1] < 2.5 * visits[0]
