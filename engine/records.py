@@ -311,9 +311,8 @@ class RequestRecord:
         self.readmission_count = 0
         self.admission_history: list[Admission] = []
         self.routing_history: list[RoutingDecision] = []
-        # Token gaps in order, as (gap_ms, count) runs (a fixed-timing stretch adds one run),
-        # SharedGaps (a polynomial-timing stretch) and PassSpans (tokens at consecutive pass
-        # ends of a worker); itl_runs() expands them.
+        # Token gaps in order: (gap_ms, count) runs, SharedGaps (a polynomial-timing stretch),
+        # PassSpans (tokens at consecutive pass ends of a worker); itl_runs() expands them.
         self.itl_gaps: list[ItlEntry] = []
         # Disaggregated lifecycle (None in aggregated mode).
         self.prefill_admit_ms: float | None = None
