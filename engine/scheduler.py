@@ -163,9 +163,8 @@ class Rank:
         # letting go of G1 blocks).
         self.next_order = 0
         self.capacity_gen = 0
-        # How many requests at the waiting queue's front may be out of acceptance order (the
-        # preempted ones pushed there, destinations placed among them): behind them the queue
-        # is in waiting_order, so an activation finds its place from the back.
+        # The waiting queue's front that may be out of acceptance order (preempted requests,
+        # destinations placed among them): behind it the queue is in waiting_order.
         self._unsorted = 0
         # P/D decode with G2: a copy completion seen while destinations wait moves the capacity
         # generation and makes the rank due for a reservation retry; any retry clears it, and
