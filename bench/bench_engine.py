@@ -42,6 +42,10 @@ lanes), mix-preempt (300 GPU blocks a worker) and mix-load10x; MIX below says ea
                arrival_interval_ms=25)`): thousands wait in the one queue
     telemetry  fixed-rr sampled every 1,000 ms of simulated time (kvreplay `spec.telemetry`,
                reference `TelemetryOptions(sample_interval_ms=1000)`)
+    scaled     fixed-rr under one scaling policy object on both engines (kvreplay
+               `run_native(..., scaling_policy=)`, the reference's core
+               `run_mocker_trace_replay(..., scaling_policy=)`): 2 workers, a tick every 5 s,
+               8 workers from 300 s, 4 from 2,000 s, 30 s start-up
 
 Both engines take the path a user takes. kvreplay: a native JSON document, its traffic section
 read by `workload_from_traffic`, `run_native`, then `report_from_run`. Reference:
@@ -115,6 +119,7 @@ class Regime:
     mtp: dict[str, Any] | None = None  # the rank's aic_* keys
     g3: dict[str, Any] | None = None
     state: dict[str, Any] | None = None  # the rank's state_cache (hybrid KV)
+    startup_s: float | None = None  # under BenchSchedule (the `scaled` regime), this start-up
 
     def rank(self, worker_type: str | None) -> dict[str, Any]:
         """The engine settings of one rank (`worker_type` None: leave the field out)."""
@@ -225,10 +230,30 @@ OVERLOAD = Regime("overload", "1 vLLM worker, 16,384 x 64-token blocks, polynomi
                   timing={"type": "polynomial"}, source="synthetic", workers=1, blocks=16384,
                   block=64)
 SYNTHETIC = {"input_tokens": 1024, "output_tokens": 128, "requests": 20000, "rate": 40.0}
-REGIMES.update({r.name: r for r in (*MIX, OVERLOAD)})
+SCALED = Regime("scaled", f"aggregated vLLM workers, 1000 x {BLOCK}-token blocks, fixed 20/5 ms, "
+                "round robin, scaling 2 -> 8 (300 s) -> 4 (2,000 s), a tick every 5 s, 30 s "
+                "start-up", workers=2, startup_s=30.0)
+REGIMES.update({r.name: r for r in (*MIX, OVERLOAD, SCALED)})
 GROUPS = {"mix": [r.name for r in MIX]}
 VENDORED = {CONV: REPO / "tests" / "cases" / "mooncake" / "conversation_trace-head2000.jsonl.gz",
             SYNTH: REPO / "tests" / "cases" / "mooncake" / "synthetic_trace-head1000.jsonl.gz"}
+
+
+
+
+class BenchSchedule:
+    """The `scaled` regime's policy (the reference's protocol): a tick every 5 s, the target a
+    function of the time only, so both engines get the same decisions."""
+
+    def initial_tick_ms(self) -> float:
+        return 5000.0
+
+    def on_tick(self, snapshot: dict[str, Any]) -> dict[str, Any]:
+        now = float(snapshot["now_ms"])
+        target = 2 if now < 300_000 else 8 if now < 2_000_000 else 4
+        moved = target != snapshot["non_draining_decode_count"]
+        return {"target_prefill": None, "target_decode": target if moved else None,
+                "next_tick_ms": now + 5000.0}
 
 
 # -- children: one replay each, its report's sanity figures as JSON on stdout -------------------
@@ -256,6 +281,8 @@ def native_document(regime: Regime, trace: Path) -> dict[str, Any]:
     else:
         topology = {"kind": "aggregated", "workers": {"initial_workers": regime.workers}}
         engine = role("aggregated")
+        if regime.startup_s is not None:
+            engine["startup_seconds"] = regime.startup_s
     config = None if regime.lag_ms is None else {"kv_event_lag_ms": regime.lag_ms}
     model = AGENTIC_MODEL if regime.source == "agentic" else "bench"
     spec: dict[str, Any] = {
@@ -305,7 +332,8 @@ def child_kvreplay(regime: Regime, trace: Path, digest: bool = False) -> dict[st
     extra = {"model": AGENTIC_MODEL} if regime.source == "agentic" else {}
     workload = workload_from_traffic(document["traffic"], base_dir=str(trace.parent),
                                      block_size=regime.block, **extra)
-    result = run_native(document, workload=workload)
+    policy = BenchSchedule() if regime.startup_s is not None else None
+    result = run_native(document, workload=workload, scaling_policy=policy)
     report = report_from_run(result)
     out = {**sanity(report["summary"]), "passes": result.facts.passes,
            "fast_forwarded_passes": result.facts.fast_forwarded_passes}
@@ -328,6 +356,14 @@ def child_reference(regime: Regime, trace: Path) -> dict[str, Any]:
     else:
         kwargs.update(extra_engine_args={"engine": regime.rank(None), "dp_size": regime.dp},
                       num_workers=regime.workers)
+    if regime.startup_s is not None:  # the hook is a keyword of the core's replay only
+        from dynamo._core import run_mocker_trace_replay
+
+        kwargs["extra_engine_args"]["startup_time"] = regime.startup_s
+        report = run_mocker_trace_replay(
+            [str(trace)], trace_format="mooncake", trace_block_size=regime.block,
+            scaling_policy=BenchSchedule(), **kwargs)
+        return sanity(dict(report.summary))
     if regime.telemetry_ms is not None:
         from dynamo.replay import TelemetryOptions
 
