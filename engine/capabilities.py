@@ -129,11 +129,11 @@ def _scaling(spec: Spec) -> list[str]:
 
 def scaling_refusals(spec: Spec) -> list[str]:
     """What the engine does not run under a scaling policy (a spec's own, or one passed to the
-    run): G2 (its pools are built for the initial workers only), telemetry (its gauges are set
-    up for the initial ranks) and SGLang ranks (workers join through the vLLM-shaped seams)."""
-    out = [f"G2 host offload (native_host_offload) on role {role.name} under a scaling "
-           "policy: not executed by the bundled engine (static pools only)"
-           for role in spec.roles if role.host_offload is not None]
+    run): G3 (its tier is built for the initial workers only), telemetry (its gauges are set
+    up for the initial ranks) and SGLang ranks (the policy's forward-pass metrics are captured
+    from vLLM-shaped passes). G2, private or shared, runs (workers joining get their pools)."""
+    out = [f"G3 (g3_offload) on role {role.name} under a scaling policy: not executed by "
+           "the bundled engine yet" for role in spec.roles if role.g3_offload is not None]
     out += [f"the SGLang scheduler on role {role.name} under a scaling policy: not executed by "
             "the bundled engine yet" for role in spec.roles if role.backend == "sglang"]
     if spec.telemetry is not None:

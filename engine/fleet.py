@@ -24,6 +24,7 @@ from kvreplay.engine.simtime import ns_to_ms
 
 if TYPE_CHECKING:
     from kvreplay.engine.deployment import Pool
+    from kvreplay.engine.host_client import HostClient
 
 STARTING, ACTIVE, DRAINING, REMOVED = "starting", "active", "draining", "removed"
 
@@ -161,5 +162,17 @@ def idle(pool: Pool, worker_id: int) -> bool:
     if worker.busy or worker.deferred:
         return False
     return all(not (rank.running or rank.waiting or rank.pending or rank.connector
-                    or rank.holding or rank.inbound) for rank in worker.ranks)
+                    or rank.holding or rank.inbound or _copying(rank.host))
+               for rank in worker.ranks)
+
+
+def _copying(client: HostClient | None) -> bool:
+    """G2 copies of the rank not yet delivered to it (stores still copying out included; a
+    shared pool's copies in flight are the pool's, by owner)."""
+    if client is None:
+        return False
+    if client.pending or client.prepared or client.outbox or client.delivered:
+        return True
+    pool = client.pool
+    return pool.shared and any(t.owner is client for t in pool.transfers.values())
 

@@ -51,8 +51,8 @@ class HostRuntime:
     Shared-pool participants are assumed to agree on the pool's contract (config.check_spec
     refuses a spec where they do not): the pool is built from the first one's terms."""
 
-    __slots__ = ("at_worker", "boundary_ns", "fair", "fair_version", "interner", "names",
-                 "pools", "port", "shared", "timeline", "worker_of")
+    __slots__ = ("at_worker", "boundary_ns", "fair", "fair_version", "hashers", "interner",
+                 "names", "pools", "port", "shared", "timeline", "worker_of")
 
     def __init__(self, port: LoopPort, pools: Sequence[Pool], identities: BlockIdentities,
                  dense_tokens: bool) -> None:
@@ -66,35 +66,45 @@ class HostRuntime:
         self.at_worker: Worker | None = None  # the worker whose boundary is running
         self.boundary_ns: dict[int, int] = {}  # each worker's last boundary (gid -> ns)
         self.names: list[str] = []  # each pool's name in the report's timeline
+        self.timeline = HostTimeline(port, 0)
+        self.hashers = {pool.name: SequenceHasher(identities, self.interner, pool.block_size)
+                        for pool in pools if pool.role.host_offload is not None}
         for pool in pools:
-            cfg = pool.role.host_offload
-            block_bytes = pool.role.host_block_bytes
-            if cfg is None:
-                continue
-            assert block_bytes is not None and cfg.num_host_blocks is not None  # read_engine_spec
-            hasher = SequenceHasher(identities, self.interner, pool.block_size)
             for worker in pool.workers:
-                for rank in worker.ranks:
-                    self.worker_of[id(rank)] = worker
-                    if cfg.scope == "cluster_shared":
-                        if self.shared is None:
-                            self.shared = HostPool(len(self.pools), cfg.num_host_blocks,
-                                                   block_bytes, True, hasher)
-                            self.pools.append(self.shared)
-                            self.names.append("shared")
-                            self.fair = FairShare(cfg.shared_d2h_bandwidth_gbps,
-                                                  cfg.shared_h2d_bandwidth_gbps)
-                        host_pool = self.shared
-                    else:
-                        host_pool = HostPool(len(self.pools), cfg.num_host_blocks,
-                                             block_bytes, False, hasher)
-                        self.pools.append(host_pool)
-                        self.names.append(_rank_name(rank, len(worker.ranks) > 1))
-                    assert isinstance(rank, Rank)  # G2 runs on vLLM ranks (config.check_spec)
-                    self._join(rank, host_pool, cfg, pool)
-        self.timeline = HostTimeline(port, len(self.pools))
-        for host_pool in self.pools:
-            host_pool.timeline = self.timeline
+                self.join_worker(pool, worker)
+
+    def join_worker(self, pool: Pool, worker: Worker) -> None:
+        """A worker's ranks join G2 (at the start, or added by scaling): a private pool per
+        rank, or the deployment's shared pool (built by its first participant)."""
+        cfg = pool.role.host_offload
+        block_bytes = pool.role.host_block_bytes
+        if cfg is None:
+            return
+        assert block_bytes is not None and cfg.num_host_blocks is not None  # read_engine_spec
+        hasher = self.hashers[pool.name]
+        for rank in worker.ranks:
+            self.worker_of[id(rank)] = worker
+            if cfg.scope == "cluster_shared":
+                if self.shared is None:
+                    self.shared = self._new_pool(cfg.num_host_blocks, block_bytes, True,
+                                                 hasher, "shared")
+                    self.fair = FairShare(cfg.shared_d2h_bandwidth_gbps,
+                                          cfg.shared_h2d_bandwidth_gbps)
+                host_pool = self.shared
+            else:
+                host_pool = self._new_pool(cfg.num_host_blocks, block_bytes, False, hasher,
+                                           _rank_name(rank, len(worker.ranks) > 1))
+            assert isinstance(rank, Rank)  # G2 runs on vLLM ranks (config.check_spec)
+            self._join(rank, host_pool, cfg, pool)
+
+    def _new_pool(self, capacity: int, block_bytes: int, shared: bool,
+                  hasher: SequenceHasher, name: str) -> HostPool:
+        host_pool = HostPool(len(self.pools), capacity, block_bytes, shared, hasher)
+        self.pools.append(host_pool)
+        self.names.append(name)
+        self.timeline.add_pool()
+        host_pool.timeline = self.timeline
+        return host_pool
 
     def _join(self, rank: Rank, host_pool: HostPool, cfg: HostOffload, pool: Pool) -> None:
         client = HostClient(host_pool, rank, cfg.d2h_bandwidth_gbps, cfg.h2d_bandwidth_gbps,

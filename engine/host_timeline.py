@@ -72,6 +72,12 @@ class HostTimeline:
         self.used: list[list[int]] = [[] for _ in self.level]
         self.evicted: list[list[int]] = [[] for _ in self.level]
 
+    def add_pool(self) -> None:
+        """A pool joins (at the start, or a worker added by scaling): empty until now."""
+        self.level.append(0)
+        self.used.append([0] * len(self.d2h_blocks))
+        self.evicted.append([0] * len(self.d2h_blocks))
+
     # -- recording (host_pool.py) ------------------------------------------------------------
 
     def stored(self, pool: Pool, blocks: int, evicted: int) -> None:

@@ -478,12 +478,15 @@ class Simulation:
         self.dirty.add(worker.gid)
 
     def adopt(self, worker: Worker) -> None:
-        """A worker added by scaling joins the loop."""
+        """A worker added by scaling joins the loop (and G2, with its role's host tier)."""
         self.workers[worker.gid] = worker
+        if self.host is not None:
+            self.host.join_worker(self.pool_of[worker.pool_name], worker)
 
     def workload_done(self) -> bool:
-        """No request in flight, and the workload releases no more."""
-        if self.live:
+        """No request in flight, no G2 copy outstanding (the reference's run goes on while one
+        is), and the workload releases no more."""
+        if not self.drained():
             return False
         if self._asked != self.notices or self._always_ask:
             self._ask()

@@ -3,10 +3,11 @@
 Forward-pass metrics (FPM) *(ref)*: every pass of a worker publishes, for each of its DP ranks
 (an idle rank too), at the pass end: the prefill chunks it scheduled (prompt lengths, the prompt
 tokens computed before, the tokens computed), the decode steps (known lengths), the requests
-waiting after its admission (fresh prompts; preempted or handed-off requests as decode work)
-and the pass's duration. A tick sees the latest publication of each (worker, rank) of the pool
-since the previous tick, and an idle one for a rank of an active worker that published nothing
-for a whole second (on a one-second cadence from its last publication).
+waiting after its admission (fresh prompts; preempted or handed-off requests as decode work;
+with G2, those waiting on a restore too) and the pass's duration. A tick sees the latest
+publication of each (worker, rank) of the pool since the previous tick, and an idle one for a
+rank of an active worker that published nothing for a whole second (on a one-second cadence
+from its last publication).
 
 Traffic *(ref)*, over the window since the previous tick: requests offered (arrivals); the
 completed requests' mean prompt and output lengths, TTFT and mean ITL (ITL only with two tokens
@@ -46,10 +47,16 @@ def _queued(rank: RankScheduler) -> tuple[list[int], list[int]]:
         decodes = [seq.input_length for seq in waiting]
         decodes.extend(seq.input_length for seq in rank.pending)
         decodes.extend(seq.input_length for seq in rank.inbound)
+        decodes.extend(seq.input_length for seq in rank.connector)
         return [], decodes
     prefills = [seq.input_length for seq in waiting if seq.status != PREEMPTED]
     decodes = ([seq.input_length + seq.generated for seq in waiting if seq.status == PREEMPTED]
                if len(prefills) < len(waiting) else [])
+    connector = rank.connector  # G2: requests waiting on a restore count as waiting (ref)
+    if connector:
+        prefills += [seq.input_length for seq in connector if seq.status != PREEMPTED]
+        decodes += [seq.input_length + seq.generated for seq in connector
+                    if seq.status == PREEMPTED]
     return prefills, decodes
 
 
@@ -59,7 +66,7 @@ def capture_pass(worker: Worker, duration_ns: int) -> Captured:
     out: list[RankPass] = []
     for rank in worker.ranks:
         scheduled = rank.fpm
-        if scheduled is None or (not scheduled and not rank.has_work()):
+        if scheduled is None or (not scheduled and not rank.has_work() and not rank.connector):
             out.append(IDLE)
             continue
         out.append((scheduled, *_queued(rank)))
@@ -164,6 +171,12 @@ class FpmBuffer:
         if not isinstance(captured, tuple):
             return
         wall, parts = captured
+        if not wall and stretch_wall < 0 and worker.ranks[0].host is not None \
+                and not any(part[0] for part in parts):
+            # A G2 wake-up that ran nothing (its waiters still sleeping on copies) is no
+            # forward pass: it publishes nothing (ref).
+            worker.fpm = []
+            return
         if stretch_wall >= 0:  # the stretch's last pass: a decode step of each running request
             wall = stretch_wall
             parts = [([(seq, seq.input_length + seq.generated - 1, DECODE_STEP)

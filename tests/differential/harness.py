@@ -435,6 +435,8 @@ def _scaling_scenario(rng: random.Random, scn: dict[str, Any], rank: Callable[[]
         scn["workers"] = rng.choice([1, 1, 2])
     scn["scaling"] = scaling_kind.plan(rng, disaggregated)
     scn["rows"] = _rows(rng, scn["block_size"], blocks, delta=False)
+    # Drawn from their own stream, so a seed without them is the scenario it was before.
+    scaling_kind.combine(random.Random(f"scaling-combine:{scn['seed']}"), scn)
     return scn
 
 

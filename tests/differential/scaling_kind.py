@@ -3,11 +3,13 @@
 A scenario is an aggregated (1-2 workers, DP 1-2) or P/D (1-2 + 1-2 workers, DP 1-2) round-robin
 deployment with the harness's session rows, plus `scaling`: each role's start-up delay (none, or
 1-10 ms), the first tick and 1-6 ticks after it, each setting random targets (None or 1-4
-replicas per role) and the next tick. The same `Recorder` object (a fresh one per engine) drives
-both engines; besides the harness's per-request comparison (placements included), it compares
-every snapshot the policy saw (counts and ids exactly, forward-pass metrics and the traffic
-window to 1e-9), the lifecycle operations (the released request lists by length: the reference
-names requests by random uuids) and the provisioned worker seconds and GPU hours.
+replicas per role) and the next tick; `combine` adds features that run under the policy (G2,
+private or cluster-shared), drawn from a stream of their own. The same `Recorder` object (a
+fresh one per engine) drives both engines; besides the harness's per-request comparison
+(placements included), it compares every snapshot the policy saw (counts and ids exactly,
+forward-pass metrics and the traffic window to 1e-9), the lifecycle operations (the released
+request lists by length: the reference names requests by random uuids) and the provisioned
+worker seconds and GPU hours.
 """
 
 from __future__ import annotations
@@ -56,6 +58,21 @@ def plan(rng: random.Random, disaggregated: bool) -> dict[str, Any]:
         if last:
             break
     return {"startup": startup, "first_ms": first, "ticks": ticks}
+
+
+def combine(rng: random.Random, scn: dict[str, Any]) -> None:
+    """Features run under the policy besides the base deployment: G2 on every rank (a private
+    pool per rank, or one cluster-shared pool; 0.3 of the seeds)."""
+    if rng.random() < 0.3:
+        scope = rng.choice(["dp_rank_local", "dp_rank_local", "cluster_shared"])
+        g2: dict[str, Any] = {"scope": scope, "num_host_blocks": rng.choice([2, 4, 8, 12]),
+                              "d2h_bandwidth_gbps": rng.choice([0.25, 1.0, 4.0]),
+                              "h2d_bandwidth_gbps": rng.choice([0.25, 1.0, 4.0])}
+        if scope == "cluster_shared":
+            g2["kv_layout_id"] = "diff"
+        for role in ("rank", "prefill", "decode"):
+            if role in scn:
+                scn[role]["native_host_offload"] = dict(g2)
 
 
 def startup_args(scn: dict[str, Any], role: str) -> dict[str, Any]:

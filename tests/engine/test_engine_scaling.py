@@ -294,3 +294,40 @@ def test_router_queue_releases_to_a_worker_that_becomes_ready() -> None:
     ready = result.facts.scaling["lifecycle_operations"][1]
     assert ready["cause"] == "worker_ready_event"
     assert ready["topology_released_request_uuids"] == ["00000000-0000-0000-0000-000000000003"]
+
+
+@pytest.mark.parametrize("scope", ["dp_rank_local", "cluster_shared"])
+def test_a_draining_g2_worker_stops_once_its_copies_have_landed(scope: str) -> None:
+    """G2 at 0.1 GB/s (1 MB blocks): drained at 1 ms, worker 1 ends its request at 5 ms but its
+    D2H store of 4 blocks copies out until 42 ms, and only then is it removed (42 ms billed); a
+    tick at 30 ms still comes (a copy is in flight) and sees it draining (the reference's
+    figures, both scopes)."""
+    g2: dict[str, Any] = {"scope": scope, "num_host_blocks": 16, "d2h_bandwidth_gbps": 0.1,
+                          "h2d_bandwidth_gbps": 0.1}
+    if scope == "cluster_shared":
+        g2["kv_layout_id"] = "t"
+    doc = native({**RANK, "native_host_offload": g2}, workers=2)
+    policy = Plan(1.0, [(None, 1, 30.0), (None, None, None)])
+    result = run_native(doc, workload=requests([0, 0]), scaling_policy=policy)
+    assert operations(result) == [(1.0, "planner_scale", [(1, "worker_draining")]),
+                                  (42.0, "drain_settlement", [(1, "worker_removed")])]
+    assert [(s["now_ms"], s["draining_decode_ids"]) for s in policy.snapshots] == [
+        (1.0, []), (30.0, [1])]
+    report = report_from_run(result)
+    assert report["summary"]["duration_ms"] == 5.0
+    assert report["summary"]["decode_worker_seconds"] == pytest.approx(0.084)
+
+
+def test_a_worker_added_under_g2_gets_its_own_private_pool() -> None:
+    """Scaled from 1 to 3 workers, a private G2 deployment has a pool per worker (the report's
+    G2 timeline names each), every one empty before its worker joined."""
+    g2 = {"num_host_blocks": 16, "d2h_bandwidth_gbps": 1.0, "h2d_bandwidth_gbps": 1.0}
+    doc = native({**RANK, "native_host_offload": g2})
+    result = run_native(doc, workload=requests([0, 5, 6, 7]),
+                        scaling_policy=Plan(4.0, [(None, 3, None)]))
+    assert placements(result) == [0, 1, 2, 0]
+    report = report_from_run(result)
+    assert report["summary"]["g2_transfers"]["pools"] == 3
+    pools = report["summary"]["g2_timeline"]["pools"]
+    assert [p["name"] for p in pools] == ["agg 0", "agg 1", "agg 2"]
+    assert all(used == 0 for p in pools[1:] for used in p["used_blocks"][:4])

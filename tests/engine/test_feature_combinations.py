@@ -19,6 +19,12 @@ def _sglang() -> dict[str, Any]:
     return rank(backend="sglang", enable_chunked_prefill=True)
 
 
+G2 = {"num_host_blocks": 8, "d2h_bandwidth_gbps": 1.0, "h2d_bandwidth_gbps": 1.0}
+G2_SHARED = {**G2, "scope": "cluster_shared", "kv_layout_id": "t"}
+G3 = {"scope": "worker_local", "num_g3_blocks": 16, "read_bandwidth_gbps": 1.0,
+      "write_bandwidth_gbps": 1.0}
+
+
 def _doc(rank_args: dict[str, Any], *, telemetry: bool = False,
          scaling: bool = False) -> dict[str, Any]:
     doc = native(rank_args)
@@ -33,7 +39,9 @@ def _doc(rank_args: dict[str, Any], *, telemetry: bool = False,
     (_doc(_sglang(), scaling=True), "the SGLang scheduler on role aggregated under a scaling"),
     (_doc(rank(), telemetry=True, scaling=True), "telemetry samples (report.telemetry) under a "
      "scaling policy"),
-], ids=["scaling-sglang", "scaling-telemetry"])
+    (_doc(rank(native_host_offload=G2, g3_offload=G3), scaling=True),
+     "G3 (g3_offload) on role aggregated under a scaling policy"),
+], ids=["scaling-sglang", "scaling-telemetry", "scaling-g3"])
 def test_combinations_not_run_together_are_refused_by_name(doc: dict[str, Any],
                                                           named: str) -> None:
     """Each refusal names the combination; the same features alone run."""
@@ -50,3 +58,16 @@ def test_each_feature_alone_runs(doc: dict[str, Any]) -> None:
     """The features of the refused combinations, one at a time, replay."""
     result = run_native(doc, workload=ListWorkload([request(0, 0.0, 8, 3, [1, 2], 4)]))
     assert [r.terminal_status for r in result.records] == ["completed"]
+
+
+@pytest.mark.parametrize("rank_args", [rank(native_host_offload=G2),
+                                       rank(native_host_offload=G2_SHARED)],
+                         ids=["g2-local", "g2-shared"])
+def test_g2_runs_under_a_scaling_policy(rank_args: dict[str, Any]) -> None:
+    """G2, private or cluster-shared, replays under a scaling policy (workers joining get their
+    pools; difftest kind `scaling` compares it with the reference)."""
+    result = run_native(_doc(rank_args, scaling=True),
+                        workload=ListWorkload([request(0, 0.0, 8, 3, [1, 2], 4),
+                                               request(1, 0.1, 8, 3, [1, 2], 4)]))
+    assert [r.terminal_status for r in result.records] == ["completed", "completed"]
+    assert result.facts.scaling is not None and result.facts.host_transfers is not None
