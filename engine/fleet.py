@@ -167,11 +167,15 @@ def idle(pool: Pool, worker_id: int) -> bool:
 
 
 def _copying(client: HostClient | None) -> bool:
-    """G2 copies of the rank not yet delivered to it (stores still copying out included; a
-    shared pool's copies in flight are the pool's, by owner)."""
+    """G2 (and G3) copies of the rank not yet delivered to it (stores still copying out
+    included; a shared pool's copies in flight are the pool's, by owner)."""
     if client is None:
         return False
     if client.pending or client.prepared or client.outbox or client.delivered:
+        return True
+    g3 = client.g3  # G3 copies of the worker in flight, or finished and not yet consumed
+    if g3 is not None and (g3.completed or any(job.owner == g3.worker
+                                               for job in g3.tier.jobs.values())):
         return True
     pool = client.pool
     return pool.shared and any(t.owner is client for t in pool.transfers.values())

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from kvreplay.engine.events import G3_DONE
 from kvreplay.engine.g3_client import G3Client
-from kvreplay.engine.g3_tier import READ, G3Tier, Job
+from kvreplay.engine.g3_tier import READ, G3Pool, G3Tier, Job
 from kvreplay.engine.host_timeline import HostTimeline
 from kvreplay.engine.simtime import ms_to_ns, ns_to_ms
 
@@ -47,26 +47,45 @@ class G3Runtime:
         assert first is not None
         self.scope = cfg.scope
         self.tier = G3Tier(
-            shared=cfg.scope == "cluster_shared", workers=len(pool.workers),
+            shared=cfg.scope == "cluster_shared", workers=0,
             capacity=cfg.num_g3_blocks, block_bytes=block_bytes,
             read_gbps=cfg.read_bandwidth_gbps, write_gbps=cfg.write_bandwidth_gbps,
             shared_read_gbps=cfg.shared_read_bandwidth_gbps,
             shared_write_gbps=cfg.shared_write_bandwidth_gbps,
             ttfb_ns=ms_to_ns(cfg.latency_to_first_byte_ms), hash_of=first.pool.hash_of)
-        self.workers: list[Worker] = list(pool.workers)
+        self.workers: list[Worker] = []
         self.clients: list[G3Client] = []
-        for index, worker in enumerate(pool.workers):
-            host_client = worker.ranks[0].host
-            assert host_client is not None
-            client = G3Client(self, self.tier, index, host_client)
-            host_client.g3 = client
-            host_client.pool.holds_stores = True
-            self.clients.append(client)
+        self.gid_worker: dict[int, Worker] = {}
+        self.timeline = HostTimeline(port, len(self.tier.pools), directions=("write", "read"))
+        for worker in pool.workers:
+            self.join_worker(worker)
         self.version = 0
         self.seen = True  # every worker was told of every finished copy
         self.woken: set[int] = set()  # idle workers (gids) whose turn comes after the events
-        self.gid_worker = {worker.gid: worker for worker in self.workers}
-        self.timeline = HostTimeline(port, len(self.tier.pools), directions=("write", "read"))
+
+    def join_worker(self, worker: Worker) -> None:
+        """A worker joins the tier (at the start, or added by scaling): its client beside its
+        G2 client, and a pool of its own when G3 is worker-local (its index is its worker id:
+        ids are never reused)."""
+        index = len(self.workers)
+        assert index == worker.worker_id
+        host_client = worker.ranks[0].host
+        assert host_client is not None
+        if not self.tier.shared:
+            self.tier.pools.append(G3Pool())
+            self.timeline.add_pool()
+        client = G3Client(self, self.tier, index, host_client)
+        host_client.g3 = client
+        host_client.pool.holds_stores = True
+        self.clients.append(client)
+        self.workers.append(worker)
+        self.gid_worker[worker.gid] = worker
+
+    def leave(self, worker: Worker) -> None:
+        """A worker was removed (scaling): its worker-local pool goes with it (the tier's
+        resident count is the remaining workers')."""
+        if not self.tier.shared:
+            self.tier.pools[worker.worker_id] = G3Pool()
 
     # -- the tier's clock --------------------------------------------------------------------
 

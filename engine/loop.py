@@ -478,10 +478,17 @@ class Simulation:
         self.dirty.add(worker.gid)
 
     def adopt(self, worker: Worker) -> None:
-        """A worker added by scaling joins the loop (and G2, with its role's host tier)."""
+        """A worker added by scaling joins the loop (and G2 and G3, with its role's tiers)."""
         self.workers[worker.gid] = worker
         if self.host is not None:
             self.host.join_worker(self.pool_of[worker.pool_name], worker)
+        if self.g3 is not None:
+            self.g3.join_worker(worker)
+
+    def retire(self, worker: Worker) -> None:
+        """A worker removed by scaling leaves its worker-local G3 pool."""
+        if self.g3 is not None:
+            self.g3.leave(worker)
 
     def workload_done(self) -> bool:
         """No request in flight, no G2 copy outstanding (the reference's run goes on while one

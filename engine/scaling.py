@@ -85,6 +85,10 @@ class ScalingLoop(Protocol):
         """No request in flight and none to come."""
         ...
 
+    def retire(self, worker: Worker) -> None:
+        """A worker the pool removed leaves the loop's tiers."""
+        ...
+
     def bill(self) -> None:
         """The instant counts for the clock the report bills."""
         ...
@@ -262,6 +266,7 @@ class ScalingRuntime:
     def _remove(self, i: int, worker_id: int) -> None:
         pool = self.pools[i]
         self.fleets[i].remove(worker_id, self.loop.now)
+        self.loop.retire(pool.workers[worker_id])
         dp = pool.role.dp_size
         pool.router.forget([worker_id * dp + r for r in range(dp)])
 

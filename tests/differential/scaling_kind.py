@@ -4,12 +4,12 @@ A scenario is an aggregated (1-2 workers, DP 1-2) or P/D (1-2 + 1-2 workers, DP 
 deployment with the harness's session rows, plus `scaling`: each role's start-up delay (none, or
 1-10 ms), the first tick and 1-6 ticks after it, each setting random targets (None or 1-4
 replicas per role) and the next tick; `combine` adds features that run under the policy (G2,
-private or cluster-shared), drawn from a stream of their own. The same `Recorder` object (a
-fresh one per engine) drives both engines; besides the harness's per-request comparison
-(placements included), it compares every snapshot the policy saw (counts and ids exactly,
-forward-pass metrics and the traffic window to 1e-9), the lifecycle operations (the released
-request lists by length: the reference names requests by random uuids) and the provisioned
-worker seconds and GPU hours.
+private or cluster-shared, and G3 below it), drawn from a stream of their own. The same
+`Recorder` object (a fresh one per engine) drives both engines; besides the harness's
+per-request comparison (placements included), it compares every snapshot the policy saw
+(counts and ids exactly, forward-pass metrics and the traffic window to 1e-9), the lifecycle
+operations (the released request lists by length: the reference names requests by random
+uuids) and the provisioned worker seconds and GPU hours.
 """
 
 from __future__ import annotations
@@ -62,7 +62,8 @@ def plan(rng: random.Random, disaggregated: bool) -> dict[str, Any]:
 
 def combine(rng: random.Random, scn: dict[str, Any]) -> None:
     """Features run under the policy besides the base deployment: G2 on every rank (a private
-    pool per rank, or one cluster-shared pool; 0.3 of the seeds)."""
+    pool per rank, or one cluster-shared pool; 0.3 of the seeds), with G3 below it on half of
+    those that are aggregated with attention DP 1."""
     if rng.random() < 0.3:
         scope = rng.choice(["dp_rank_local", "dp_rank_local", "cluster_shared"])
         g2: dict[str, Any] = {"scope": scope, "num_host_blocks": rng.choice([2, 4, 8, 12]),
@@ -73,6 +74,23 @@ def combine(rng: random.Random, scn: dict[str, Any]) -> None:
         for role in ("rank", "prefill", "decode"):
             if role in scn:
                 scn[role]["native_host_offload"] = dict(g2)
+        if "rank" in scn and scn["dp"] == 1 and rng.random() < 0.5:
+            scn["rank"]["g3_offload"] = g3_pool(rng)
+
+
+def g3_pool(rng: random.Random) -> dict[str, Any]:
+    """G3 below the G2 pools (aggregated, attention DP 1, as the reference requires): worker-
+    local or cluster-shared, tiny, bandwidths with 0 (unlimited) among them."""
+    bw = [0.0, 0.25, 1.0, 4.0]
+    g3: dict[str, Any] = {"scope": rng.choice(["worker_local", "cluster_shared"]),
+                          "num_g3_blocks": rng.choice([1, 2, 4, 8, 64]),
+                          "latency_to_first_byte_ms": rng.choice([0.0, 0.1, 0.25]),
+                          "read_bandwidth_gbps": rng.choice(bw),
+                          "write_bandwidth_gbps": rng.choice(bw)}
+    if g3["scope"] == "cluster_shared":
+        g3["shared_read_bandwidth_gbps"] = rng.choice([0.0, 0.5, 2.0])
+        g3["shared_write_bandwidth_gbps"] = rng.choice([0.0, 0.5, 2.0])
+    return g3
 
 
 def startup_args(scn: dict[str, Any], role: str) -> dict[str, Any]:

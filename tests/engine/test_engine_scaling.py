@@ -331,3 +331,25 @@ def test_a_worker_added_under_g2_gets_its_own_private_pool() -> None:
     pools = report["summary"]["g2_timeline"]["pools"]
     assert [p["name"] for p in pools] == ["agg 0", "agg 1", "agg 2"]
     assert all(used == 0 for p in pools[1:] for used in p["used_blocks"][:4])
+
+
+@pytest.mark.parametrize(("scope", "resident"), [("worker_local", 4), ("cluster_shared", 8)])
+def test_a_draining_g3_worker_stops_once_its_writes_have_landed(scope: str,
+                                                                resident: int) -> None:
+    """G2 at 4 GB/s, G3 writes at 0.1 GB/s: drained at 1 ms, worker 1 ends its request at 5 ms,
+    its G3 write of 4 blocks lands at 43.1 ms, and only then is it removed; a worker-local G3
+    pool leaves with its worker (4 blocks resident at the end, worker 0's), a shared one keeps
+    both workers' 8 (the reference's figures)."""
+    g2 = {"num_host_blocks": 16, "d2h_bandwidth_gbps": 4.0, "h2d_bandwidth_gbps": 4.0}
+    g3 = {"scope": scope, "num_g3_blocks": 16, "read_bandwidth_gbps": 0.1,
+          "write_bandwidth_gbps": 0.1}
+    doc = native({**RANK, "native_host_offload": g2, "g3_offload": g3}, workers=2)
+    policy = Plan(1.0, [(None, 1, 30.0), (None, None, None)])
+    result = run_native(doc, workload=requests([0, 0]), scaling_policy=policy)
+    assert operations(result) == [(1.0, "planner_scale", [(1, "worker_draining")]),
+                                  (43.1, "drain_settlement", [(1, "worker_removed")])]
+    assert [s["draining_decode_ids"] for s in policy.snapshots] == [[], [1]]
+    summary = report_from_run(result)["summary"]
+    assert summary["decode_worker_seconds"] == pytest.approx(0.0862)
+    assert summary["g3_offload"]["resident_blocks"] == resident
+    assert summary["g3_offload"]["write"]["completed_jobs"] == 2

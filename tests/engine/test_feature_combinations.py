@@ -39,9 +39,7 @@ def _doc(rank_args: dict[str, Any], *, telemetry: bool = False,
     (_doc(_sglang(), scaling=True), "the SGLang scheduler on role aggregated under a scaling"),
     (_doc(rank(), telemetry=True, scaling=True), "telemetry samples (report.telemetry) under a "
      "scaling policy"),
-    (_doc(rank(native_host_offload=G2, g3_offload=G3), scaling=True),
-     "G3 (g3_offload) on role aggregated under a scaling policy"),
-], ids=["scaling-sglang", "scaling-telemetry", "scaling-g3"])
+], ids=["scaling-sglang", "scaling-telemetry"])
 def test_combinations_not_run_together_are_refused_by_name(doc: dict[str, Any],
                                                           named: str) -> None:
     """Each refusal names the combination; the same features alone run."""
@@ -60,12 +58,14 @@ def test_each_feature_alone_runs(doc: dict[str, Any]) -> None:
     assert [r.terminal_status for r in result.records] == ["completed"]
 
 
-@pytest.mark.parametrize("rank_args", [rank(native_host_offload=G2),
-                                       rank(native_host_offload=G2_SHARED)],
-                         ids=["g2-local", "g2-shared"])
-def test_g2_runs_under_a_scaling_policy(rank_args: dict[str, Any]) -> None:
-    """G2, private or cluster-shared, replays under a scaling policy (workers joining get their
-    pools; difftest kind `scaling` compares it with the reference)."""
+@pytest.mark.parametrize("rank_args", [
+    rank(native_host_offload=G2), rank(native_host_offload=G2_SHARED),
+    rank(native_host_offload=G2, g3_offload=G3),
+    rank(native_host_offload=G2, g3_offload={**G3, "scope": "cluster_shared"})],
+    ids=["g2-local", "g2-shared", "g3-local", "g3-shared"])
+def test_g2_and_g3_run_under_a_scaling_policy(rank_args: dict[str, Any]) -> None:
+    """G2, private or cluster-shared, and G3 below it replay under a scaling policy (workers
+    joining get their pools; difftest kind `scaling` compares them with the reference)."""
     result = run_native(_doc(rank_args, scaling=True),
                         workload=ListWorkload([request(0, 0.0, 8, 3, [1, 2], 4),
                                                request(1, 0.1, 8, 3, [1, 2], 4)]))
