@@ -129,14 +129,10 @@ def _scaling(spec: Spec) -> list[str]:
 
 def scaling_refusals(spec: Spec) -> list[str]:
     """What the engine does not run under a scaling policy (a spec's own, or one passed to the
-    run): telemetry (its gauges are set up for the initial ranks) and SGLang ranks (the
-    policy's forward-pass metrics are captured from vLLM-shaped passes). G2 and G3 run (workers
-    joining get their pools)."""
+    run): SGLang ranks (the policy's forward-pass metrics are captured from vLLM-shaped
+    passes). G2, G3 and telemetry run (workers joining get their pools and samples)."""
     out = [f"the SGLang scheduler on role {role.name} under a scaling policy: not executed by "
             "the bundled engine yet" for role in spec.roles if role.backend == "sglang"]
-    if spec.telemetry is not None:
-        out.append("telemetry samples (report.telemetry) under a scaling policy: not executed by "
-                   "the bundled engine yet")
     return out
 
 

@@ -133,6 +133,9 @@ class Simulation:
         # Scaling (scaling.py): the policy's ticks and the pools' fleets.
         self.scaling = (None if scaling_policy is None
                         else ScalingRuntime(self, self.pools, scaling_policy))
+        if self.scaling is not None and self.telemetry is not None:
+            self.telemetry.fleets = {pool.name: fleet for pool, fleet
+                                     in zip(self.pools, self.scaling.fleets, strict=True)}
         self._release_state(workload)
         workload.bind(self)
 
@@ -181,6 +184,7 @@ class Simulation:
         heap = self.events.heap  # popped here, in the queue's order: the hot path
         handlers = self._event_handlers()
         early, settle = self._scaling_hooks()
+        tail: int | None = None  # under a scaling policy: when the workload was done
         while True:
             if self.should_stop is not None and self.should_stop():
                 raise Interrupted(self._result())
@@ -193,7 +197,12 @@ class Simulation:
                 self._stop_at_cap(self.cap_ns)
                 break
             if self.telemetry is not None:
-                self._samples_before(now)
+                if self.scaling is not None and tail is None and self.workload_done():
+                    # Only policy ticks or start-up ends are left: the reference's run (and
+                    # its samples) ended at the last instant that had work.
+                    tail = self.now
+                if tail is None:
+                    self._samples_before(now)
             self.now = check_ns(now)
             # Phases 1-3: every event due at `now`, in their order.
             while heap and heap[0][0] == now:
@@ -217,7 +226,7 @@ class Simulation:
                 self._report_progress()
         self._check_stalled()
         if self.telemetry is not None:
-            self._samples_at_end()
+            self._samples_at_end(self.now if tail is None else tail)
         if self.progress is not None:
             self._report_progress()
         return self._result()
@@ -280,6 +289,7 @@ class Simulation:
             return
         if scaling.draining():
             scaling.settle()
+        self._sample_before_tick(now)
         scaling.tick()
 
     def _settle_scaling(self, heap: list[Event], now: int) -> None:
@@ -291,6 +301,7 @@ class Simulation:
         if scaling.draining():
             scaling.settle()
         if scaling.due and not (heap and heap[0][0] == now):
+            self._sample_before_tick(now)
             scaling.tick()
             if self.dirty:
                 self._start_dirty()
@@ -298,6 +309,19 @@ class Simulation:
                 scaling.settle()
 
     # -- telemetry (telemetry.py): an instant is sampled once it has settled ------------------
+
+    def _sample_before_tick(self, now: int) -> None:
+        """The telemetry sample of the instant of a scaling tick (the baseline at time 0) is
+        taken before it (ref): the workers it adds or drains show in the next sample."""
+        tele = self.telemetry
+        if tele is None or self.workload_done():
+            return
+        if not tele.started:  # a tick at time 0 comes after the baseline
+            tele.settle_late()
+            tele.baseline(0)
+        elif tele.next_ns == now:
+            tele.periodic(workload_done=False)
+            tele.settle_late()
 
     def _samples_before(self, now: int) -> None:
         """Before the instant `now`: the baseline (after instant 0, or before anything when the
@@ -324,17 +348,17 @@ class Simulation:
         while tele.next_ns is not None and tele.next_ns < now:
             tele.periodic(workload_done=False)
 
-    def _samples_at_end(self) -> None:
-        """The run ended at `self.now`: its baseline or its tick, then the final sample."""
+    def _samples_at_end(self, end: int) -> None:
+        """The run ended at `end`: its baseline or its tick, then the final sample."""
         tele = self.telemetry
         assert tele is not None
         if not tele.started:
             tele.settle_late()
             tele.baseline(0)
-        elif tele.next_ns == self.now:
+        elif tele.next_ns == end:
             tele.periodic(workload_done=True)
         tele.settle_late()
-        tele.final(self.now)
+        tele.final(end)
 
     def _ask(self) -> None:
         """Ask the workload for its next release (ms; `_release_at` in ns, converted once per
@@ -371,6 +395,8 @@ class Simulation:
                 scaling.traffic.offered += len(released)
                 if not self.aggregated:
                     self.live += len(released)  # released, about to arrive: not done
+                    if self.telemetry is not None:  # counted in a sample before the tick (ref)
+                        self.telemetry.arriving(len(released))
                     self._early_tick(now)
                     self.live -= len(released)
             for req in released:
@@ -478,12 +504,18 @@ class Simulation:
         self.dirty.add(worker.gid)
 
     def adopt(self, worker: Worker) -> None:
-        """A worker added by scaling joins the loop (and G2 and G3, with its role's tiers)."""
+        """A worker added by scaling joins the loop (G2 and G3 with its role's tiers, and the
+        telemetry samples)."""
         self.workers[worker.gid] = worker
         if self.host is not None:
             self.host.join_worker(self.pool_of[worker.pool_name], worker)
         if self.g3 is not None:
             self.g3.join_worker(worker)
+        tele = self.telemetry
+        if tele is not None:
+            for rank in worker.ranks:
+                tele.join(worker.pool_name, rank)
+            worker.ticks = tele.tick_at_or_after
 
     def retire(self, worker: Worker) -> None:
         """A worker removed by scaling leaves its worker-local G3 pool."""

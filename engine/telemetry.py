@@ -25,10 +25,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from kvreplay.engine.fleet import ACTIVE, DRAINING, REMOVED, STARTING
 from kvreplay.engine.simtime import ms_to_ns, ns_to_ms
 
 if TYPE_CHECKING:
     from kvreplay.engine.deployment import Pool
+    from kvreplay.engine.fleet import Fleet
     from kvreplay.engine.ranks import RankScheduler
     from kvreplay.engine.records import RequestRecord
 
@@ -84,7 +86,8 @@ class Traffic:
 class Telemetry:
     """The sampler of one run."""
 
-    __slots__ = ("cache_counts", "cache_seen", "destinations", "done", "gauges", "interval_ms",
+    __slots__ = ("ahead", "cache_counts", "cache_seen", "destinations", "done", "fleets",
+                 "gauges", "interval_ms",
                  "interval_start_ms", "late", "next_ns", "ordinal", "pools", "preempted",
                  "preemptions_seen", "samples", "started", "traffic")
 
@@ -98,6 +101,7 @@ class Telemetry:
         self.done = False  # no periodic sample is due any more
         self.next_ns: int | None = None
         self.traffic = Traffic(0.0)
+        self.ahead = 0  # arrivals counted by arriving(), not yet arrived
         # Per rank (pool name, scheduler id): [active, inactive, running, waiting] as last
         # refreshed, and its preemption count then; per role, preemptions in the interval.
         self.gauges: dict[tuple[str, int], list[int]] = {}
@@ -112,12 +116,19 @@ class Telemetry:
         # interval's [hit tokens, total tokens].
         self.cache_seen: dict[tuple[str, int], tuple[int, int]] = {}
         self.cache_counts = {"prefill": [0, 0], "decode": [0, 0]}
+        # Under a scaling policy, each pool's fleet (scaling.py): which workers a sample lists.
+        self.fleets: dict[str, Fleet] | None = None
         for pool in self.pools:
             for rank in pool.ranks:
-                self.gauges[(pool.name, rank.scheduler_id)] = [0, 0, 0, 0]
-                self.preemptions_seen[(pool.name, rank.scheduler_id)] = 0
-                self.destinations[(pool.name, rank.scheduler_id)] = 0
-                self.cache_seen[(pool.name, rank.scheduler_id)] = (0, 0)
+                self.join(pool.name, rank)
+
+    def join(self, pool_name: str, rank: RankScheduler) -> None:
+        """A rank to sample (at the start, or of a worker added by scaling): zeros so far."""
+        key = (pool_name, rank.scheduler_id)
+        self.gauges[key] = [0, 0, 0, 0]
+        self.preemptions_seen[key] = 0
+        self.destinations[key] = 0
+        self.cache_seen[key] = (0, 0)
 
     # -- what the loop reports --------------------------------------------------------------
 
@@ -159,7 +170,16 @@ class Telemetry:
         self.late.clear()
 
     def arrived(self) -> None:
-        self.traffic.arrivals += 1
+        if self.ahead:
+            self.ahead -= 1  # counted by arriving()
+        else:
+            self.traffic.arrivals += 1
+
+    def arriving(self, n: int) -> None:
+        """`n` requests arrive now, counted ahead of their arrival (a P/D scaling tick, and the
+        sample before it, come between)."""
+        self.traffic.arrivals += n
+        self.ahead += n
 
     def placed(self, overlap_blocks: int, prompt_blocks: int) -> None:
         """A KV-router placement: its overlap as a share of the prompt's blocks."""
@@ -257,11 +277,21 @@ class Telemetry:
             self.cache_counts = {"prefill": [0, 0], "decode": [0, 0]}
             self.interval_start_ms = at_ms
         by_role: dict[str, list[dict[str, Any]]] = {"prefill": [], "decode": []}
-        ids: dict[str, list[int]] = {"prefill": [], "decode": []}
+        ids: dict[str, dict[str, list[int]]] = {
+            state: {"prefill": [], "decode": []} for state in (ACTIVE, STARTING, DRAINING)}
         for pool in self.pools:
             role = "prefill" if pool.name == "prefill" else "decode"
-            by_role[role] += [self._gauge(pool, rank) for rank in pool.ranks]
-            ids[role] += [w.worker_id for w in pool.workers]
+            fleet = None if self.fleets is None else self.fleets[pool.name]
+            if fleet is None:
+                by_role[role] += [self._gauge(pool, rank) for rank in pool.ranks]
+                ids[ACTIVE][role] += [w.worker_id for w in pool.workers]
+                continue
+            # Under a scaling policy: every worker not removed yet (starting and draining
+            # ones too), and the ids by state (ref).
+            by_role[role] += [self._gauge(pool, rank) for rank in pool.ranks
+                              if fleet.state[rank.worker_id] != REMOVED]
+            for state, by in ids.items():
+                by[role] += fleet.ids(state)
         pending = len(first.queue) if first.queue is not None else 0
         sample.update({
             "prefill_scheduler_metrics": by_role["prefill"],
@@ -270,12 +300,12 @@ class Telemetry:
             "decode_interval_metrics": interval["decode"],
             "router_pending_prefill_requests": pending if prefill else 0,
             "router_pending_decode_requests": 0 if prefill else pending,
-            "active_prefill_ids": ids["prefill"],
-            "active_decode_ids": ids["decode"],
-            "starting_prefill_ids": [],
-            "starting_decode_ids": [],
-            "draining_prefill_ids": [],
-            "draining_decode_ids": [],
+            "active_prefill_ids": ids[ACTIVE]["prefill"],
+            "active_decode_ids": ids[ACTIVE]["decode"],
+            "starting_prefill_ids": ids[STARTING]["prefill"],
+            "starting_decode_ids": ids[STARTING]["decode"],
+            "draining_prefill_ids": ids[DRAINING]["prefill"],
+            "draining_decode_ids": ids[DRAINING]["decode"],
         })
         self.samples.append(sample)
         self.ordinal += 1

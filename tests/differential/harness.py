@@ -849,6 +849,8 @@ def _run_reference_scaling(scn: dict[str, Any]) -> dict[str, Any]:
                                   "trace_block_size": scn["block_size"],
                                   "router_mode": "round_robin", "capture_per_request": True,
                                   "scaling_policy": policy}
+        if "telemetry_ms" in scn:
+            kwargs.update(capture_telemetry=True, telemetry_sample_interval_ms=scn["telemetry_ms"])
         dp = scn["dp"]
         if "rank" in scn:
             args = {"engine": scn["rank"], "dp_size": dp,
@@ -863,9 +865,13 @@ def _run_reference_scaling(scn: dict[str, Any]) -> dict[str, Any]:
                 [str(path)], prefill_engine_args=roles["prefill"],
                 decode_engine_args=roles["decode"], num_prefill_workers=scn["prefill_workers"],
                 num_decode_workers=scn["decode_workers"], **kwargs)
-    return {"summary": dict(result.summary), "per_request": list(result.per_request),
-            "snapshots": policy.snapshots,
-            "lifecycle_operations": list(result.lifecycle_operations)}
+    out = {"summary": dict(result.summary), "per_request": list(result.per_request),
+           "snapshots": policy.snapshots,
+           "lifecycle_operations": list(result.lifecycle_operations)}
+    if result.telemetry is not None:
+        out["telemetry"] = {"sample_interval_ms": result.telemetry["sample_interval_ms"],
+                            "samples": list(result.telemetry["samples"])}
+    return out
 
 
 def run_kvreplay(scn: dict[str, Any]) -> dict[str, Any]:

@@ -4,12 +4,12 @@ A scenario is an aggregated (1-2 workers, DP 1-2) or P/D (1-2 + 1-2 workers, DP 
 deployment with the harness's session rows, plus `scaling`: each role's start-up delay (none, or
 1-10 ms), the first tick and 1-6 ticks after it, each setting random targets (None or 1-4
 replicas per role) and the next tick; `combine` adds features that run under the policy (G2,
-private or cluster-shared, and G3 below it), drawn from a stream of their own. The same
-`Recorder` object (a fresh one per engine) drives both engines; besides the harness's
-per-request comparison (placements included), it compares every snapshot the policy saw
-(counts and ids exactly, forward-pass metrics and the traffic window to 1e-9), the lifecycle
-operations (the released request lists by length: the reference names requests by random
-uuids) and the provisioned worker seconds and GPU hours.
+private or cluster-shared, and G3 below it; telemetry samples), drawn from a stream of their
+own. The same `Recorder` object (a fresh one per engine) drives both engines; besides the
+harness's per-request comparison (placements included, telemetry samples when drawn), it
+compares every snapshot the policy saw (counts and ids exactly, forward-pass metrics and the
+traffic window to 1e-9), the lifecycle operations (the released request lists by length: the
+reference names requests by random uuids) and the provisioned worker seconds and GPU hours.
 """
 
 from __future__ import annotations
@@ -63,7 +63,8 @@ def plan(rng: random.Random, disaggregated: bool) -> dict[str, Any]:
 def combine(rng: random.Random, scn: dict[str, Any]) -> None:
     """Features run under the policy besides the base deployment: G2 on every rank (a private
     pool per rank, or one cluster-shared pool; 0.3 of the seeds), with G3 below it on half of
-    those that are aggregated with attention DP 1."""
+    those that are aggregated with attention DP 1; telemetry samples (0.25 of the seeds, every
+    0.5-5 ms, compared sample by sample)."""
     if rng.random() < 0.3:
         scope = rng.choice(["dp_rank_local", "dp_rank_local", "cluster_shared"])
         g2: dict[str, Any] = {"scope": scope, "num_host_blocks": rng.choice([2, 4, 8, 12]),
@@ -76,6 +77,8 @@ def combine(rng: random.Random, scn: dict[str, Any]) -> None:
                 scn[role]["native_host_offload"] = dict(g2)
         if "rank" in scn and scn["dp"] == 1 and rng.random() < 0.5:
             scn["rank"]["g3_offload"] = g3_pool(rng)
+    if rng.random() < 0.25:
+        scn["telemetry_ms"] = rng.choice([0.5, 1.0, 2.0, 2.5, 5.0])
 
 
 def g3_pool(rng: random.Random) -> dict[str, Any]:

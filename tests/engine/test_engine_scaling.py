@@ -353,3 +353,25 @@ def test_a_draining_g3_worker_stops_once_its_writes_have_landed(scope: str,
     assert summary["decode_worker_seconds"] == pytest.approx(0.0862)
     assert summary["g3_offload"]["resident_blocks"] == resident
     assert summary["g3_offload"]["write"]["completed_jobs"] == 2
+
+
+def test_telemetry_samples_follow_the_fleet() -> None:
+    """Sampled every 2 ms, 2 workers: the sample at a tick's instant is taken before the tick
+    (at 2 ms worker 2 is not starting yet; at 4 ms it is, and worker 1 not yet draining); a
+    sample lists every worker not removed, starting and draining ones included, with the ids
+    by state; worker 1, drained at 4 ms, leaves the samples once removed at 12 ms (the
+    reference's samples)."""
+    doc = native(RANK, workers=2)
+    doc["spec"]["engine"]["startup_seconds"] = 0.003
+    doc["spec"]["telemetry"] = {"sample_interval_ms": 2.0}
+    result = run_native(doc, workload=requests([0, 0, 1, 3]),
+                        scaling_policy=Plan(2.0, [(None, 3, 4.0), (None, 1, None)]))
+    report = report_from_run(result)
+    samples = [(s["sampled_at_ms"], s["active_decode_ids"], s["starting_decode_ids"],
+                s["draining_decode_ids"], [g["worker_id"] for g in s["decode_scheduler_metrics"]],
+                s["traffic"]["arriving_requests"]) for s in report["telemetry"]["samples"]]
+    assert samples == [
+        (0.0, [0, 1], [], [], [0, 1], 0), (2.0, [0, 1], [], [], [0, 1], 3),
+        (4.0, [0, 1], [2], [], [0, 1, 2], 1), (6.0, [0], [], [1], [0, 1], 0),
+        (8.0, [0], [], [1], [0, 1], 0), (10.0, [0], [], [1], [0, 1], 0),
+        (12.0, [0], [], [], [0], 0)]

@@ -37,9 +37,7 @@ def _doc(rank_args: dict[str, Any], *, telemetry: bool = False,
 
 @pytest.mark.parametrize(("doc", "named"), [
     (_doc(_sglang(), scaling=True), "the SGLang scheduler on role aggregated under a scaling"),
-    (_doc(rank(), telemetry=True, scaling=True), "telemetry samples (report.telemetry) under a "
-     "scaling policy"),
-], ids=["scaling-sglang", "scaling-telemetry"])
+], ids=["scaling-sglang"])
 def test_combinations_not_run_together_are_refused_by_name(doc: dict[str, Any],
                                                           named: str) -> None:
     """Each refusal names the combination; the same features alone run."""
@@ -66,8 +64,9 @@ def test_each_feature_alone_runs(doc: dict[str, Any]) -> None:
 def test_g2_and_g3_run_under_a_scaling_policy(rank_args: dict[str, Any]) -> None:
     """G2, private or cluster-shared, and G3 below it replay under a scaling policy (workers
     joining get their pools; difftest kind `scaling` compares them with the reference)."""
-    result = run_native(_doc(rank_args, scaling=True),
+    result = run_native(_doc(rank_args, scaling=True, telemetry=True),
                         workload=ListWorkload([request(0, 0.0, 8, 3, [1, 2], 4),
                                                request(1, 0.1, 8, 3, [1, 2], 4)]))
     assert [r.terminal_status for r in result.records] == ["completed", "completed"]
     assert result.facts.scaling is not None and result.facts.host_transfers is not None
+    assert result.facts.telemetry is not None
