@@ -49,6 +49,9 @@ def _queued(rank: RankScheduler) -> tuple[list[int], list[int]]:
         decodes.extend(seq.input_length for seq in rank.inbound)
         decodes.extend(seq.input_length for seq in rank.connector)
         return [], decodes
+    if getattr(rank, "retracts", False):  # SGLang: a retracted request waits with its tokens
+        return ([seq.input_length for seq in waiting if not seq.generated],
+                [seq.input_length + seq.generated for seq in waiting if seq.generated])
     prefills = [seq.input_length for seq in waiting if seq.status != PREEMPTED]
     decodes = ([seq.input_length + seq.generated for seq in waiting if seq.status == PREEMPTED]
                if len(prefills) < len(waiting) else [])

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING
 
 from kvreplay.engine.identity import ROOT, BlockIdentities
 from kvreplay.engine.radix import RadixCache
+from kvreplay.engine.scaling_metrics import DECODE_STEP
 from kvreplay.engine.scheduler import PassOutcome, RankStats, note_admission
 from kvreplay.engine.sequence import RUNNING, WAITING, Seq
 from kvreplay.engine.simtime import ns_to_ms
@@ -113,6 +114,7 @@ class SglangRank:
 
     # Telemetry: the reference's SGLang samples count no retraction as a preemption (probed).
     preemptions = 0
+    retracts = True  # a retracted request waits with its tokens (scaling_metrics._queued)
 
     __slots__ = (
         "block_size",
@@ -357,6 +359,9 @@ class SglangRank:
                 self.cache_total_tokens += prefix
             self.cache_total_tokens += end - prefix
             computed_tokens += end - prefix
+            if self.fpm is not None:  # the policy's forward-pass metrics (scaling_metrics.py)
+                self.fpm.append((seq, seq.input_length + seq.generated,
+                                 (end - prefix, end - prefix, prefix)))
             total_isl += end
             total_prefix += prefix
             rem_total -= charged + reserve
@@ -458,6 +463,9 @@ class SglangRank:
             return 0, False
         cache = self.cache
         bs = self.block_size
+        if self.fpm is not None:  # a decode pass's requests, retracted ones included (ref)
+            self.fpm.extend((seq, seq.input_length + seq.generated, DECODE_STEP)
+                            for seq in running)
         retracted: list[Seq] = []
         sampler = self.mtp if not self.is_prefill else None
         burst = sampler.nextn + 1 if sampler is not None else 1

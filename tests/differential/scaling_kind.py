@@ -4,12 +4,13 @@ A scenario is an aggregated (1-2 workers, DP 1-2) or P/D (1-2 + 1-2 workers, DP 
 deployment with the harness's session rows, plus `scaling`: each role's start-up delay (none, or
 1-10 ms), the first tick and 1-6 ticks after it, each setting random targets (None or 1-4
 replicas per role) and the next tick; `combine` adds features that run under the policy (G2,
-private or cluster-shared, and G3 below it; telemetry samples), drawn from a stream of their
-own. The same `Recorder` object (a fresh one per engine) drives both engines; besides the
-harness's per-request comparison (placements included, telemetry samples when drawn), it
-compares every snapshot the policy saw (counts and ids exactly, forward-pass metrics and the
-traffic window to 1e-9), the lifecycle operations (the released request lists by length: the
-reference names requests by random uuids) and the provisioned worker seconds and GPU hours.
+private or cluster-shared, and G3 below it; telemetry samples; aggregated SGLang ranks), drawn
+from a stream of their own. The same `Recorder` object (a fresh one per engine) drives both
+engines; besides the harness's per-request comparison (placements included, telemetry samples
+when drawn), it compares every snapshot the policy saw (counts and ids exactly, forward-pass
+metrics and the traffic window to 1e-9), the lifecycle operations (the released request lists
+by length: the reference names requests by random uuids) and the provisioned worker seconds
+and GPU hours.
 """
 
 from __future__ import annotations
@@ -64,7 +65,8 @@ def combine(rng: random.Random, scn: dict[str, Any]) -> None:
     """Features run under the policy besides the base deployment: G2 on every rank (a private
     pool per rank, or one cluster-shared pool; 0.3 of the seeds), with G3 below it on half of
     those that are aggregated with attention DP 1; telemetry samples (0.25 of the seeds, every
-    0.5-5 ms, compared sample by sample)."""
+    0.5-5 ms, compared sample by sample); SGLang ranks on 0.3 of the aggregated seeds with
+    neither (the reference refuses G2 on SGLang; kvreplay telemetry with it)."""
     if rng.random() < 0.3:
         scope = rng.choice(["dp_rank_local", "dp_rank_local", "cluster_shared"])
         g2: dict[str, Any] = {"scope": scope, "num_host_blocks": rng.choice([2, 4, 8, 12]),
@@ -79,6 +81,13 @@ def combine(rng: random.Random, scn: dict[str, Any]) -> None:
             scn["rank"]["g3_offload"] = g3_pool(rng)
     if rng.random() < 0.25:
         scn["telemetry_ms"] = rng.choice([0.5, 1.0, 2.0, 2.5, 5.0])
+    plain = "rank" in scn and "telemetry_ms" not in scn \
+        and "native_host_offload" not in scn["rank"]
+    if plain and rng.random() < 0.3:
+        scn["rank"].update(backend="sglang", enable_chunked_prefill=True, sglang={
+            "schedule_policy": rng.choice(["fifo", "lpm"]),
+            "chunked_prefill_size": rng.choice([4, 8, 16, 64]),
+            "clip_max_new_tokens": rng.choice([1, 4, 4096])})
 
 
 def g3_pool(rng: random.Random) -> dict[str, Any]:

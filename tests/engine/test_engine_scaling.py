@@ -375,3 +375,19 @@ def test_telemetry_samples_follow_the_fleet() -> None:
         (4.0, [0, 1], [2], [], [0, 1, 2], 1), (6.0, [0], [], [1], [0, 1], 0),
         (8.0, [0], [], [1], [0, 1], 0), (10.0, [0], [], [1], [0, 1], 0),
         (12.0, [0], [], [], [0], 0)]
+
+
+def test_sglang_ranks_publish_forward_pass_metrics() -> None:
+    """SGLang ranks under a policy: the pass before tick 0 (3 ms) decoded both admitted
+    requests (17 tokens each) with two prompts waiting; tick 1 (10 ms) sees two decodes of 19
+    and one prompt waiting, and 10 decode forwards since tick 0 (first tokens riding a prefill
+    are not forwards; the reference's figures)."""
+    doc = native({**RANK, "backend": "sglang", "enable_chunked_prefill": True})
+    doc["spec"]["engine"]["startup_seconds"] = 0.005
+    policy = Plan(3.0, [(None, 3, 10.0), (None, None, None)])
+    run_native(doc, workload=requests(TIMES), scaling_policy=policy)
+    seen = [(fpm["num_decode_requests"], fpm["sum_decode_kv_tokens"], fpm["num_queued_prefill"],
+             fpm["sum_queued_prefill_tokens"], fpm["wall_time"], s["traffic"][
+                 "accept_length_forward_count"])
+            for s in policy.snapshots for fpm in s["decode_fpm_snapshots"]]
+    assert seen == [(2, 34, 2, 32, 0.001, 2), (2, 38, 1, 16, 0.001, 10)]

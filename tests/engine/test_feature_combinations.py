@@ -6,13 +6,15 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from engine_support import ListWorkload, native, rank, request
+from engine_support import ListWorkload, native, native_pd, rank, request
 
 from kvreplay.engine import run_native
 from kvreplay.engine.errors import Unsupported
 
 SCHEDULE = {"provider": "schedule", "config": {"max_gpus": None, "schedule": [
     {"aggregated": 2, "at_seconds": 0.05, "decode": None, "prefill": None}]}}
+SCHEDULE_PD = {"provider": "schedule", "config": {"max_gpus": None, "schedule": [
+    {"aggregated": None, "at_seconds": 0.05, "decode": 2, "prefill": 2}]}}
 
 
 def _sglang() -> dict[str, Any]:
@@ -23,6 +25,13 @@ G2 = {"num_host_blocks": 8, "d2h_bandwidth_gbps": 1.0, "h2d_bandwidth_gbps": 1.0
 G2_SHARED = {**G2, "scope": "cluster_shared", "kv_layout_id": "t"}
 G3 = {"scope": "worker_local", "num_g3_blocks": 16, "read_bandwidth_gbps": 1.0,
       "write_bandwidth_gbps": 1.0}
+
+
+def _sglang_pd(*, scaling: bool = False) -> dict[str, Any]:
+    doc = native_pd(_sglang(), _sglang())
+    if scaling:
+        doc["spec"]["adapters"]["scaling"] = SCHEDULE_PD
+    return doc
 
 
 def _doc(rank_args: dict[str, Any], *, telemetry: bool = False,
@@ -36,8 +45,9 @@ def _doc(rank_args: dict[str, Any], *, telemetry: bool = False,
 
 
 @pytest.mark.parametrize(("doc", "named"), [
-    (_doc(_sglang(), scaling=True), "the SGLang scheduler on role aggregated under a scaling"),
-], ids=["scaling-sglang"])
+    (_sglang_pd(scaling=True), "the SGLang scheduler on role prefill of a disaggregated "
+     "deployment under a scaling policy"),
+], ids=["scaling-sglang-pd"])
 def test_combinations_not_run_together_are_refused_by_name(doc: dict[str, Any],
                                                           named: str) -> None:
     """Each refusal names the combination; the same features alone run."""
@@ -48,10 +58,12 @@ def test_combinations_not_run_together_are_refused_by_name(doc: dict[str, Any],
 
 @pytest.mark.parametrize("doc", [
     _doc({**rank(), "aic_nextn": 2}), _doc(_sglang()), _doc(rank(), scaling=True),
-    _doc(rank(), telemetry=True), _doc({**_sglang(), "aic_nextn": 2})],
-    ids=["mtp", "sglang", "scaling", "telemetry", "mtp-sglang"])
+    _doc(rank(), telemetry=True), _sglang_pd(), _doc(_sglang(), scaling=True),
+    _doc({**_sglang(), "aic_nextn": 2})],
+    ids=["mtp", "sglang", "scaling", "telemetry", "sglang-pd", "sglang-scaling", "mtp-sglang"])
 def test_each_feature_alone_runs(doc: dict[str, Any]) -> None:
-    """The features of the refused combinations, one at a time, replay."""
+    """The features of the refused combinations, one at a time, replay (and SGLang ranks of an
+    aggregated deployment under a scaling policy)."""
     result = run_native(doc, workload=ListWorkload([request(0, 0.0, 8, 3, [1, 2], 4)]))
     assert [r.terminal_status for r in result.records] == ["completed"]
 
