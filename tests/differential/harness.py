@@ -437,6 +437,13 @@ def _scaling_scenario(rng: random.Random, scn: dict[str, Any], rank: Callable[[]
     scn["rows"] = _rows(rng, scn["block_size"], blocks, delta=False)
     # Drawn from their own stream, so a seed without them is the scenario it was before.
     scaling_kind.combine(random.Random(f"scaling-combine:{scn['seed']}"), scn)
+    agentic = random.Random(f"scaling-agentic:{scn['seed']}")
+    if "rank" in scn and scn["dp"] == 1 and scn["rank"]["backend"] == "vllm" \
+            and agentic.random() < 0.15:
+        # An Agentic Mooncake v2 corpus instead of the session rows (lanes sometimes).
+        scn.update(trace_format="agentic_mooncake",
+                   agentic_lanes=agentic.choice([None, 1, 2]), header=_agentic_header(scn),
+                   rows=_agentic_rows(agentic, scn["block_size"], blocks))
     return scn
 
 
@@ -599,13 +606,17 @@ def _agentic_scenario(rng: random.Random, scn: dict[str, Any], rank: dict[str, A
             "scope": "dp_rank_local", "num_host_blocks": rng.choice([2, 4, 8, 12]),
             "d2h_bandwidth_gbps": rng.choice([0.1, 0.5, 1.0, 4.0]),
             "h2d_bandwidth_gbps": rng.choice([0.1, 0.5, 1.0, 4.0])}
-    scn["header"] = {"schema": "dynamo.agentic_mooncake", "version": 2,
-                     "block_size": scn["block_size"], "hash_id_scope": "local",
-                     "source": {"format": "difftest", "digest": f"agentic-{scn['seed']}"}}
+    scn["header"] = _agentic_header(scn)
     scn["rows"] = _agentic_rows(rng, scn["block_size"], blocks)
     if rng.random() < 0.1:
         scn["max_sim_time_ms"] = float(rng.choice([10, 20, 50]))
     return scn
+
+
+def _agentic_header(scn: dict[str, Any]) -> dict[str, Any]:
+    return {"schema": "dynamo.agentic_mooncake", "version": 2, "block_size": scn["block_size"],
+            "hash_id_scope": "local",
+            "source": {"format": "difftest", "digest": f"agentic-{scn['seed']}"}}
 
 
 def _agentic_rows(rng: random.Random, bs: int, blocks: int) -> list[dict[str, Any]]:
@@ -851,6 +862,12 @@ def _run_reference_scaling(scn: dict[str, Any]) -> dict[str, Any]:
                                   "scaling_policy": policy}
         if "telemetry_ms" in scn:
             kwargs.update(capture_telemetry=True, telemetry_sample_interval_ms=scn["telemetry_ms"])
+        if "router" in scn:  # the KV router with its default settings
+            kwargs["router_mode"] = "kv_router"
+        if "header" in scn:  # an agentic corpus
+            kwargs.update(agentic_lanes=scn.get("agentic_lanes"), execution_model=AGENTIC_MODEL)
+        if scn.get("max_sim_time_ms") is not None:
+            kwargs["max_sim_time_ms"] = scn["max_sim_time_ms"]
         dp = scn["dp"]
         if "rank" in scn:
             args = {"engine": scn["rank"], "dp_size": dp,
@@ -865,7 +882,12 @@ def _run_reference_scaling(scn: dict[str, Any]) -> dict[str, Any]:
                 [str(path)], prefill_engine_args=roles["prefill"],
                 decode_engine_args=roles["decode"], num_prefill_workers=scn["prefill_workers"],
                 num_decode_workers=scn["decode_workers"], **kwargs)
-    out = {"summary": dict(result.summary), "per_request": list(result.per_request),
+    summary = dict(result.summary)
+    if "header" in scn:  # what the reference's Python wrapper adds to the core's summary
+        from dynamo.replay.api import _add_agentic_model_projection
+
+        _add_agentic_model_projection(summary, AGENTIC_MODEL)
+    out = {"summary": summary, "per_request": list(result.per_request),
            "snapshots": policy.snapshots,
            "lifecycle_operations": list(result.lifecycle_operations)}
     if result.telemetry is not None:
