@@ -125,6 +125,8 @@ def snapshot_of(worker_id: int, dp_rank: int, wall_ns: int, part: RankPass) -> d
     decode = Welford()
     prefill_tokens = prefill_kv = 0
     for seq, known, (used, prompt_tokens, before) in scheduled:
+        if not used and not seq.max_output:
+            continue  # a request with no output whose prompt is cached computes nothing (ref)
         if prompt_tokens > 0:
             prefill_tokens += used
             prefill_kv += before
@@ -174,10 +176,12 @@ class FpmBuffer:
         if not isinstance(captured, tuple):
             return
         wall, parts = captured
-        if not wall and stretch_wall < 0 and worker.ranks[0].host is not None \
+        first = worker.ranks[0]
+        if not wall and stretch_wall < 0 and first.host is not None and not first.is_decode \
                 and not any(part[0] for part in parts):
             # A G2 wake-up that ran nothing (its waiters still sleeping on copies) is no
-            # forward pass: it publishes nothing (ref).
+            # forward pass: it publishes nothing (ref; a P/D decode pass that moves nothing
+            # does publish).
             worker.fpm = []
             return
         if stretch_wall >= 0:  # the stretch's last pass: a decode step of each running request
