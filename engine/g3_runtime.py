@@ -75,6 +75,7 @@ class G3Runtime:
             self.tier.pools.append(G3Pool())
             self.timeline.add_pool()
         client = G3Client(self, self.tier, index, host_client)
+        client.seen_epoch = self.tier.epoch  # a joining worker has no earlier copy to see
         host_client.g3 = client
         host_client.pool.holds_stores = True
         self.clients.append(client)

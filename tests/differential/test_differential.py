@@ -70,3 +70,14 @@ def test_agentic_shrink_keeps_a_valid_graph() -> None:
     assert all(d["delay_ms"] == 0 for r in rows for d in r["dependencies"])
     report = harness.run_kvreplay(small)
     assert report["summary"]["agentic_graph"]["node_count"] == len(rows)
+
+
+@pytest.mark.parametrize("seed", [759, 803, 817])
+def test_scaling_seeds_fixed_beyond_the_suite_range(seed: int) -> None:
+    """Scaling seeds past 0..59 whose differences were fixed: a G3 client joining the tier
+    has no earlier copy to see (759); a request with no output whose prompt is cached is not
+    a decode in the forward-pass metrics (803); a P/D decode pass that moves nothing still
+    publishes them under G2 (817)."""
+    pytest.importorskip("dynamo.replay")
+    status, details = harness.check(harness.generate("scaling", seed))
+    assert status == "match", details[:3]
