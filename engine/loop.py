@@ -133,9 +133,6 @@ class Simulation:
         # Scaling (scaling.py): the policy's ticks and the pools' fleets.
         self.scaling = (None if scaling_policy is None
                         else ScalingRuntime(self, self.pools, scaling_policy))
-        if self.scaling is not None and self.telemetry is not None:
-            self.telemetry.fleets = {pool.name: fleet for pool, fleet
-                                     in zip(self.pools, self.scaling.fleets, strict=True)}
         self._release_state(workload)
         workload.bind(self)
 
@@ -197,12 +194,7 @@ class Simulation:
                 self._stop_at_cap(self.cap_ns)
                 break
             if self.telemetry is not None:
-                if self.scaling is not None and tail is None and self.workload_done():
-                    # Only policy ticks or start-up ends are left: the reference's run (and
-                    # its samples) ended at the last instant that had work.
-                    tail = self.now
-                if tail is None:
-                    self._samples_before(now)
+                tail = self._telemetry_before(now, tail)
             self.now = check_ns(now)
             # Phases 1-3: every event due at `now`, in their order.
             while heap and heap[0][0] == now:
@@ -276,6 +268,9 @@ class Simulation:
         scaling = self.scaling
         if scaling is None:
             return None, None
+        if self.telemetry is not None:  # samples list the workers by lifecycle state
+            self.telemetry.fleets = {pool.name: fleet for pool, fleet
+                                     in zip(self.pools, scaling.fleets, strict=True)}
         scaling.start()
         return (None if self.aggregated else self._early_tick), self._settle_scaling
 
@@ -322,6 +317,16 @@ class Simulation:
         elif tele.next_ns == now:
             tele.periodic(workload_done=False)
             tele.settle_late()
+
+    def _telemetry_before(self, now: int, tail: int | None) -> int | None:
+        """The samples before the instant `now`, unless only policy ticks or start-up ends are
+        left (under a scaling policy, once the workload is done: the reference's run, and its
+        samples, ended at the last instant that had work, `tail`, returned)."""
+        if self.scaling is not None and tail is None and self.workload_done():
+            tail = self.now
+        if tail is None:
+            self._samples_before(now)
+        return tail
 
     def _samples_before(self, now: int) -> None:
         """Before the instant `now`: the baseline (after instant 0, or before anything when the
