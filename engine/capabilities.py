@@ -129,15 +129,15 @@ def _scaling(spec: Spec) -> list[str]:
 
 def scaling_refusals(spec: Spec) -> list[str]:
     """What the engine does not run under a scaling policy (a spec's own, or one passed to the
-    run): SGLang ranks of a P/D deployment (their handoff order is approximated in static
-    pools already). G2, G3, telemetry and aggregated SGLang ranks run (workers joining get
-    their pools and samples)."""
+    run): SGLang ranks of a P/D deployment (their destination-first handoff is checked against
+    the reference in static pools only). G2, G3, telemetry and aggregated SGLang ranks run
+    (workers joining get their pools and samples)."""
     if spec.mode == "aggregated":
         return []
     return [f"the SGLang scheduler on role {role.name} of a disaggregated deployment under a "
-            "scaling policy: not executed by the bundled engine (its P/D handoff order is "
-            "approximated even in static pools, docs/engine.md \"SGLang\"; aggregated SGLang "
-            "ranks run)" for role in spec.roles if role.backend == "sglang"]
+            "scaling policy: not executed by the bundled engine (its P/D handoff is checked "
+            "against the reference in static pools only; aggregated SGLang ranks run)"
+            for role in spec.roles if role.backend == "sglang"]
 
 
 # Checked in this order; each returns one message per occurrence. (Timing models other than

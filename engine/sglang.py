@@ -353,15 +353,8 @@ class SglangRank:
                 waiting.appendleft(seq)
                 break
             seq.computed = end
-            if first:
-                self._admitted(seq, now_ns, prefix)
-                self.cache_hit_tokens += prefix
-                self.cache_total_tokens += prefix
-            self.cache_total_tokens += end - prefix
+            self._chunk_taken(seq, now_ns, first, prefix, end)
             computed_tokens += end - prefix
-            if self.fpm is not None:  # the policy's forward-pass metrics (scaling_metrics.py)
-                self.fpm.append((seq, seq.input_length + seq.generated,
-                                 (end - prefix, end - prefix, prefix)))
             total_isl += end
             total_prefix += prefix
             rem_total -= charged + reserve
@@ -380,6 +373,18 @@ class SglangRank:
         prefill_ns = 0 if self.is_decode else self.timer.prefill_ns(
             n * (total_isl // n - total_prefix // n))
         return batch, prefill_ns
+
+    def _chunk_taken(self, seq: Seq, now_ns: int, first: bool, prefix: int, end: int) -> None:
+        """A prefill chunk [prefix or start, end) joined the batch: admission (its first), the
+        scheduler's cache-hit counters (telemetry) and the policy's forward-pass metrics."""
+        if first:
+            self._admitted(seq, now_ns, prefix)
+            self.cache_hit_tokens += prefix
+            self.cache_total_tokens += prefix
+        self.cache_total_tokens += end - prefix
+        if self.fpm is not None:  # the policy's forward-pass metrics (scaling_metrics.py)
+            self.fpm.append((seq, seq.input_length + seq.generated,
+                             (end - prefix, end - prefix, prefix)))
 
     def _room_left(self) -> float:
         """The cache's free and evictable tokens, less what the running requests reserve (their
