@@ -19,6 +19,10 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from kvreplay.engine.compiled import select
+
+select()  # the compiled core (mypyc, when built and current) or the Python sources
+
 _API = {
     "run_native": "kvreplay.engine.api",
     "run_spec": "kvreplay.engine.api",

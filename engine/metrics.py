@@ -13,6 +13,7 @@ they can differ from the reference's running float sums in the last bits.
 from __future__ import annotations
 
 import math
+import operator
 from collections import Counter
 from collections.abc import Iterable
 from itertools import islice
@@ -101,14 +102,18 @@ class ExactMoments:
     def mean(self) -> float:
         if self.count == 0:
             return 0.0
-        return self._sum / (self.count << self._scale)
+        # operator.truediv: Python's correctly rounded int division (mypyc's `/` on ints below
+        # 2**62 divides their float roundings, which can differ in the last bit)
+        mean: float = operator.truediv(self._sum, self.count << self._scale)
+        return mean
 
     def std(self) -> float:
         """Population standard deviation."""
         if self.count == 0:
             return 0.0
         spread = self.count * self._sum_sq - self._sum * self._sum
-        return math.sqrt(spread / ((self.count * self.count) << (2 * self._scale)))
+        variance: float = operator.truediv(spread, (self.count * self.count) << (2 * self._scale))
+        return math.sqrt(variance)
 
 
 _RUNS_AT_ONCE = 1 << 16  # samples counted at once: memory stays small when they all differ

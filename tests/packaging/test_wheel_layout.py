@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import zipfile
@@ -15,10 +16,12 @@ REPO = Path(__file__).resolve().parents[2]
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
+    # without the mypyc engine core (minutes of C compilation; tests/engine/test_compiled_core.py
+    # checks the core where the install built it)
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", str(REPO), "--no-deps", "--no-build-isolation",
          "-q", "-w", str(out)],
-        check=True, capture_output=True, timeout=300,
+        check=True, capture_output=True, timeout=300, env={**os.environ, "KVREPLAY_NO_MYPYC": "1"},
     )
     (built,) = out.glob("kvreplay-*.whl")
     return built
@@ -62,6 +65,19 @@ def test_the_compiled_extensions_ship_with_their_stubs(wheel_files: list[str], n
     built = [n for n in wheel_files if n.startswith(f"kvreplay/engine/{name}.")
              and n.endswith((".so", ".pyd"))]
     assert len(built) == (importlib.util.find_spec(f"kvreplay.engine.{name}") is not None)
+
+
+def test_a_wheel_without_the_compiled_core_ships_the_engine_as_python(
+        wheel_files: list[str]) -> None:
+    """KVREPLAY_NO_MYPYC=1 at build time: the engine's modules ship as sources, with no
+    compiled module or stamp (engine/compiled.py), so the wheel runs them."""
+    from kvreplay.engine import compiled
+
+    engine = [n for n in wheel_files if n.startswith("kvreplay/engine/")]
+    assert all(f"kvreplay/engine/{name}.py" in engine for name in compiled.MODULES)
+    assert f"kvreplay/engine/{compiled.STAMP}" not in engine
+    binaries = [n.split("/")[-1].split(".")[0] for n in engine if n.endswith((".so", ".pyd"))]
+    assert not [n for n in binaries if n in compiled.MODULES or n.endswith("__mypyc")]
 
 
 def test_html_report_assets_ship(wheel_files: list[str]) -> None:

@@ -1,0 +1,107 @@
+"""The optional compiled engine core: which modules mypyc compiles, and whether they are used.
+
+setup.py compiles MODULES with mypyc when it can (mypy importable at build time, a C compiler,
+CPython, KVREPLAY_NO_MYPYC unset) into one shared library beside them, and writes STAMP (the
+size and CRC-32 of each compiled source). Importing kvreplay.engine calls `select()`: the
+compiled modules are used only when all of them were built from the sources beside them and
+KVREPLAY_PURE_PYTHON is unset. Otherwise a finder loads the Python source of each instead, all
+or none (compiled modules call each other directly, so one stale module makes the whole core
+stale): an editable checkout whose engine was edited after its build runs its edits, slower,
+until it is rebuilt (`pip install -e .` again). Both paths give the same bytes
+(tests/engine/test_compiled_core.py, tools/core_parity.py).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from importlib.machinery import ModuleSpec
+from importlib.util import spec_from_file_location
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+# The modules the profiles of bench/bench_engine.py's regimes spend their time in (the event
+# loop, passes and admission, pools, timing, identities, the G2 tier, P/D, the router, records
+# and the report's summary), compiled as one group (calls between them stay native). A class
+# of an interpreted module cannot subclass a compiled class: trtllm.py (TrtllmRank(Rank)) is in.
+MODULES = (
+    "block_hash", "deployment", "events", "handoff", "host_client", "host_pool",
+    "host_runtime", "host_transfer", "identity", "kv_index", "ledger", "loop", "metrics",
+    "pool", "records", "report", "router", "router_queue", "scheduler", "sequence", "sglang",
+    "simtime", "sketch", "timing", "trtllm", "worker",
+)
+PACKAGE = "kvreplay.engine"
+GROUP = "kvreplay.engine._core"  # the shared library: kvreplay/engine/_core__mypyc.*.so
+STAMP = "_core.json"
+HERE = Path(__file__).resolve().parent
+
+
+def source_digests(folder: Path) -> dict[str, list[int]]:
+    """(size, CRC-32) of each compiled module's source in `folder`, what STAMP records: an edit
+    since the build is what it must tell apart (zlib: cheaper at start-up than hashlib)."""
+    import zlib
+
+    found = {}
+    for name in MODULES:
+        data = (folder / f"{name}.py").read_bytes()
+        found[name] = [len(data), zlib.crc32(data)]
+    return found
+
+
+def write_stamp(sources: Path, target: Path) -> Path:
+    """STAMP in `target` (where the compiled core was built) for the sources in `sources`."""
+    import json
+
+    stamp = target / STAMP
+    stamp.write_text(json.dumps({"modules": source_digests(sources)}, indent=1) + "\n",
+                     encoding="utf-8")
+    return stamp
+
+
+def built(folder: Path = HERE) -> bool:
+    """Whether the compiled core in `folder` was built from exactly the sources beside it."""
+    try:
+        text = (folder / STAMP).read_text(encoding="utf-8")
+    except OSError:
+        return False  # not built (the usual case without a compiler: nothing more to import)
+    import json
+
+    try:
+        return bool(json.loads(text) == {"modules": source_digests(folder)})
+    except (OSError, ValueError):
+        return False
+
+
+class _Sources:
+    """A meta path finder: the compiled modules from their Python sources (the pure-Python
+    engine)."""
+
+    def find_spec(self, fullname: str, path: Any = None,
+                  target: ModuleType | None = None) -> ModuleSpec | None:
+        package, _, name = fullname.rpartition(".")
+        if package != PACKAGE or name not in MODULES:
+            return None
+        return spec_from_file_location(fullname, HERE / f"{name}.py")
+
+
+_state: list[bool] = []
+
+
+def select() -> bool:
+    """Decide once per process, before any compiled module is imported: True when the
+    compiled core is in use; otherwise the finder loads their sources."""
+    if not _state:
+        use = not os.environ.get("KVREPLAY_PURE_PYTHON") and built()
+        if not use:
+            sys.meta_path.insert(0, _Sources())
+        _state.append(use)
+    return _state[0]
+
+
+def active() -> bool:
+    """Whether this process runs the compiled core (its modules are extension modules)."""
+    module = sys.modules.get(f"{PACKAGE}.loop")
+    if module is None:
+        return select()
+    return not str(getattr(module, "__file__", "")).endswith(".py")

@@ -1,0 +1,98 @@
+"""The optional compiled engine core (mypyc, engine/compiled.py): the same reports as the Python
+sources, chosen only when current, left out by KVREPLAY_PURE_PYTHON."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kvreplay.engine import compiled
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "tools"))
+sys.path.insert(0, str(REPO / "tests" / "differential"))
+
+import core_parity  # noqa: E402
+import harness  # noqa: E402
+
+built = pytest.mark.skipif(not compiled.active(), reason="the compiled engine core is not built "
+                           "and current here (no mypy or C compiler at install, an engine source "
+                           "edited since, or KVREPLAY_PURE_PYTHON set)")
+
+
+@built
+def test_the_compiled_core_replays_what_the_python_sources_replay() -> None:
+    """Three scenarios of every difftest kind give the same canonical report bytes (or the
+    same error) with the compiled core and with KVREPLAY_PURE_PYTHON=1 (tools/core_parity.py
+    runs more)."""
+    seeds = range(3)
+    mine = core_parity.child_digests(list(harness.KINDS), seeds, pure=False)
+    pure = core_parity.child_digests(list(harness.KINDS), seeds, pure=True)
+    assert len(mine) == len(harness.KINDS) * len(seeds)
+    assert mine == pure
+
+
+@built
+def test_the_compiled_modules_are_extension_modules() -> None:
+    """With the core in use, every module it lists is the compiled one (none fell back)."""
+    import importlib
+
+    for name in compiled.MODULES:
+        module = importlib.import_module(f"kvreplay.engine.{name}")
+        assert not str(module.__file__).endswith(".py"), name
+
+
+def test_pure_python_is_chosen_by_the_environment() -> None:
+    """KVREPLAY_PURE_PYTHON=1 runs every module of the core from its Python source."""
+    script = ("import json; from kvreplay.engine import compiled, loop, worker; "
+              "print(json.dumps([compiled.active(), loop.__file__, worker.__file__]))")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          env={**os.environ, "KVREPLAY_PURE_PYTHON": "1"}, check=True)
+    active, *files = json.loads(done.stdout)
+    assert active is False
+    assert all(f.endswith(".py") for f in files)
+
+
+def _sources(folder: Path) -> None:
+    for name in compiled.MODULES:
+        (folder / f"{name}.py").write_text(f"NAME = {name!r}\n", encoding="utf-8")
+
+
+def test_a_build_is_used_only_with_the_sources_it_was_built_from(tmp_path: Path) -> None:
+    """The stamp the build writes names its sources: an edited, missing or extra module, a
+    missing or malformed stamp, all mean the Python sources run (an editable checkout runs its
+    edits, not a stale build)."""
+    _sources(tmp_path)
+    assert not compiled.built(tmp_path)  # no stamp: nothing built
+    compiled.write_stamp(tmp_path, tmp_path)
+    assert compiled.built(tmp_path)
+    worker = tmp_path / "worker.py"
+    worker.write_text("NAME = 'workeR'\n", encoding="utf-8")  # same size, another text
+    assert not compiled.built(tmp_path)
+    compiled.write_stamp(tmp_path, tmp_path)
+    worker.unlink()
+    assert not compiled.built(tmp_path)
+    _sources(tmp_path)
+    (tmp_path / compiled.STAMP).write_text("{not json", encoding="utf-8")
+    assert not compiled.built(tmp_path)
+
+
+def test_the_core_lists_engine_sources_only() -> None:
+    """Every module the build compiles is an engine source (a renamed module would otherwise
+    drop out of the build unnoticed, or fail it)."""
+    engine = REPO / "engine"
+    assert sorted(compiled.MODULES) == list(compiled.MODULES)
+    assert all((engine / f"{name}.py").is_file() for name in compiled.MODULES)
+
+
+def test_the_compiled_core_is_built_where_it_must_be() -> None:
+    """CI (KVREPLAY_REQUIRE_COMPILED=1 in .ci/run) installs with mypy and a C compiler: the
+    core is built, current and in use there, so the parity test above ran."""
+    if not os.environ.get("KVREPLAY_REQUIRE_COMPILED"):
+        pytest.skip("KVREPLAY_REQUIRE_COMPILED is not set")
+    assert compiled.active()
