@@ -4,10 +4,11 @@ setup.py compiles MODULES with mypyc when it can (mypy importable at build time,
 CPython, KVREPLAY_NO_MYPYC unset) into one shared library beside them, and writes STAMP (the
 size and CRC-32 of each compiled source). Importing kvreplay.engine calls `select()`: the
 compiled modules are used only when all of them were built from the sources beside them and
-KVREPLAY_PURE_PYTHON is unset. Otherwise a finder loads the Python source of each instead, all
-or none (compiled modules call each other directly, so one stale module makes the whole core
-stale): an editable checkout whose engine was edited after its build runs its edits, slower,
-until it is rebuilt (`pip install -e .` again). Both paths give the same bytes
+KVREPLAY_PURE_PYTHON is unset (KVREPLAY_PURE_CORE=1 leaves only this core unused; the test
+suite's unit tests set it, tests/conftest.py). Otherwise a finder loads the Python source of
+each instead, all or none (compiled modules call each other directly, so one stale module makes
+the whole core stale): an editable checkout whose engine was edited after its build runs its
+edits, slower, until it is rebuilt (`pip install -e .` again). Both paths give the same bytes
 (tests/engine/test_compiled_core.py, tools/core_parity.py).
 """
 
@@ -92,7 +93,8 @@ def select() -> bool:
     """Decide once per process, before any compiled module is imported: True when the
     compiled core is in use; otherwise the finder loads their sources."""
     if not _state:
-        use = not os.environ.get("KVREPLAY_PURE_PYTHON") and built()
+        use = not (os.environ.get("KVREPLAY_PURE_PYTHON") or os.environ.get("KVREPLAY_PURE_CORE")
+                   ) and built()
         if not use:
             sys.meta_path.insert(0, _Sources())
         _state.append(use)

@@ -16,6 +16,11 @@ from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
 # The reference engine logs every request at INFO unless told otherwise.
 os.environ.setdefault("DYN_LOG", "error")
+# The suite's unit tests run the engine's Python sources: their test doubles (duck-typed hosts,
+# records holding values of other types, __slots__ introspection, weak references) are refused
+# by the compiled core's native classes. The compiled core is checked end to end, report bytes
+# against the sources, by tests/engine/test_compiled_core.py (in children without this).
+os.environ.setdefault("KVREPLAY_PURE_CORE", "1")
 
 # Property tests are reproducible by default (`pytest`, CI): each draws the same examples on
 # every run and machine (a seed from the test itself, no example database), so a landing never

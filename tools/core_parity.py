@@ -51,6 +51,7 @@ def child_digests(kinds: list[str], seeds: range, pure: bool) -> dict[str, str]:
             "range(int(sys.argv[3]), int(sys.argv[4])))]))")
     env = {**os.environ, "DYN_LOG": "error"}
     env.pop("KVREPLAY_PURE_PYTHON", None)
+    env.pop("KVREPLAY_PURE_CORE", None)
     if pure:
         env["KVREPLAY_PURE_PYTHON"] = "1"
     done = subprocess.run([sys.executable, "-c", code, str(REPO / "tools"), ",".join(kinds),

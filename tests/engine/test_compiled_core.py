@@ -20,9 +20,17 @@ sys.path.insert(0, str(REPO / "tests" / "differential"))
 import core_parity  # noqa: E402
 import harness  # noqa: E402
 
-built = pytest.mark.skipif(not compiled.active(), reason="the compiled engine core is not built "
-                           "and current here (no mypy or C compiler at install, an engine source "
-                           "edited since, or KVREPLAY_PURE_PYTHON set)")
+# The suite runs the Python sources (KVREPLAY_PURE_CORE, tests/conftest.py); these tests run
+# the compiled core in child processes, where it is built and current.
+built = pytest.mark.skipif(not compiled.built(), reason="the compiled engine core is not built "
+                           "and current here (no mypy or C compiler at install, or an engine "
+                           "source edited since)")
+
+
+def _child_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("KVREPLAY_PURE_PYTHON", "KVREPLAY_PURE_CORE")}
+    return {**env, **extra}
 
 
 @built
@@ -37,23 +45,31 @@ def test_the_compiled_core_replays_what_the_python_sources_replay() -> None:
     assert mine == pure
 
 
+def _files(env: dict[str, str]) -> tuple[bool, list[str]]:
+    """(compiled.active(), each core module's file) in a child process."""
+    script = ("import importlib, json; from kvreplay.engine import compiled; "
+              "print(json.dumps([compiled.active(), [importlib.import_module("
+              "f'kvreplay.engine.{m}').__file__ for m in compiled.MODULES]]))")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          env=env, check=True)
+    active, files = json.loads(done.stdout)
+    return active, files
+
+
 @built
 def test_the_compiled_modules_are_extension_modules() -> None:
-    """With the core in use, every module it lists is the compiled one (none fell back)."""
-    import importlib
+    """With the core built and current, every module it lists is the compiled one (none fell
+    back to its source)."""
+    active, files = _files(_child_env())
+    assert active is True
+    assert not [f for f in files if f.endswith(".py")]
 
-    for name in compiled.MODULES:
-        module = importlib.import_module(f"kvreplay.engine.{name}")
-        assert not str(module.__file__).endswith(".py"), name
 
-
-def test_pure_python_is_chosen_by_the_environment() -> None:
-    """KVREPLAY_PURE_PYTHON=1 runs every module of the core from its Python source."""
-    script = ("import json; from kvreplay.engine import compiled, loop, worker; "
-              "print(json.dumps([compiled.active(), loop.__file__, worker.__file__]))")
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          env={**os.environ, "KVREPLAY_PURE_PYTHON": "1"}, check=True)
-    active, *files = json.loads(done.stdout)
+@pytest.mark.parametrize("variable", ["KVREPLAY_PURE_PYTHON", "KVREPLAY_PURE_CORE"])
+def test_pure_python_is_chosen_by_the_environment(variable: str) -> None:
+    """KVREPLAY_PURE_PYTHON=1 (every compiled part) or KVREPLAY_PURE_CORE=1 (the core alone)
+    runs every module of the core from its Python source."""
+    active, files = _files(_child_env(**{variable: "1"}))
     assert active is False
     assert all(f.endswith(".py") for f in files)
 
@@ -92,7 +108,7 @@ def test_the_core_lists_engine_sources_only() -> None:
 
 def test_the_compiled_core_is_built_where_it_must_be() -> None:
     """CI (KVREPLAY_REQUIRE_COMPILED=1 in .ci/run) installs with mypy and a C compiler: the
-    core is built, current and in use there, so the parity test above ran."""
+    core is built and current there, so the tests above ran."""
     if not os.environ.get("KVREPLAY_REQUIRE_COMPILED"):
         pytest.skip("KVREPLAY_REQUIRE_COMPILED is not set")
-    assert compiled.active()
+    assert compiled.built()
