@@ -428,7 +428,8 @@ class Simulation:
         if not self.live or self.facts.stopped_at_time_cap or self.stopped_by_workload:
             return
         stuck = [(rank, s) for pool in self.pools for rank in pool.ranks
-                 for s in (*rank.running, *rank.waiting, *rank.pending)]
+                 for s in (*rank.running, *rank.waiting, *getattr(rank, "connector", ()),
+                           *rank.pending)]
         reasons = [stall_reason(rank, s) for rank, s in stuck[:3]]
         more = f" (and {self.live - len(reasons)} more)" if self.live > len(reasons) else ""
         raise ReplayStalled(f"{self.live} request(s) can never finish: "
@@ -945,6 +946,13 @@ def stall_reason(rank: RankScheduler, seq: Seq) -> str:
     if not rank.chunked and seq.input_length - min(seq.computed, seq.input_length) > rank.budget:
         return (f"{name} on {where}: its {seq.input_length}-token prompt exceeds "
                 f"max_num_batched_tokens {rank.budget} with chunked prefill off")
+    connector: list[Seq] = getattr(rank, "connector", [])
+    if seq.activated and seq in connector and connector[0] is not seq:
+        # Without G3 the reference aborts such a run too ("an effect-free zero-duration pass").
+        head = connector[0].req.request_id or f"request #{connector[0].req.ordinal}"
+        return (f"{name} on {where}: its G2 restore completed, and it waits in the connector "
+                f"queue behind {head}, which waits for the G1 blocks this restore holds "
+                f"({rank.num_blocks} blocks of {bs} tokens)")
     if blocks > rank.num_blocks:
         upto = known + 1 if seq.generated < seq.max_output else known
         return (f"{name} on {where}: its sequence reaches {upto} tokens, {blocks} KV blocks of "

@@ -467,7 +467,17 @@ class Rank:
         requests (vLLM's skipped_waiting first), so a restore waiting for capacity cannot
         starve them; they go before connector waiters too, and while a destination waits for
         blocks only they are admitted (checked against the reference).
+
+        With G3 below, a connector waiter that holds G1 destination blocks (its restore
+        queued or done) goes before everything else, so a request ahead of it waiting for
+        that capacity cannot hold it forever (the reference's `g1_owner`, vllm/core.rs).
         """
+        host = self.host
+        if host is not None and host.g3 is not None:
+            for candidate in self.connector:
+                if not candidate.sleeping and (candidate.load is not None
+                                               or candidate.activated):
+                    return candidate
         waiting = self.waiting
         prefer_materialized = bool(self.pending) or (self.is_decode and any(
             s.materialized for s in waiting))
