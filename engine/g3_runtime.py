@@ -171,7 +171,15 @@ class G3Runtime:
         """An idle worker gets its turn (the tier or one of its G2 copies woke it, or work
         arrived), in the reference's order: it tries a pass; when that starts nothing and it
         has not reached a boundary at this instant (a pass end), it reaches one (it consumes
-        its copies; its requests waiting on transfer progress wake) and tries again."""
+        its copies; its requests waiting on transfer progress wake) and tries again. A worker
+        that has not seen the tier's latest finished copy sees it first (the reference's
+        adapter reports its internal work due at once while its completion epoch lags,
+        g3_offload.rs `next_deadline`, and the worker processes it before its pass)."""
+        host = worker.ranks[0].host
+        assert host is not None and host.g3 is not None
+        self.advance()
+        if host.g3.seen_epoch != self.tier.epoch:
+            host.tick()
         if self.port.start_now(worker):
             return
         if self.host.boundary_ns.get(worker.gid) == self.port.now and not _news(worker):
