@@ -42,7 +42,7 @@ import scaling_kind
 BACKEND_KINDS = ("sglang", "sglang-pd", "trtllm")
 KINDS = ("agg", "agg-delta", "agg-dp", "pd", "pd-dp", "g2", "g2-pd", "synth", "kv-queue",
          "agentic", *BACKEND_KINDS, "mtp", "mtp-pd", "mtp-agentic", "scaling", "g3", "g3-kv",
-         "g3-agentic")
+         "g3-agentic", "agentic-g2-shared")
 # Telemetry samples (the samples compared too) over scenarios of these kinds.
 TELEMETRY_BASES = ("agg", "agg-dp", "g2", "kv-queue", "pd", "pd-dp", "g2-pd")
 KINDS = KINDS + ("telemetry", "sglang-telemetry", "dynamo", "applied-compute", "hybrid")
@@ -145,6 +145,8 @@ def generate(kind: str, seed: int) -> dict[str, Any]:
         return _agentic_scenario(rng, scn, rank(), blocks)
     if kind == "g3-agentic":
         return _g3_agentic_scenario(rng, scn, rank(), blocks)
+    if kind == "agentic-g2-shared":
+        return _agentic_shared_g2_scenario(rng, scn, rank(), blocks)
     if kind in BACKEND_KINDS:
         return _backend_scenario(rng, scn, kind, rank, blocks)
     if kind == "scaling":
@@ -500,6 +502,26 @@ def _g3_agentic_scenario(rng: random.Random, scn: dict[str, Any], rank: dict[str
     draws them), round robin over 1-2 workers."""
     _agentic_scenario(rng, scn, rank, blocks)
     rank["native_host_offload"], rank["g3_offload"] = _g3_tiers(rng)
+    return scn
+
+
+def _agentic_shared_g2_scenario(rng: random.Random, scn: dict[str, Any],
+                                rank: dict[str, Any], blocks: int) -> dict[str, Any]:
+    """An agentic corpus (as the `agentic` kind draws it) on a cluster-shared G2 pool, no
+    G3: 1-3 workers round robin, tiny pools, bandwidths with 0 (unlimited) among them, first
+    bytes, sometimes whole-pool caps (the `agentic` kind draws private G2 only)."""
+    _agentic_scenario(rng, scn, rank, blocks)
+    scn["workers"] = rng.choice([1, 2, 2, 3])
+    bw = [0.0, 0.25, 0.5, 1.0, 1.0, 4.0]
+    g2: dict[str, Any] = {"scope": "cluster_shared", "kv_layout_id": "diff",
+                          "num_host_blocks": rng.choice([1, 2, 3, 4, 6, 8, 12]),
+                          "d2h_bandwidth_gbps": rng.choice(bw),
+                          "h2d_bandwidth_gbps": rng.choice(bw),
+                          "latency_to_first_byte_ms": rng.choice([0.0, 0.0, 0.5])}
+    if rng.random() < 0.3:
+        g2["shared_d2h_bandwidth_gbps"] = rng.choice([0.5, 1.0, 2.0])
+        g2["shared_h2d_bandwidth_gbps"] = rng.choice([0.5, 1.0, 2.0])
+    rank["native_host_offload"] = g2
     return scn
 
 
@@ -1203,14 +1225,23 @@ def check(scn: dict[str, Any]) -> tuple[str, list[str]]:
     except Exception as exc:
         return "kvreplay-error", [f"{type(exc).__name__}: {str(exc)[:300]}"]
     found = compare(ref, mine)
-    if scn.get("kind") == "g3-agentic" and found == [_digest_line(ref, mine)] and \
+    if scn.get("kind") in ("g3-agentic", "agentic-g2-shared") and \
+            found == [_digest_line(ref, mine)] and \
             ref["summary"].get("agentic_lifecycle_event_count") == \
             mine["summary"].get("agentic_lifecycle_event_count"):
         # Deliberate (docs/engine.md, "G3"): the transcript renders each event's time, which
         # the reference sums in float milliseconds (a G3 read's 0.1 ms first byte: 43.3 there
-        # comes out 43.300000000000004), kvreplay on an integer nanosecond clock; every time
-        # is compared above to 10 ns, and the events are as many.
+        # comes out 43.300000000000004; a shared G2 pool's copies alike: 18.549999999999997
+        # for 18.55), kvreplay on an integer nanosecond clock; every time is compared above
+        # to 10 ns, and the events are as many.
         found = []
+    if scn.get("kind") == "agentic-g2-shared" and ref["summary"].get("completed_requests") != \
+            ref["summary"].get("num_requests"):
+        # Deliberate (docs/engine.md, "G3"): a run stopped at its time cap with requests
+        # unfinished; a shared G2 copy finishing while its worker's pass outlives the cap is
+        # resident in kvreplay and still pending in the reference (its tier moves only when a
+        # worker acts), as G3's end-of-run figures (_unsettled).
+        found = [line for line in found if not line.startswith("summary g2_domains:")]
     return ("differ" if found else "match"), found
 
 
