@@ -1,7 +1,7 @@
 """Engine speed: kvreplay and the reference engine side by side, regime by regime.
 
     python bench/bench_engine.py [--regimes a,b] [--rows N] [--repeat N] [--scaling]
-                                 [--trace PATH] [--ref-python PATH] [--sha256]
+                                 [--trace PATH] [--ref-python PATH] [--sha256] [--pure]
 
 The 12k regimes replay the Mooncake conversation trace (all 12,031 rows unless `--rows N` keeps
 the first N; hash ids are 512-token blocks) on vLLM ranks of 1000 GPU blocks x 512 tokens:
@@ -64,6 +64,14 @@ expected). `--scaling` adds kvreplay's CPU cost per request at 2k, 4k, 8k and 12
 canonical report without `meta` (its summary, per_request rows and telemetry: what the
 simulation decides; meta counts how the engine ran, e.g. fast-forwarded passes): the
 byte-identity guard of a speed change, one table before and one after.
+
+`--pure` runs kvreplay a second time beside itself in every repetition, with
+KVREPLAY_PURE_PYTHON=1 (the engine's Python sources instead of the compiled core,
+engine/compiled.py): the table gets a `kv-pure` row and both ratios, and every kvreplay child
+also hashes its report as `--sha256` does (the hashing's own CPU, measured by the child, is taken
+off its figure), so the table says whether compiled and pure reports are byte-identical. With
+`--sha256`, `--pure` prints both hashes per regime. Each kvreplay row names the core its child
+ran (`compiled`, or `pure` when the core is not built or not current: `pip install -e .`).
 """
 
 from __future__ import annotations
@@ -334,11 +342,16 @@ def child_kvreplay(regime: Regime, trace: Path, digest: bool = False) -> dict[st
                                      block_size=regime.block, **extra)
     policy = BenchSchedule() if regime.startup_s is not None else None
     result = run_native(document, workload=workload, scaling_policy=policy)
+    from kvreplay.engine import compiled
+
     report = report_from_run(result)
     out = {**sanity(report["summary"]), "passes": result.facts.passes,
-           "fast_forwarded_passes": result.facts.fast_forwarded_passes}
+           "fast_forwarded_passes": result.facts.fast_forwarded_passes,
+           "core": "compiled" if compiled.active() else "pure"}
     if digest:
+        start = time.process_time()
         out["sha256"] = report_sha256(report)
+        out["digest_cpu_s"] = time.process_time() - start  # taken off the timed figure
     return out
 
 
@@ -404,14 +417,19 @@ def cli_command(python: str, regime: Regime, trace: Path) -> list[str]:
             "json", "--no-progress"]
 
 
-def spawn(python: str, engine: str, regime: str, trace: Path, digest: bool = False) -> Run:
-    """Run one child to completion; CPU and peak RSS are the child's own, read by wait4."""
+def spawn(python: str, engine: str, regime: str, trace: Path, digest: bool = False,
+          pure: bool = False) -> Run:
+    """Run one child to completion; CPU and peak RSS are the child's own, read by wait4
+    (less the CPU a kvreplay child says it spent hashing its report). `pure`: kvreplay with
+    KVREPLAY_PURE_PYTHON=1."""
     cmd = [python, __file__, "--child", engine, "--regimes", regime, "--trace", str(trace)]
     cmd += ["--sha256"] if digest else []
     cli = engine == "kvreplay" and REGIMES[regime].cli
     if cli:
         cmd = cli_command(python, REGIMES[regime], trace)
     env = dict(os.environ, DYN_LOG="error")
+    if pure:
+        env["KVREPLAY_PURE_PYTHON"] = "1"
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         actions = [(os.POSIX_SPAWN_DUP2, out.fileno(), 1), (os.POSIX_SPAWN_DUP2, err.fileno(), 2)]
         start = time.perf_counter()
@@ -429,6 +447,7 @@ def spawn(python: str, engine: str, regime: str, trace: Path, digest: bool = Fal
     else:
         run.result = json.loads(lines[-1]) if not cli else \
             {**sanity(json.loads(stdout)), "sha256": report_sha256(json.loads(stdout))}
+        run.cpu_s -= float(run.result.get("digest_cpu_s", 0.0))
     return run
 
 
@@ -458,9 +477,27 @@ class Cell:
     def figures(self) -> dict[str, Any]:
         return self.good[0].result
 
+    def cores(self) -> str:
+        """The cores the kvreplay children ran ('' for the reference or the CLI child)."""
+        return "/".join(sorted({str(r.result["core"]) for r in self.good if "core" in r.result}))
+
+    def digests(self) -> set[str]:
+        return {str(r.result["sha256"]) for r in self.good if "sha256" in r.result}
+
 
 COLUMNS = (f"{'':<10} {'CPU s min':>9} {'med':>7} {'wall s min':>10} {'med':>7} {'RSS MB':>7} "
            f"{'completed':>10} {'reuse':>7} {'TTFT ms':>9} {'sim s':>8}")
+
+
+def ratio_line(name: str, mine: Cell, ref: Cell, legend: str) -> dict[str, float]:
+    """Print and return the CPU, wall and RSS ratios of two cells."""
+    ratios = {"cpu_min": mine.cpu()[0] / ref.cpu()[0], "cpu_med": mine.cpu()[1] / ref.cpu()[1],
+              "wall_min": mine.wall()[0] / ref.wall()[0],
+              "wall_med": mine.wall()[1] / ref.wall()[1], "rss": mine.rss() / ref.rss()}
+    print(f"{name:<10} {ratios['cpu_min']:>9.2f} {ratios['cpu_med']:>7.2f} "
+          f"{ratios['wall_min']:>10.2f} {ratios['wall_med']:>7.2f} {ratios['rss']:>7.2f}   "
+          f"{legend}")
+    return ratios
 
 
 def print_regime(regime: Regime, cells: dict[str, Cell]) -> dict[str, float] | None:
@@ -475,18 +512,22 @@ def print_regime(regime: Regime, cells: dict[str, Cell]) -> dict[str, float] | N
         f = cell.figures()
         failed = [r.error for r in cell.runs if r.error is not None]
         note = f"  ({len(failed)} of {len(cell.runs)} runs failed: {failed[0]})" if failed else ""
+        core = f"  core {cell.cores()}" if cell.cores() else ""
         print(f"{engine:<10} {cpu_min:>9.2f} {cpu_med:>7.2f} {wall_min:>10.2f} {wall_med:>7.2f} "
               f"{cell.rss():>7.0f} {f['completed']:>10} {f['reuse']:>7.4f} {f['ttft']:>9.2f} "
-              f"{f['duration_ms'] / 1000:>8.1f}{note}")
+              f"{f['duration_ms'] / 1000:>8.1f}{core}{note}")
     mine, ref = cells["kvreplay"], cells["reference"]
     if mine.error is not None or ref.error is not None:
         return None
-    ratios = {"cpu_min": mine.cpu()[0] / ref.cpu()[0], "cpu_med": mine.cpu()[1] / ref.cpu()[1],
-              "wall_min": mine.wall()[0] / ref.wall()[0],
-              "wall_med": mine.wall()[1] / ref.wall()[1], "rss": mine.rss() / ref.rss()}
-    print(f"{'ratio':<10} {ratios['cpu_min']:>9.2f} {ratios['cpu_med']:>7.2f} "
-          f"{ratios['wall_min']:>10.2f} {ratios['wall_med']:>7.2f} {ratios['rss']:>7.2f}"
-          "   (kvreplay / reference)")
+    ratios = ratio_line("ratio", mine, ref, "(kvreplay / reference)")
+    pure = cells.get("kv-pure")
+    if pure is not None and pure.error is None:
+        pure_ratios = ratio_line("pure ratio", pure, ref, "(kv-pure / reference)")
+        ratios.update({f"pure_{key}": value for key, value in pure_ratios.items()})
+        ratio_line("comp/pure", mine, pure, "(kvreplay compiled / pure)")
+        both = mine.digests() | pure.digests()
+        same = len(both) == 1 and mine.digests() and pure.digests()
+        print(f"sha256: {'compiled = pure' if same else 'DIFFER'}: {', '.join(sorted(both))}")
     agree = f"the engines agree (within {TOLERANCE:.0%}, counts exactly)"
     for line in sanity_lines(regime, mine, ref) or [agree]:
         print(f"sanity: {line}")
@@ -555,52 +596,71 @@ def trace_for(regime: Regime, conversation: Path, folder: str) -> Path:
 
 
 def run_regimes(names: list[str], conversation: Path, repeat: int, ref_python: str,
-                folder: str) -> None:
+                folder: str, pure: bool = False) -> None:
     summary: dict[str, dict[str, float] | None] = {}
     cpu: dict[str, dict[str, tuple[float, float]]] = {}
     for name in names:
         trace = trace_for(REGIMES[name], conversation, folder)
-        runs: dict[str, list[Run]] = {"kvreplay": [], "reference": []}
+        runs: dict[str, list[Run]] = {"kvreplay": [], "kv-pure": [], "reference": []}
+        if not pure:
+            del runs["kv-pure"]
         for _ in range(repeat):  # alternate the engines, so load drift hits both alike
-            runs["kvreplay"].append(spawn(sys.executable, "kvreplay", name, trace))
+            runs["kvreplay"].append(spawn(sys.executable, "kvreplay", name, trace, digest=pure))
+            if pure:
+                runs["kv-pure"].append(spawn(sys.executable, "kvreplay", name, trace,
+                                             digest=True, pure=True))
             runs["reference"].append(spawn(ref_python, "reference", name, trace))
         cells = {e: Cell(r) for e, r in runs.items()}
         summary[name] = print_regime(REGIMES[name], cells)
         if summary[name] is not None:
             cpu[name] = {e: c.cpu() for e, c in cells.items()}
     print("\nkvreplay / reference, all regimes")
+    extra = f" {'pure min':>9} {'pure med':>9}" if pure else ""
     print(f"{'regime':<14} {'CPU min':>8} {'CPU med':>8} {'wall min':>9} {'wall med':>9} "
-          f"{'RSS':>6}")
+          f"{'RSS':>6}{extra}")
     for name, ratios in summary.items():
         if ratios is None:
             print(f"{name:<14} (a side failed, see above)")
             continue
+        extra = (f" {ratios['pure_cpu_min']:>9.2f} {ratios['pure_cpu_med']:>9.2f}"
+                 if "pure_cpu_min" in ratios else "")
         print(f"{name:<14} {ratios['cpu_min']:>8.2f} {ratios['cpu_med']:>8.2f} "
-              f"{ratios['wall_min']:>9.2f} {ratios['wall_med']:>9.2f} {ratios['rss']:>6.2f}")
+              f"{ratios['wall_min']:>9.2f} {ratios['wall_med']:>9.2f} {ratios['rss']:>6.2f}"
+              f"{extra}")
     mix = [n for n in GROUPS["mix"] if n in cpu]
     if len(mix) > 1:
         print(f"\nrealistic mix, {len(mix)} scenarios, CPU seconds summed (min / median)")
-        for engine in ("kvreplay", "reference"):
+        engines = [e for e in ("kvreplay", "kv-pure", "reference") if all(e in cpu[n]
+                                                                         for n in mix)]
+        for engine in engines:
             low, mid = (sum(cpu[n][engine][i] for n in mix) for i in (0, 1))
             print(f"{engine:<14} {low:>8.2f} {mid:>8.2f}")
-        ratio = [sum(cpu[n]["kvreplay"][i] for n in mix) / sum(cpu[n]["reference"][i]
-                                                                for n in mix) for i in (0, 1)]
-        print(f"{'ratio':<14} {ratio[0]:>8.2f} {ratio[1]:>8.2f}   (kvreplay / reference)")
+        for engine in engines[:-1]:
+            ratio = [sum(cpu[n][engine][i] for n in mix) / sum(cpu[n]["reference"][i]
+                                                               for n in mix) for i in (0, 1)]
+            print(f"{'ratio':<14} {ratio[0]:>8.2f} {ratio[1]:>8.2f}   ({engine} / reference)")
 
 
-def run_digests(names: list[str], conversation: Path, folder: str) -> None:
-    """kvreplay alone, once per regime: the sha256 of each report (meta left out)."""
-    print(f"\n{'regime':<14} {'CPU s':>7} {'passes':>8} {'fast-fwd':>8}  "
+def run_digests(names: list[str], conversation: Path, folder: str, pure: bool = False) -> None:
+    """kvreplay alone, once per regime: the sha256 of each report (meta left out); `pure`:
+    also with KVREPLAY_PURE_PYTHON=1, and whether the two hashes are equal."""
+    print(f"\n{'regime':<14} {'core':<8} {'CPU s':>7} {'passes':>8} {'fast-fwd':>8}  "
           "sha256 (report without meta)")
     for name in names:
-        run = spawn(sys.executable, "kvreplay", name, trace_for(REGIMES[name], conversation,
-                                                                folder), digest=True)
-        if run.error is not None:
-            print(f"{name:<14} failed: {run.error}")
-            continue
-        r = run.result
-        print(f"{name:<14} {run.cpu_s:>7.2f} {r.get('passes', ''):>8} "
-              f"{r.get('fast_forwarded_passes', ''):>8}  {r['sha256']}")
+        trace = trace_for(REGIMES[name], conversation, folder)
+        digests = []
+        for as_pure in (False, True) if pure else (False,):
+            run = spawn(sys.executable, "kvreplay", name, trace, digest=True, pure=as_pure)
+            if run.error is not None:
+                print(f"{name:<14} failed: {run.error}")
+                continue
+            r = run.result
+            core = r.get("core", "pure" if as_pure else "")
+            digests.append(r["sha256"])
+            print(f"{name:<14} {core:<8} {run.cpu_s:>7.2f} {r.get('passes', ''):>8} "
+                  f"{r.get('fast_forwarded_passes', ''):>8}  {r['sha256']}")
+        if pure and len(digests) == 2:
+            print(f"{'':<14} {'same' if digests[0] == digests[1] else 'DIFFER: compiled vs pure'}")
 
 
 def run_scaling(trace: Path, rows: int, repeat: int, folder: str) -> None:
@@ -644,6 +704,9 @@ def main() -> None:
                         help="add kvreplay's cost per request at 2k/4k/8k/all rows")
     parser.add_argument("--sha256", action="store_true",
                         help="kvreplay alone, once per regime: print each report's sha256")
+    parser.add_argument("--pure", action="store_true",
+                        help="also kvreplay with KVREPLAY_PURE_PYTHON=1 (no compiled core): "
+                             "both ratios, and whether the report hashes are equal")
     parser.add_argument("--child", choices=("kvreplay", "reference"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     names = [m for n in args.regimes.split(",") if n for m in GROUPS.get(n, [n])]
@@ -674,13 +737,17 @@ def main() -> None:
     print(f"The machine is shared ({os.cpu_count()} CPUs, load average {load}): CPU time (user "
           "+ system of the child, from wait4) is the fair comparison; wall time runs from launch "
           "to exit. Ratios are kvreplay / reference (below 1: kvreplay cheaper).")
+    from kvreplay.engine.compiled import built
+
+    print("kvreplay's compiled core: " + ("built and current" if built() else
+          "not built or not current (its children run the Python sources; pip install -e .)"))
     with tempfile.TemporaryDirectory() as folder:
         trace = first_rows(args.trace, rows if rows < total else 0, folder) if conversation \
             else args.trace
         if names and args.sha256:
-            run_digests(names, trace, folder)
+            run_digests(names, trace, folder, args.pure)
         elif names:
-            run_regimes(names, trace, args.repeat, args.ref_python, folder)
+            run_regimes(names, trace, args.repeat, args.ref_python, folder, args.pure)
         if args.scaling:
             run_scaling(args.trace, rows, args.repeat, folder)
 
