@@ -81,6 +81,7 @@ class Rank:
         "_budget",
         "_capacity_bound",
         "_defer",
+        "_front_max",
         "_last_used",
         "_preempted",
         "_prefill_isl",
@@ -90,6 +91,7 @@ class Rank:
         "_retry_skipped",
         "_scheduled",
         "_unsorted",
+        "arrived",
         "block_size",
         "budget",
         "caching",
@@ -156,16 +158,7 @@ class Rank:
         self._hybrid(cfg, identities)
         self.running: list[Seq] = []
         self.waiting: deque[Seq] = deque()
-        self.pending: deque[Seq] = deque()  # P/D decode: destinations waiting for blocks
-        # P/D decode: acceptance counter (Seq.waiting_order), and the capacity generation: a
-        # pending destination is tried once per generation, which moves when capacity may have
-        # improved (a request finishes or is rejected holding blocks, a preemption, a G2 copy
-        # letting go of G1 blocks).
-        self.next_order = 0
-        self.capacity_gen = 0
-        # The waiting queue's front that may be out of acceptance order (preempted requests,
-        # destinations placed among them): behind it the queue is in waiting_order.
-        self._unsorted = 0
+        self._queues()
         # P/D decode with G2: a copy completion seen while destinations wait moves the capacity
         # generation and makes the rank due for a reservation retry; any retry clears it, and
         # an idle worker with a rank still due runs an (empty) pass whose end retries.
@@ -188,6 +181,24 @@ class Rank:
         self.fpm: list[tuple[Seq, int, tuple[int, int, int]]] | None = None
         self.holding = 0  # P/D prefill: sources held until their release (a drain waits)
         self.inbound: list[Seq] = []  # P/D decode: reserved destinations whose KV is in transfer
+
+    def _queues(self) -> None:
+        """The waiting queue's P/D decode state, beside `waiting`."""
+        self.pending: deque[Seq] = deque()  # P/D decode: destinations waiting for blocks
+        # P/D decode: acceptance counter (Seq.waiting_order), and the capacity generation: a
+        # pending destination is tried once per generation, which moves when capacity may have
+        # improved (a request finishes or is rejected holding blocks, a preemption, a G2 copy
+        # letting go of G1 blocks).
+        self.next_order = 0
+        self.capacity_gen = 0
+        # The waiting queue's front that may be out of acceptance order (preempted requests,
+        # destinations placed among them; its length, exact): behind it the queue is in
+        # waiting_order. _front_max bounds the front's waiting_order from above (-1: empty).
+        self._unsorted = 0
+        self._front_max = -1
+        # P/D decode: the waiting requests whose KV arrived (materialized), in queue order: a
+        # second queue beside `waiting`, so nothing looks through preempted ones to find them.
+        self.arrived: deque[Seq] = deque()
 
     def _hybrid(self, cfg: Role, identities: BlockIdentities) -> None:
         """Hybrid KV (state_cache.py): each request's working state, beside its token blocks.
@@ -479,8 +490,7 @@ class Rank:
                                                or candidate.activated):
                     return candidate
         waiting = self.waiting
-        prefer_materialized = bool(self.pending) or (self.is_decode and any(
-            s.materialized for s in waiting))
+        prefer_materialized = bool(self.pending) or (self.is_decode and bool(self.arrived))
         seq = self._next_waiting(True) if prefer_materialized and waiting else None
         if seq is not None:
             return seq
@@ -561,7 +571,7 @@ class Rank:
         """Park a request in the connector queue, asleep for the rest of this pass (and, when
         `until_progress`, until a transfer of the rank's pool completes)."""
         if not seq.in_connector:
-            self.waiting.remove(seq)
+            self._take_waiting(seq)
             self.connector.append(seq)
             seq.in_connector = True
         seq.sleeping = True
@@ -586,13 +596,10 @@ class Rank:
         return total
 
     def _next_waiting(self, prefer_materialized: bool) -> Seq | None:
-        waiting = self.waiting
         if not prefer_materialized:
-            return waiting[0]
-        for seq in waiting:
-            if seq.materialized:
-                return seq
-        return None
+            return self.waiting[0]
+        arrived = self.arrived
+        return arrived[0] if arrived else None
 
     def _record_admission(self, seq: Seq, now_ns: int, cached: int) -> None:
         rec = seq.rec
@@ -803,18 +810,32 @@ class Rank:
         self.inbound.remove(dseq)
         order = dseq.waiting_order
         waiting = self.waiting
-        front = min(self._unsorted, len(waiting))
-        for i, queued in enumerate(islice(waiting, front)):
-            if queued.waiting_order > order:
-                waiting.insert(i, dseq)
-                self._unsorted = front + 1
-                return
-        # No request at the front goes after it: its place in the ordered rest, from the back.
+        arrived = self.arrived
+        front = self._unsorted
+        if self._front_max > order:  # the front may hold a request accepted later: look
+            most = -1
+            ahead = 0  # arrived requests before the place found
+            for i, queued in enumerate(islice(waiting, front)):
+                if queued.waiting_order > order:
+                    waiting.insert(i, dseq)
+                    arrived.insert(ahead, dseq)
+                    self._unsorted = front + 1
+                    return
+                if queued.waiting_order > most:
+                    most = queued.waiting_order
+                if queued.materialized:
+                    ahead += 1
+            self._front_max = most
+        # No request at the front goes after it: its place in the ordered rest, from the back
+        # (the arrived requests after it are all there, in the same order).
         at = len(waiting)
         while at > front and waiting[at - 1].waiting_order > order:
             at -= 1
         waiting.insert(at, dseq)
-        self._unsorted = front
+        at = len(arrived)
+        while at and arrived[at - 1].waiting_order > order:
+            at -= 1
+        arrived.insert(at, dseq)
 
     def register_through(self, seq: Seq, full: int) -> None:
         ids = seq.block_ids
@@ -872,6 +893,8 @@ class Rank:
         victim.status = PREEMPTED
         self.waiting.appendleft(victim)
         self._unsorted += 1
+        if victim.waiting_order > self._front_max:
+            self._front_max = victim.waiting_order
         self.stats.preemptions += 1
         self.preemptions += 1
         self.capacity_gen += 1
@@ -884,10 +907,33 @@ class Rank:
             seq.in_connector = False
             seq.sleeping = False
         else:
-            waiting = self.waiting
-            if self._unsorted and waiting[0] is seq:
-                self._unsorted -= 1  # (a request taken from deeper leaves it an upper bound)
-            waiting.remove(seq)
+            self._take_waiting(seq)
+
+    def _take_waiting(self, seq: Seq) -> None:
+        """Take a request out of the waiting queue (and the arrived one), keeping the front's
+        length exact. An admitted request is usually the head, or the first behind the
+        front (an arrived one behind preempted requests): found without a search."""
+        waiting = self.waiting
+        front = self._unsorted
+        if waiting[0] is seq:
+            waiting.popleft()
+            if front:
+                self._unsorted = front - 1
+        elif front < len(waiting) and waiting[front] is seq:
+            del waiting[front]
+        else:
+            at = waiting.index(seq)
+            del waiting[at]
+            if at < front:
+                self._unsorted = front - 1
+        if not self._unsorted:
+            self._front_max = -1
+        if seq.materialized:
+            arrived = self.arrived
+            if arrived[0] is seq:
+                arrived.popleft()
+            else:
+                arrived.remove(seq)
 
     def _reject(self, seq: Seq, outcome: PassOutcome, reason: str, limit: int) -> None:
         seq.rec.rejection = (reason, limit)

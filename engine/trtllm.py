@@ -64,9 +64,8 @@ class TrtllmRank(Rank):
             free -= max(self._to_completion(seq) - len(seq.blocks), 0)
         for seq in self.inbound:  # destinations reserved, KV not here yet
             free -= max(self._to_completion(seq) - len(seq.blocks), 0)
-        for seq in self.waiting:
-            if seq.materialized:
-                free -= max(self._to_completion(seq) - len(seq.blocks), 0)
+        for seq in self.arrived:  # the waiting requests whose KV arrived (materialized)
+            free -= max(self._to_completion(seq) - len(seq.blocks), 0)
         return free
 
     def _never_fits(self, seq: Seq, known_blocks: int) -> bool:
