@@ -64,6 +64,28 @@ class IndexCountingDeque(CountingDeque):
         return super().__getitem__(index)
 
 
+def decode_visits(decode: dict[str, Any], host: bool, output: int,
+                  monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int]]:
+    """P/D runs of 200 and 400 requests at once onto one decode rank of `decode` (plus a
+    private G2 with `host`): per run, (queue elements looked at, readmissions)."""
+    if host:
+        decode = {**decode, "native_host_offload": {
+            "num_host_blocks": 64, "d2h_bandwidth_gbps": 1.0, "h2d_bandwidth_gbps": 1.0}}
+    visits = []
+    for n in (200, 400):
+        monkeypatch.setattr(CountingDeque, "visited", 0)
+        monkeypatch.setattr(CountingDeque, "depth", 0)
+        workload = ListWorkload([request(i, 0.0, 8 + 4 * (i % 5), output,
+                                         [i % 7, *(100 * k + i for k in range(1, 6))])
+                                 for i in range(n)])
+        result = run_native(native_pd(rank(num_gpu_blocks=4096), rank(**decode)),
+                            workload=workload)
+        assert sum(1 for r in result.records if r.terminal_status == "completed") == n
+        visits.append((CountingDeque.visited + CountingDeque.depth,
+                       sum(r.readmission_count for r in result.records)))
+    return visits
+
+
 @pytest.mark.parametrize("host", [False, True])
 def test_an_overloaded_pd_decode_rank_places_arrivals_from_the_back(
         host: bool, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -71,22 +93,9 @@ def test_an_overloaded_pd_decode_rank_places_arrivals_from_the_back(
     waiting queue by acceptance order from its back: the queue elements looked at grow
     linearly with the requests (they grew as n^2 / 4 with the scan from the front)."""
     monkeypatch.setattr(scheduler_module, "deque", IndexCountingDeque)
-    decode: dict[str, Any] = {"max_num_seqs": 2, "num_gpu_blocks": 4096}
-    if host:
-        decode["native_host_offload"] = {"num_host_blocks": 64, "d2h_bandwidth_gbps": 1.0,
-                                         "h2d_bandwidth_gbps": 1.0}
-    visits = []
-    for n in (200, 400):
-        monkeypatch.setattr(CountingDeque, "visited", 0)
-        monkeypatch.setattr(CountingDeque, "depth", 0)
-        workload = ListWorkload([request(i, 0.0, 8 + 4 * (i % 5), 3,
-                                         [i % 7, *(100 * k + i for k in range(1, 6))])
-                                 for i in range(n)])
-        doc = native_pd(rank(num_gpu_blocks=4096), rank(**decode))
-        result = run_native(doc, workload=workload)
-        assert sum(1 for r in result.records if r.terminal_status == "completed") == n
-        visits.append(CountingDeque.visited + CountingDeque.depth)
-    assert visits[1] < 10 * 400 and visits[1] < 2.5 * visits[0]
+    (small, _), (large, _) = decode_visits({"max_num_seqs": 2, "num_gpu_blocks": 4096}, host,
+                                           3, monkeypatch)
+    assert large < 10 * 400 and large < 2.5 * small
 
 
 class SearchCountingDeque(IndexCountingDeque):
@@ -107,20 +116,7 @@ def test_a_pd_decode_rank_finds_arrived_requests_behind_preempted_ones_at_once(
     never looks through the preempted ones (elements looked at grew as n^2 before: 193,958
     for 400 requests, 62,711 more deep in remove())."""
     monkeypatch.setattr(scheduler_module, "deque", SearchCountingDeque)
-    decode: dict[str, Any] = {"max_num_seqs": 8, "num_gpu_blocks": 40}
-    if host:
-        decode["native_host_offload"] = {"num_host_blocks": 64, "d2h_bandwidth_gbps": 1.0,
-                                         "h2d_bandwidth_gbps": 1.0}
-    visits = []
-    for n in (200, 400):
-        monkeypatch.setattr(CountingDeque, "visited", 0)
-        monkeypatch.setattr(CountingDeque, "depth", 0)
-        workload = ListWorkload([request(i, 0.0, 8 + 4 * (i % 5), 30,
-                                         [i % 7, *(100 * k + i for k in range(1, 6))])
-                                 for i in range(n)])
-        result = run_native(native_pd(rank(num_gpu_blocks=4096), rank(**decode)),
-                            workload=workload)
-        assert sum(1 for r in result.records if r.terminal_status == "completed") == n
-        assert sum(r.readmission_count for r in result.records) > n  # preempted, many times
-        visits.append(CountingDeque.visited + CountingDeque.depth)
-    assert visits[1] < 25 * 400 and visits[1] < 2.5 * visits[0]
+    (small, _), (large, readmitted) = decode_visits({"max_num_seqs": 8, "num_gpu_blocks": 40},
+                                                    host, 30, monkeypatch)
+    assert readmitted > 400  # preempted, many times
+    assert large < 25 * 400 and large < 2.5 * small
