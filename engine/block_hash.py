@@ -80,9 +80,15 @@ class SequenceHasher:
         keys = self.identities.keys
         assert keys is not None
         cache = self._cache
+        parent, content = keys[ident]
+        if parent == ROOT or parent in cache:  # the usual case: blocks are hashed in order
+            local = xxhash.xxh3_64_intdigest(self._tokens(content), seed=SEED)
+            value = local if parent == ROOT else xxhash.xxh3_64_intdigest(
+                _PAIR.pack(cache[parent], local), seed=SEED)
+            cache[ident] = value
+            return value
         # Walk up to the first ancestor already hashed (chains can be thousands of blocks long).
         path = [ident]
-        parent = keys[ident][0]
         while parent != ROOT and parent not in cache:
             path.append(parent)
             parent = keys[parent][0]

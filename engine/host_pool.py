@@ -51,6 +51,21 @@ def release_pins(pins: dict[int, int], keys: Sequence[int]) -> list[int]:
             freed.append(key)
     return freed
 
+def by_hash(keys: Sequence[int], hash_of: Callable[[int], int]) -> list[int]:
+    """`keys` sorted by block hash, ties in their order. A SequenceHasher's cache is filled
+    first, then read by the sort itself (no Python call per comparison key)."""
+    known: dict[int, int] | None = getattr(hash_of, "cache", None)  # its values so far
+    if known is not None:
+        for key in keys:
+            if key not in known:
+                hash_of(key)
+        try:
+            return sorted(keys, key=known.__getitem__)
+        except KeyError:  # a hasher that does not cache every key it is asked for
+            pass
+    return sorted(keys, key=hash_of)
+
+
 class Transfer:
     """One copy between a rank's G1 and the pool."""
 
@@ -141,16 +156,13 @@ class HostPool:
     def _touch_cohort(self, keys: Sequence[int]) -> None:
         """One new epoch for entries entering (or already in) the LRU, tied by block hash."""
         lru = self.lru
-        hash_of = self.hash_of
-        known = getattr(hash_of, "cache", None)  # a SequenceHasher's values so far
         if len(keys) > 1:
-            if known is not None:
-                keys = sorted(keys, key=lambda k: known.get(k) or hash_of(k))
-            else:
-                keys = sorted(keys, key=hash_of)
+            keys = by_hash(keys, self.hash_of)
         for key in keys:
-            lru[key] = None
-            lru.move_to_end(key)
+            if key in lru:  # (entries enter the LRU here: their keys are rarely in it)
+                lru.move_to_end(key)
+            else:
+                lru[key] = None
 
     # -- stores ----------------------------------------------------------------------------------
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from kvreplay.engine.host_pool import RESIDENT, RETRY_CAPACITY, HostPool, Transfer
+from kvreplay.engine.host_pool import RESIDENT, RETRY_CAPACITY, HostPool, Transfer, by_hash
 from kvreplay.engine.host_transfer import D2H, H2D, FairShare, FifoLanes
 
 MS = 1_000_000
@@ -58,6 +58,37 @@ def test_a_completed_cohort_shares_one_epoch_ordered_by_block_hash() -> None:
     victim_free = p.reserve_store(owner, [3], [3])
     assert isinstance(victim_free, Transfer)
     assert 2 not in p.entries and 1 in p.entries  # hash(2) = 10 < hash(1) = 20
+
+
+class CachingHasher:
+    """A hasher with a SequenceHasher's cache, counting the keys it had to hash; hashes tie."""
+
+    def __init__(self) -> None:
+        self.cache: dict[int, int] = {}
+        self.hashed: list[int] = []
+
+    def __call__(self, key: int) -> int:
+        if key not in self.cache:
+            self.hashed.append(key)
+            self.cache[key] = (key * 7919) % 5  # few values: many ties
+        return self.cache[key]
+
+
+def test_cohorts_sort_by_hash_as_sorted_does_hashing_each_key_once() -> None:
+    """by_hash orders keys as sorted(keys, key=hash_of), ties in their order, asking the
+    hasher only for keys it has not cached (once each), then reading its cache; without a
+    cache it sorts by the hasher."""
+    hasher = CachingHasher()
+    cohorts = [[9, 3, 12, 4, 1, 30], [3, 12, 40, 2, 41], [5], [], [41, 40, 9, 44, 8, 3]]
+    seen: set[int] = set()
+    for keys in cohorts:
+        expected = sorted(keys, key=lambda k: (k * 7919) % 5)
+        fresh = [k for k in dict.fromkeys(keys) if k not in seen]
+        before = len(hasher.hashed)
+        assert by_hash(keys, hasher) == expected
+        assert hasher.hashed[before:] == fresh
+        seen.update(keys)
+    assert by_hash([3, 1, 2], lambda k: -k) == [3, 2, 1]
 
 
 def test_older_cohorts_are_evicted_before_newer_ones() -> None:
