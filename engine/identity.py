@@ -132,9 +132,25 @@ class BlockIdentities:
         (content: the block's (value, count, ...) runs, or its one value)."""
         ids = self._ids
         keys = self.keys
-        for _ in range(full - len(out)):
+        while len(out) < full:
             if left == 0:
                 value, left = _next_run(runs, input_length)
+            if left >= block_size and type(value) is int and 0 <= value < _WIDE:
+                # Whole blocks inside one run of a one-int value (a synthetic prompt's long
+                # run): block_key inline, block after block.
+                whole = min(left // block_size, full - len(out))
+                left -= whole * block_size
+                for _ in range(whole):
+                    wide = (parent << 64) | value
+                    ident = ids.get(wide)
+                    if ident is None:
+                        ident = len(ids)
+                        ids[wide] = ident
+                        if keys is not None:
+                            keys.append((parent, value))
+                    out.append(ident)
+                    parent = ident
+                continue
             content: object
             if left >= block_size:
                 content = value
