@@ -40,6 +40,9 @@ lanes), mix-preempt (300 GPU blocks a worker) and mix-load10x; MIX below says ea
                timing), 20,000 synthetic requests of 1024 in / 128 out at a constant 40 req/s
                (kvreplay `constant_rate`, reference `run_synthetic_trace_replay(...,
                arrival_interval_ms=25)`): thousands wait in the one queue
+    agentic    bench_agentic.py's regime (its G2-private, round-robin cell): its seeded corpus of
+               1,000 Weka plays (9,984 requests, subagents included), 64 lanes, 4 workers x
+               2,000 blocks of 64 tokens, fixed 20/5 ms, G2 per rank 8,000 host blocks at 32 GB/s
     telemetry  fixed-rr sampled every 1,000 ms of simulated time (kvreplay `spec.telemetry`,
                reference `TelemetryOptions(sample_interval_ms=1000)`)
     scaled     fixed-rr under one scaling policy object on both engines (kvreplay
@@ -121,6 +124,7 @@ class Regime:
     block: int = BLOCK
     lag_ms: float | None = None  # the KV router's kv_event_lag_ms
     lanes: int | None = None  # agentic lanes (source "agentic")
+    plays: int = 150  # bench_agentic corpus plays (source "agentic"; AGENTIC_PLAYS)
     cli: bool = False  # kvreplay's child is `python -m kvreplay run`, not the API
     telemetry_ms: float | None = None  # spec.telemetry's sample interval
     backend: str = "vllm"
@@ -227,8 +231,14 @@ MIX = [
            "arrivals 10x faster", source=SYNTH, workers=4, speedup=10.0,
            timing={"type": "polynomial"}),
 ]
-AGENTIC_PLAYS = 150
+# bench_agentic's regime (its G2 private cell, round robin): 1,000 plays, 64 lanes, 4 workers.
+AGENTIC = Regime("agentic", "bench_agentic corpus 1,000 plays (9,984 requests), 64 lanes, 4 "
+                 "workers x 2,000 blocks of 64 tokens, fixed 20/5 ms, round robin, G2 per rank "
+                 "8,000 host blocks, 32 GB/s links", source="agentic", workers=4, blocks=2000,
+                 block=64, lanes=64, plays=1000,
+                 host={"scope": "dp_rank_local", "num_host_blocks": 8000, **HOST_LINKS})
 AGENTIC_MODEL = "agent-model"  # bench_agentic's model name
+AGENTIC_PLAYS = 150  # the mix's corpus
 # Overload: one worker far past its capacity (the reference's own default rank: 64-token blocks,
 # 16,384 of them, polynomial timing); 20,000 synthetic requests of 1024 in / 128 out tokens at a
 # constant 40 req/s (kvreplay `constant_rate`, the reference's `arrival_interval_ms=25`): the
@@ -241,7 +251,7 @@ SYNTHETIC = {"input_tokens": 1024, "output_tokens": 128, "requests": 20000, "rat
 SCALED = Regime("scaled", f"aggregated vLLM workers, 1000 x {BLOCK}-token blocks, fixed 20/5 ms, "
                 "round robin, scaling 2 -> 8 (300 s) -> 4 (2,000 s), a tick every 5 s, 30 s "
                 "start-up", workers=2, startup_s=30.0)
-REGIMES.update({r.name: r for r in (*MIX, OVERLOAD, SCALED)})
+REGIMES.update({r.name: r for r in (*MIX, OVERLOAD, SCALED, AGENTIC)})
 GROUPS = {"mix": [r.name for r in MIX]}
 VENDORED = {CONV: REPO / "tests" / "cases" / "mooncake" / "conversation_trace-head2000.jsonl.gz",
             SYNTH: REPO / "tests" / "cases" / "mooncake" / "synthetic_trace-head1000.jsonl.gz"}
@@ -578,14 +588,15 @@ def trace_for(regime: Regime, conversation: Path, folder: str) -> Path:
     (synthetic traffic has none: a path in the folder, never read)."""
     if regime.source == "conversation" and not regime.rows:
         return conversation
-    path = Path(folder) / f"{regime.source}-{regime.rows}.jsonl"
+    plays = "" if regime.plays == AGENTIC_PLAYS else f"-{regime.plays}-plays"  # the name seeds ids
+    path = Path(folder) / f"{regime.source}-{regime.rows}{plays}.jsonl"
     if path.exists() or regime.source == "synthetic":
         return path
     if regime.source == "agentic":
         from bench_agentic import corpus
 
         path.write_text("".join(json.dumps(p, separators=(",", ":")) + "\n"
-                                for p in corpus(AGENTIC_PLAYS)))
+                                for p in corpus(regime.plays)))
         return path
     source = VENDORED.get(regime.source)
     with (gzip.open(source, "rt") if source else conversation.open()) as f, \
