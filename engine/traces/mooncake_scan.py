@@ -1,8 +1,10 @@
 """The checking pass over a Mooncake trace: every row checked, and a compact index for the replay.
 
-The pass streams the file once. It keeps no rows: only a few machine integers per row (byte offset,
-line number, link to the same session's next turn) and a small record per *named* session. The
-replay pass re-reads rows by offset when they are due, so neither pass holds the trace in memory.
+The pass streams the file once. It keeps a few machine integers per row (byte offset, line
+number, link to the same session's next turn), a small record per *named* session, and the
+checked rows themselves while they hold at most KEPT_HASH_IDS hash ids in all: the replay pass
+takes a kept row as it is (each is read, decoded and checked once) and re-reads the others by
+offset when they are due, so a trace past that bound is never held in memory.
 """
 
 from __future__ import annotations
@@ -18,6 +20,9 @@ from kvreplay.schema.diagnostics import Diagnostic, Related, Span
 from kvreplay.schema.files import open_regular
 
 MAX_LISTED_ERRORS = 200
+# The checked rows kept for the replay (TraceIndex.kept), counted in hash ids: about 40 bytes
+# each, so at most ~40 MB (the 12k-row conversation trace holds 288,500).
+KEPT_HASH_IDS = 1_000_000
 
 
 class TraceIndex:
@@ -41,6 +46,8 @@ class TraceIndex:
         self.first_order: array[int] | None = None
         self.min_first_ts: float | None = None
         self.multi_turn = False
+        self.kept: dict[int, MooncakeRow] = {}  # row -> its checked row (see KEPT_HASH_IDS)
+        self.kept_budget = KEPT_HASH_IDS
 
     @property
     def rows(self) -> int:
@@ -181,6 +188,10 @@ class _Scan:
                 first: bool) -> None:
         index = self.index
         position = index.rows
+        cost = len(row.hash_ids) + len(row.output_token_ids or ()) + 1
+        if cost <= index.kept_budget:
+            index.kept_budget -= cost
+            index.kept[position] = row
         index.offsets.append(offset)
         index.lines.append(number)
         index.next_turn.append(-1)

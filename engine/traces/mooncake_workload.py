@@ -14,7 +14,9 @@ Semantics are the reference engine's (probed, see docs/traces-and-reports.md):
   own rows' tokens.
 
 Only first turns due at the earliest pending time are read ahead; a later turn's row is read when
-its predecessor ends. Pending state is bounded by the sessions in flight, whatever the file size.
+its predecessor ends (taken from the rows the check kept, else re-read from the file). Pending
+state is bounded by the sessions in flight and the kept rows (mooncake_scan.KEPT_HASH_IDS),
+whatever the file size.
 """
 
 from __future__ import annotations
@@ -112,9 +114,10 @@ class MooncakeWorkload(HeapReleases):
     def token_order(self) -> Iterator[Runs]:
         """Each replayed row's own prompt runs, in file order (the reference numbers trace
         token values in that order, whatever order the rows arrive in)."""
+        kept = self._index.kept
         with self._reopen() as stream:
             for row_index in range(self._index.rows):
-                row = self._read(row_index, stream)
+                row = kept.get(row_index) or self._read(row_index, stream)
                 yield runs_from_hash_ids(row.hash_ids, self._block_size, row.input_length)
 
     def exhausted(self) -> bool:
@@ -211,6 +214,9 @@ class MooncakeWorkload(HeapReleases):
     def _read(self, row_index: int, stream: BinaryIO | None = None) -> MooncakeRow:
         index = self._index
         if stream is None:
+            kept = index.kept.pop(row_index, None)  # each row is replayed once
+            if kept is not None:
+                return kept
             if self._stream is None:
                 self._stream = self._reopen()  # kept open across calls
             stream = self._stream

@@ -1,5 +1,6 @@
-"""A 100,000-row trace is checked and replayed without holding its rows: the peak number of live
-TraceRequest objects and of pending releases stays at the handful in flight."""
+"""A 100,000-row trace is checked and replayed with only a handful of requests alive: the peak
+number of live TraceRequest objects and of pending releases stays at those in flight; the
+checked rows the check keeps (up to a bound) are not read again."""
 
 from __future__ import annotations
 
@@ -102,3 +103,44 @@ def test_decreasing_timestamps_stream_in_time_order(tmp_path: Path,
             workload.on_terminal(request, now)
     assert order == list(range(rows - 1, -1, -1))
     assert counted.peak <= 4
+
+
+def _released(path: Path) -> list[tuple[int, float, Any, int]]:
+    """Every request of a replay (ordinal, release time, prompt, output), with token_order
+    read first as a G2 replay does."""
+    workload = workload_from_traffic(trace_traffic(path, block_size=4), base_dir=".")
+    assert isinstance(workload, MooncakeWorkload)
+    assert len(list(workload.token_order())) == workload.total_requests
+    out = []
+    while not workload.exhausted():
+        now = workload.next_release_ms()
+        assert now is not None
+        for request in workload.release(now):
+            out.append((request.ordinal, request.release_ms, request.prompt,
+                        request.output_length))
+            workload.on_terminal(request, now + 1.0)
+    return out
+
+
+@pytest.mark.parametrize("budget", [None, 0, 25], ids=["kept", "re-read", "partly-kept"])
+def test_rows_the_check_kept_are_not_read_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                budget: int | None) -> None:
+    """The replay takes the rows the check kept (no second decode); past the kept bound it
+    re-reads the rest by offset, releasing the same requests either way."""
+    from kvreplay.engine.traces import mooncake_scan
+
+    path = _write(tmp_path / "t.jsonl", 40, sessions=True)
+    expected = _released(path)
+    decoded: list[int] = []
+    real = module.decode_object
+
+    def counting(raw: bytes, **kwargs: Any) -> Any:
+        decoded.append(1)
+        return real(raw, **kwargs)
+
+    monkeypatch.setattr(module, "decode_object", counting)
+    if budget is not None:
+        monkeypatch.setattr(mooncake_scan, "KEPT_HASH_IDS", budget)
+    assert _released(path) == expected
+    kept = 40 if budget is None else budget // 3  # each row costs its 2 hash ids + 1
+    assert len(decoded) == 2 * (40 - kept)  # token_order and the release, each once a row
