@@ -24,14 +24,14 @@ from typing import Any
 
 # The modules the profiles of bench/bench_engine.py's regimes spend their time in (the event
 # loop, passes and admission, pools, timing, identities, the G2 tier, P/D, the router, records
-# and the report's summary), compiled as one group (calls between them stay native). A class
-# of an interpreted module cannot subclass a compiled class: trtllm.py (TrtllmRank(Rank)) and
-# radix.py (RadixCache(EventLog)) are in.
+# and the report's summary, MTP speculation and its stretches), compiled as one group (calls
+# between them stay native). A class of an interpreted module cannot subclass a compiled
+# class: trtllm.py (TrtllmRank(Rank)) and radix.py (RadixCache(EventLog)) are in.
 MODULES = (
     "block_hash", "deployment", "events", "handoff", "host_client", "host_pool",
     "host_runtime", "host_transfer", "identity", "kv_index", "ledger", "loop", "metrics",
-    "pool", "radix", "records", "report", "router", "router_queue", "scheduler", "sequence",
-    "sglang", "simtime", "sketch", "timing", "trtllm", "worker",
+    "mtp_stretch", "pool", "radix", "records", "report", "router", "router_queue", "scheduler",
+    "sequence", "sglang", "simtime", "sketch", "speculation", "timing", "trtllm", "worker",
 )
 PACKAGE = "kvreplay.engine"
 GROUP = "kvreplay.engine._core"  # the shared library: kvreplay/engine/_core__mypyc.*.so
