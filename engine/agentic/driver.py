@@ -745,10 +745,5 @@ def _trajectories(plays: Sequence[_PlayState]) -> dict[str, Any]:
 def _intern(graph: AgenticGraph) -> list[list[int]]:
     """Hash ids to dense u32 token values, first seen in graph order, shared by all plays."""
     dense: dict[int, int] = {}
-    out = []
-    for node in graph.nodes:
-        for h in node.hash_ids:
-            if h not in dense:
-                dense[h] = len(dense) & 0xFFFFFFFF
-        out.append([dense[h] for h in node.hash_ids])
-    return out
+    first = dense.setdefault  # a new hash id gets the count before it (one pass a node)
+    return [[first(h, len(dense) & 0xFFFFFFFF) for h in node.hash_ids] for node in graph.nodes]

@@ -402,3 +402,21 @@ def test_a_v2_trace_past_the_request_bound_is_refused_while_read(
     assert "holds more than 5 requests" in d.message
     g, found = read_agentic_mooncake(str(v2(tmp_path, *rows[:-1])))
     assert g is not None, found
+
+
+@pytest.mark.parametrize(("hashes", "bad"), [
+    ([], None), ([0, 7, (1 << 64) - 1], None), ([3, True], 1), ([1, 2, -1], 2),
+    ([1 << 64, 5], 0), ([1, 2.0], 1), ([1, "2"], 1), ([False], 0),
+])
+def test_a_request_s_hash_ids_are_checked_and_the_first_bad_one_named(
+        hashes: list[object], bad: int | None) -> None:
+    """Plain u64 lists pass in one check; any other names its first bad position."""
+    from kvreplay.engine.traces.agentic import weka
+
+    obj = {"t": 0, "type": "s", "model": "m", "in": 64, "out": 1, "hash_ids": hashes}
+    if bad is None:
+        assert weka._request(obj, "$.requests[0]").hash_ids == hashes
+        return
+    with pytest.raises(weka._Bad) as caught:
+        weka._request(obj, "$.requests[0]")
+    assert caught.value.where == f"$.requests[0].hash_ids[{bad}]"

@@ -10,7 +10,7 @@ digest means equal ids, sessions, hashes, delays, triggers and relations.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -163,17 +163,24 @@ class AgenticGraph:
 def graph_digest(block_size: int, nodes: Sequence[GraphRow]) -> str:
     """The reference's canonical graph digest (BLAKE3 of the sorted nodes' serde JSON)."""
     h = blake3.blake3(f'{{"block_size":{block_size},"nodes":['.encode())
+    quoted: dict[str, str] = {}  # ids and names recur (plays, sessions, models, dependencies)
+
+    def q(text: str) -> str:
+        out = quoted.get(text)
+        if out is None:
+            out = quoted[text] = _quote(text)
+        return out
+
     first = True
     for n in sorted(nodes, key=lambda r: r.request_id.encode()):
-        h.update((_node_json(n) if first else "," + _node_json(n)).encode())
+        h.update((_node_json(n, q) if first else "," + _node_json(n, q)).encode())
         first = False
     h.update(b"]}")
     return h.hexdigest()
 
 
-def _node_json(n: GraphRow) -> str:
+def _node_json(n: GraphRow, q: Callable[[str], str]) -> str:
     """One node as serde writes it (the field order of the reference's node struct)."""
-    q = _quote
     f = serde.f64
     ordinal = ("" if n.source_play_ordinal is None
                else f',"source_play_ordinal":{n.source_play_ordinal}')

@@ -318,6 +318,15 @@ def _kind(value: Any) -> str:
     return "an object"
 
 
+def _all_u64(values: list[Any]) -> bool:
+    """Every value a plain int in 0..2^64-1, checked by C loops (the per-value loop that names
+    the first bad one runs only when this says no)."""
+    if not values:
+        return True
+    kinds = set(map(type, values))
+    return kinds == {int} and min(values) >= 0 and max(values) < (1 << 64)
+
+
 def _request(obj: Any, where: str) -> WekaRequest:
     if not isinstance(obj, dict):
         raise _Bad("TRACE-FIELD", where, f"a request must be an object, found {_kind(obj)}")
@@ -326,10 +335,11 @@ def _request(obj: Any, where: str) -> WekaRequest:
         if not isinstance(hashes, list):
             raise _Bad("TRACE-FIELD", f"{where}.hash_ids", "`hash_ids` must be an array of "
                        f"unsigned 64-bit integers, found {_kind(hashes)}")
-        for k, h in enumerate(hashes):
-            if isinstance(h, bool) or not isinstance(h, int) or not 0 <= h < (1 << 64):
-                raise _Bad("TRACE-VALUE", f"{where}.hash_ids[{k}]", "hash ids must be unsigned "
-                           f"64-bit integers, found {_kind(h)}")
+        if not _all_u64(hashes):
+            for k, h in enumerate(hashes):
+                if isinstance(h, bool) or not isinstance(h, int) or not 0 <= h < (1 << 64):
+                    raise _Bad("TRACE-VALUE", f"{where}.hash_ids[{k}]", "hash ids must be "
+                               f"unsigned 64-bit integers, found {_kind(h)}")
     return WekaRequest(
         t=_float(obj, "t", where) or 0.0,
         model=_str(obj, "model", where),
@@ -466,6 +476,7 @@ def _check_request(r: WekaRequest, src: str, bad: Callable[[str, str, str], None
             f"{r.api_time:.6g} s, {_PAST}")
 
 
+_blake3 = blake3.blake3
 _PAST = f"past the {MAX_SECONDS:.0e} s (about 31,700 years) a trace time may reach"
 
 
@@ -1139,8 +1150,8 @@ def _unique_hash(domain: str, identity: str, used: dict[Any, Any]) -> int:
     if known is not None:
         return int(known)
     for nonce in range(1 << 32):
-        digest = blake3.blake3(f"{domain}\0{identity}\0{nonce}".encode()).digest()
-        value: int = struct.unpack("<Q", digest[:8])[0]
+        value = int.from_bytes(_blake3(f"{domain}\0{identity}\0{nonce}".encode()).digest(8),
+                               "little")
         holder = used.get(value)
         if holder is not None and holder != identity:
             continue
