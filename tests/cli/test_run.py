@@ -300,3 +300,28 @@ def test_mtp_run_prints_the_speculation_line_and_writes_a_valid_report(
             f"acceptance by position {rates}") in ran.out
     schema = json.loads((REPO / "schema" / "report.schema.json").read_text())
     jsonschema.Draft202012Validator(schema).validate(report)
+
+
+def test_an_agentic_run_reads_and_lowers_its_plays_once(cli: Callable[..., Any], tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """One `kvreplay run` of Weka plays: the corpus is read once, each play lowered once, the
+    graph digested once."""
+    import kvreplay.engine.traces.agentic.graph as graph
+    import kvreplay.engine.traces.agentic.weka as weka
+
+    calls: Counter[str] = Counter()
+    for module, name in ((weka, "read_weka"), (weka, "lower_play"), (graph, "graph_digest")):
+        original = getattr(module, name)
+
+        def counted(*args: Any, _name: str = name, _original: Any = original,
+                    **kwargs: Any) -> Any:
+            calls[_name] += 1
+            return _original(*args, **kwargs)
+
+        monkeypatch.setattr(module, name, counted)
+    out = tmp_path / "report.json"
+    ran = cli("run", str(REPO / "examples" / "agentx-g2-local.yaml"), "-o", str(out))
+    assert ran.code == 0, ran.err
+    plays = json.loads(out.read_text())["summary"]["total_trajectories"]
+    assert plays > 0
+    assert calls == {"read_weka": 1, "lower_play": plays, "graph_digest": 1}
