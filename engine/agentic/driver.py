@@ -131,6 +131,9 @@ class AgenticWorkload:
         self._measuring = not warmup  # profile nodes may dispatch
         self.prepares = warmup  # the engine measures (and streams records) from the barrier
         self._graph_identity: dict[str, Any] | None = None
+        # Plain runs: the next release only moves with release(), feedback and its flush, so
+        # the answer is kept until one of them (the loop asks at every instant).
+        self._known_next: tuple[float | None] | None = None
         if snapshot_seed is None:
             graph.speed_up(speedup)  # the reference digests the sped-up graph here
             self._digest = graph.digest()
@@ -296,6 +299,9 @@ class AgenticWorkload:
     # -- the Workload protocol -----------------------------------------------------------------
 
     def next_release_ms(self) -> float | None:
+        known = self._known_next
+        if known is not None:
+            return known[0]
         if self._feedback:
             self._flush()
         heap = self._heap
@@ -315,9 +321,12 @@ class AgenticWorkload:
             ready = prep.next_ready_ms()
             if ready is not None and (best is None or ready < best):
                 best = ready
+        elif profile is None:
+            self._known_next = (best,)
         return best
 
     def release(self, now_ms: float) -> list[TraceRequest]:
+        self._known_next = None
         out = []
         prep = self.prep
         if prep is not None and prep.transition is None:
@@ -342,6 +351,7 @@ class AgenticWorkload:
         if target is None:
             return  # canceled by the profile already
         order = PREP_FEEDBACK + target.index if isinstance(target, PrepRequest) else target
+        self._known_next = None
         self._feedback.append((now_ms, order, request.ordinal, status,
                                request.output_length if output_tokens is None else output_tokens))
 
@@ -444,6 +454,7 @@ class AgenticWorkload:
     # -- feedback ------------------------------------------------------------------------------
 
     def _flush(self) -> None:
+        self._known_next = None
         batch = sorted(self._feedback, key=lambda f: (f[0], f[1]))
         self._feedback = []
         live = self._live

@@ -193,3 +193,21 @@ def test_weka_and_its_v2_form_replay_identically(tmp_path: Path) -> None:
         assert weka["summary"]["agentic_graph"]["graph_digest"] == (
             converted["summary"]["agentic_graph"]["graph_digest"])
         assert dumps_report(weka) == dumps_report(converted)
+
+
+def test_a_plain_run_keeps_its_next_release_until_something_moves_it() -> None:
+    """The loop asks at every instant: a plain run answers from memory until a release or
+    feedback (here the heap is emptied behind its back: only a release makes it look again)."""
+    from kvreplay.engine.agentic.driver import AgenticWorkload
+    from kvreplay.engine.traces.agentic.weka import read_weka
+
+    graph, found = read_weka(str(CASES_DIR / "w03_async.jsonl"), basis="absolute")
+    assert graph is not None, found
+    graph.normalize_starts()
+    workload = AgenticWorkload(graph, lanes=1, target_model="m")
+    first = workload.next_release_ms()
+    assert first is not None
+    workload._heap.clear()
+    assert workload.next_release_ms() == first
+    assert workload.release(first) == []
+    assert workload.next_release_ms() is None
