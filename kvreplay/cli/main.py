@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from kvreplay import HOMEPAGE, __version__
 from kvreplay.cli import exits
@@ -133,7 +133,9 @@ def _overrides(parser: argparse.ArgumentParser) -> None:
                         help="change the config before validation (VALUE is YAML; repeatable)")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The CLI's parser; `command`: with only that subcommand (all `main` needs to parse its
+    argv: building the other ten costs start-up time), None: with every subcommand."""
     common = _common(top=False)
     parser = argparse.ArgumentParser(
         prog="kvreplay",
@@ -149,7 +151,13 @@ def build_parser() -> argparse.ArgumentParser:
                               epilog=EXAMPLES.get(name),
                               formatter_class=argparse.RawDescriptionHelpFormatter)
 
-    lint = add("lint", "check configs and native specs against the schema and support matrix")
+    for name, help_text, fill in COMMANDS:
+        if command is None or command == name:
+            fill(add(name, help_text))
+    return parser
+
+
+def _lint_parser(lint: argparse.ArgumentParser) -> None:
     lint.add_argument("paths", nargs="*", metavar="PATH",
                       help="files, directories or globs (default: the current folder)")
     lint.add_argument("--format", choices=FORMATS, default=None,
@@ -174,11 +182,13 @@ def build_parser() -> argparse.ArgumentParser:
     add_walk_options(lint)
     _overrides(lint)
 
-    completion = add("completion", "print a shell completion script")
+
+def _completion_parser(completion: argparse.ArgumentParser) -> None:
     completion.add_argument("shell", choices=["bash", "zsh", "fish"],
                             help="the shell to print the script for")
 
-    comp = add("compile", "compile a YAML config (or native spec) into canonical native JSON")
+
+def _compile_parser(comp: argparse.ArgumentParser) -> None:
     comp.add_argument("config", metavar="CONFIG", nargs="*",
                       help="the config (with --check-pairs: any number of configs and outputs)")
     target = comp.add_mutually_exclusive_group()
@@ -200,7 +210,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_project_options(comp)
     _overrides(comp)
 
-    run = add("run", "replay a config or native spec with the bundled engine")
+
+def _run_parser(run: argparse.ArgumentParser) -> None:
     run.add_argument("config", metavar="CONFIG_OR_SPEC",
                      help="a YAML config, or a native spec that `kvreplay compile` wrote")
     run.add_argument("--trace", action="append", default=[], metavar="PATH",
@@ -225,7 +236,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="write the HTML report (plots, offline, one file) here")
     _overrides(run)
 
-    compare = add("compare", "compare two run reports: summary deltas, per-request join, gates")
+
+def _compare_parser(compare: argparse.ArgumentParser) -> None:
     compare.add_argument("base", metavar="BASE", help="the report to compare against")
     compare.add_argument("new", metavar="NEW", help="the report of the run under test")
     compare.add_argument("--fail-on", action="append", default=[], metavar="GATE",
@@ -242,8 +254,8 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--html", metavar="FILE",
                          help="also write both runs overlaid in one offline HTML page")
 
-    report = add("report", "render replay reports (or a sweep's results folder) as one "
-                 "self-contained HTML file with plots")
+
+def _report_parser(report: argparse.ArgumentParser) -> None:
     report.add_argument("reports", metavar="REPORT", nargs="+",
                         help="report JSON written by `kvreplay run -o` (several are overlaid), "
                         "or one results folder of `kvreplay sweep -o DIR`")
@@ -253,12 +265,11 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--label", action="append", default=[], metavar="NAME",
                         help="a run's name in the plots, in REPORT order (default: file name)")
 
-    _sweep_parser(add("sweep", "run a parameter sweep: every point of a grid, on every trace"))
 
-    trace = add("trace", "work with trace files")
+def _trace_parser(trace: argparse.ArgumentParser) -> None:
     trace_sub = trace.add_subparsers(dest="trace_command", metavar="ACTION", required=True)
     convert = trace_sub.add_parser(
-        "convert", parents=[common],
+        "convert", parents=[_common(top=False)],
         help="convert a trace to the format the engine replays it as",
         description="Convert a trace to the format the engine replays it as: Weka / AgentX "
         "plays (a .json, a .jsonl or a directory) and agentic Dynamo request traces to the "
@@ -287,20 +298,22 @@ def build_parser() -> argparse.ArgumentParser:
     convert.add_argument("--prefix-groups", type=int, default=0, metavar="N",
                          help="Applied Compute: prefix groups, session i in group i mod N")
 
-    matrix = add("matrix", "render the support matrix from the rule files")
+
+def _matrix_parser(matrix: argparse.ArgumentParser) -> None:
     matrix.add_argument("--format", choices=["markdown", "json"], default="markdown",
                         help="a markdown table (default) or the rules as JSON")
 
-    explain = add("explain", "explain a rule: its text, rationale and examples")
+
+def _explain_parser(explain: argparse.ArgumentParser) -> None:
     explain.add_argument("rule", metavar="RULE-ID",
                          help="a rule ID or code, e.g. G2-BACKEND (`kvreplay matrix` lists the "
                          "rules, docs/diagnostics.md the codes)")
 
-    schema = add("schema", "print a JSON Schema (config for editors, native, report, sweep)")
+
+def _schema_parser(schema: argparse.ArgumentParser) -> None:
     schema.add_argument("which", choices=["config", "native", "report", "sweep"],
                         help="config (for editors), native (compiled specs), report (run -o), "
                         "sweep (sweep files)")
-    return parser
 
 
 def _sweep_parser(sweep: argparse.ArgumentParser) -> None:
@@ -329,17 +342,44 @@ def _sweep_parser(sweep: argparse.ArgumentParser) -> None:
     _overrides(sweep)
 
 
+# The subcommands in the order `kvreplay --help` lists them: name, help, what adds its arguments.
+COMMANDS: tuple[tuple[str, str, Callable[[argparse.ArgumentParser], None]], ...] = (
+    ("lint", "check configs and native specs against the schema and support matrix",
+     _lint_parser),
+    ("completion", "print a shell completion script", _completion_parser),
+    ("compile", "compile a YAML config (or native spec) into canonical native JSON",
+     _compile_parser),
+    ("run", "replay a config or native spec with the bundled engine", _run_parser),
+    ("compare", "compare two run reports: summary deltas, per-request join, gates",
+     _compare_parser),
+    ("report", "render replay reports (or a sweep's results folder) as one self-contained HTML "
+     "file with plots", _report_parser),
+    ("sweep", "run a parameter sweep: every point of a grid, on every trace", _sweep_parser),
+    ("trace", "work with trace files", _trace_parser),
+    ("matrix", "render the support matrix from the rule files", _matrix_parser),
+    ("explain", "explain a rule: its text, rationale and examples", _explain_parser),
+    ("schema", "print a JSON Schema (config for editors, native, report, sweep)",
+     _schema_parser),
+)
+
+
+def command_of(argv: Sequence[str]) -> str | None:
+    """The subcommand when argv starts with one (then only its parser is built), else None."""
+    return argv[0] if argv and argv[0] in {name for name, _, _ in COMMANDS} else None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; whatever stops it becomes an exit code and one line on stderr."""
     debug = False
     try:
-        parser = build_parser()
+        given = sys.argv[1:] if argv is None else argv
+        parser = build_parser(command_of(given))
         try:
             args = parser.parse_args(argv)
         except OSError as exc:  # --help or --version to a stdout that cannot take it
             raise stdout_error(exc) from None
         debug = args.debug
-        args.argv = list(sys.argv[1:] if argv is None else argv)  # for a report's provenance
+        args.argv = list(given)  # for a report's provenance
         if args.command is None:
             write_stdout(parser.format_help())
             return exits.USAGE
