@@ -7,18 +7,22 @@ from __future__ import annotations
 
 from typing import Any
 
-import cattrs
-from cattrs.errors import BaseValidationError
-
 from kvreplay.compiler.model import Config
 from kvreplay.schema.convert import converter
 from kvreplay.schema.diagnostics import Diagnostic, Span
+from kvreplay.schema.quick_structure import quick_structure
 
 
 def structure_config(
     data: dict[str, Any], file: str | None = None
 ) -> tuple[Config | None, list[Diagnostic]]:
     """Structure a (schema-valid) document into the frozen model; failures become diagnostics."""
+    quick = quick_structure(data, Config, forbid_extra_keys=True, native=False)
+    if quick is not None:  # the converter's value, without cattrs (schema/quick_structure.py)
+        return quick, []
+    import cattrs
+    from cattrs.errors import BaseValidationError
+
     try:  # the same hooks, untraced: a document that structures needs no more
         return converter(detailed=False).structure(data, Config), []
     except Exception:  # whatever failed, the traced try below reports it

@@ -17,7 +17,7 @@ from kvreplay.compiler.origin import SourceOrigin
 from kvreplay.compiler.source import Path, SourceMap
 from kvreplay.schema import native_model as n
 from kvreplay.schema import spec as s
-from kvreplay.schema.convert import native_converter
+from kvreplay.schema.convert import structure_native
 from kvreplay.schema.diagnostics import Diagnostic
 from kvreplay.schema.origin import SpecPath
 from kvreplay.schema.scaling import KVREPLAY_POLICIES, POLICY_KEYS, ScalingOptions
@@ -97,7 +97,7 @@ def spec_from_native(data: Mapping[str, Any], source: SourceMap | None,
         if key in topology and role_name not in [r for r, _ in named]:
             shape(f"topology pool `{key}` has no role `{role_name}` in `engine`", ("mode",))
     _scaling_config(doc, shape)
-    document = native_converter(strict=False).structure(data, n.Document)
+    document = structure_native(data, n.Document, strict=False)
     given = {name: "num_gpu_blocks" in (role.get("rank") or {}) for name, role in named}
     return s.spec_from_document(document, given), origin, diagnostics
 
@@ -121,8 +121,8 @@ def _scaling_config(doc: Mapping[str, Any], shape: Callable[[str, SpecPath, str 
                   ("scaling", "options", str(key)),
                   f"its options: {', '.join(POLICY_KEYS[policy])}")
     try:
-        native_converter().structure({k: v for k, v in config.items()
-                                      if k in POLICY_KEYS[policy]}, ScalingOptions)
+        structure_native({k: v for k, v in config.items() if k in POLICY_KEYS[policy]},
+                         ScalingOptions)
     except Exception as exc:  # cattrs' error group: its first leaf says what is wrong
         shape(f"scaling policy `{policy}`: {_first_problem(exc)}", ("scaling", "policy"), None)
 

@@ -18,12 +18,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from cattrs.errors import BaseValidationError
-
 from kvreplay.engine.errors import EngineConfigError
 from kvreplay.schema import native_model as n
 from kvreplay.schema.convert import native_converter
 from kvreplay.schema.json_schemas import known_valid, pointer, validator
+from kvreplay.schema.quick_structure import quick_structure
 from kvreplay.schema.spec import TOPOLOGY_KEY, Role, Spec, named_roles, spec_from_document
 
 ROLES_OF_MODE = {"aggregated": ["aggregated"], "disaggregated": ["prefill", "decode"]}
@@ -67,6 +66,11 @@ def _read(document: Mapping[str, Any]) -> n.Document:
         error = best_match(validator("native").iter_errors(document))
         if error is not None:
             raise EngineConfigError(f"{pointer(error.absolute_path)}: {error.message}")
+    quick = quick_structure(document, n.Document, forbid_extra_keys=True, native=True)
+    if quick is not None:  # the converter's value, without cattrs
+        return quick
+    from cattrs.errors import BaseValidationError
+
     try:
         return native_converter().structure(document, n.Document)
     except BaseValidationError as exc:  # pragma: no cover - the schema admits only what reads

@@ -46,6 +46,7 @@ KEY_MODULES = (
     "kvreplay.schema.layout",
     "kvreplay.schema.scaling",  # the Spec's scaling options
     "kvreplay.schema.convert",  # the Spec reads a native scaling config through it
+    "kvreplay.schema.quick_structure",  # and its quick structuring walk
     "kvreplay.schema.origin",
     "kvreplay.schema.diagnostics",
     "kvreplay.schema.version",

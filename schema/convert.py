@@ -3,6 +3,9 @@
 
 `converter()` structures the YAML config model (compiler/convert.py); `native_converter()` reads
 and writes native JSON documents (schema/native_model.py) for the compiler and the engine.
+cattrs is imported when a converter is first built: `structure_native` (and the config's
+structuring) try schema/quick_structure.py first, which gives the same values for the plain
+documents most runs read, without it.
 """
 
 from __future__ import annotations
@@ -11,13 +14,17 @@ import math
 import typing
 from collections.abc import Callable
 from functools import cache
-from typing import Any, Literal, get_args, get_origin
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_args, get_origin
 
 import attrs
-import cattrs
-from cattrs.gen import make_dict_structure_fn, override
 
+from kvreplay.schema.quick_structure import quick_structure
 from kvreplay.schema.schema_facts import KEY, json_key
+
+if TYPE_CHECKING:
+    import cattrs
+
+T = TypeVar("T")
 
 
 def _int(value: Any, _t: type) -> int:
@@ -73,11 +80,15 @@ def _dict(value: Any, _t: Any) -> dict[str, Any]:
 
 
 def _renames(cls: type) -> dict[str, Any]:
+    from cattrs.gen import override
+
     return {f.name: override(rename=f.metadata[KEY]) for f in attrs.fields(cls)
             if KEY in f.metadata}
 
 
 def _strict(conv: cattrs.Converter, forbid_extra_keys: bool) -> cattrs.Converter:
+    from cattrs.gen import make_dict_structure_fn
+
     conv.register_structure_hook(int, _int)
     conv.register_structure_hook(float, _float)
     conv.register_structure_hook(str, _str)
@@ -97,6 +108,8 @@ def _strict(conv: cattrs.Converter, forbid_extra_keys: bool) -> cattrs.Converter
 def converter(detailed: bool = True) -> cattrs.Converter:
     """The YAML config model's converter (unknown keys are refused). `detailed=False` stops at
     the first error, untraced: its code is about half as costly to generate, for a first try."""
+    import cattrs
+
     return _strict(cattrs.Converter(forbid_extra_keys=True, detailed_validation=detailed),
                    forbid_extra_keys=True)
 
@@ -108,6 +121,8 @@ def native_converter(strict: bool = True) -> cattrs.Converter:
 
     Both readers validate against the native schema first, which admits only what structures;
     so errors are not traced field by field (cheaper code to generate at each run's start)."""
+    import cattrs
+
     from kvreplay.schema import native_model as n
 
     conv = _strict(cattrs.Converter(forbid_extra_keys=strict, detailed_validation=False),
@@ -116,6 +131,16 @@ def native_converter(strict: bool = True) -> cattrs.Converter:
         v, n.Role if isinstance(v, dict) and "rank" in v else n.Roles)
     conv.register_structure_hook_func(lambda t: t == (n.Role | n.Roles), one_or_named)
     return conv
+
+
+def structure_native(data: Any, cls: type[T], strict: bool = True) -> T:
+    """`native_converter(strict).structure(data, cls)`: by the quick walk when it is sure (no
+    cattrs), else by the converter (which structures or raises as before)."""
+    quick = quick_structure(data, cls, forbid_extra_keys=strict, native=True)
+    if quick is not None:
+        return quick
+    value: T = native_converter(strict).structure(data, cls)
+    return value
 
 
 @cache

@@ -104,10 +104,10 @@ def scaling_from_config(policy: str, config: Any) -> Scaling:
     config = config if config is not None else {}
     options = None
     if policy in KVREPLAY_POLICIES and isinstance(config, Mapping):
-        from kvreplay.schema.convert import native_converter
+        from kvreplay.schema.convert import structure_native
 
         try:
-            options = native_converter().structure(dict(config), ScalingOptions)
+            options = structure_native(dict(config), ScalingOptions)
         except Exception:  # cattrs' error group: the native reader reports it with a pointer
             options = None
     return Scaling(policy, config, canonical_json(config), options)
