@@ -56,11 +56,13 @@ def test_import_kvreplay_loads_nothing_heavy(cache: Path) -> None:
 
 def test_clean_lint_loads_no_engine_no_jsonschema(cache: Path, tmp_path: Path) -> None:
     """Linting a valid config loads the config model but no engine module, no jsonschema, no
-    lark (warm cache) and no rich; an invalid one does load jsonschema, for its diagnostics."""
+    lark (warm cache), no cattrs (the quick structuring walk) and no rich; an invalid one does
+    load jsonschema, for its diagnostics."""
     code, names = _loaded(cache, ["lint", "--format", "concise", str(EXAMPLE)])
     assert code == 0
     assert {"kvreplay.compiler.model", "ruamel.yaml", "attrs"} <= names
-    assert not names & {"jsonschema", "lark", "rich", "kvreplay.engine", "kvreplay.rules.syntax"}
+    assert not names & {"jsonschema", "lark", "rich", "cattrs", "kvreplay.engine",
+                        "kvreplay.rules.syntax"}
     bad = tmp_path / "bad.yaml"
     bad.write_text(EXAMPLE.read_text(encoding="utf-8").replace("replicas: 4", "replicas: -4"),
                    encoding="utf-8")
@@ -70,7 +72,8 @@ def test_clean_lint_loads_no_engine_no_jsonschema(cache: Path, tmp_path: Path) -
 
 def test_run_of_a_native_spec_loads_only_what_it_replays(cache: Path, tmp_path: Path) -> None:
     """`kvreplay run` of a native spec over a one-row Mooncake trace loads the engine, but not
-    ruamel (no YAML to read), jsonschema (the spec is valid) or the agentic modules."""
+    ruamel (no YAML to read), jsonschema (the spec is valid), cattrs (the quick structuring
+    walk) or the agentic modules."""
     spec = tmp_path / "spec.json"
     spec.write_text(json.dumps(kvreplay.compile_config(EXAMPLE, matrix=False).native()),
                     encoding="utf-8")
@@ -81,5 +84,5 @@ def test_run_of_a_native_spec_loads_only_what_it_replays(cache: Path, tmp_path: 
     code, names = _loaded(cache, argv)
     assert code == 0
     assert {"kvreplay.engine", "kvreplay.engine.loop", "kvreplay.schema.native_model"} <= names
-    assert not names & {"ruamel.yaml", "jsonschema", "lark", "rich",
+    assert not names & {"ruamel.yaml", "jsonschema", "lark", "rich", "cattrs",
                         "kvreplay.engine.agentic.driver", "kvreplay.compiler.model"}
