@@ -13,7 +13,6 @@ from __future__ import annotations
 import codecs
 import json
 import operator
-import tempfile
 from array import array
 from collections.abc import Callable, Iterator, Mapping
 from itertools import accumulate, chain, islice, pairwise, repeat
@@ -32,7 +31,6 @@ from kvreplay.engine.report import (
     with_telemetry,
 )
 from kvreplay.engine.result import RunResult
-from kvreplay.engine.row_text import mapping_text, row_text
 
 _HELD = 512  # rows held back to be spilled in uuid order, though they end out of order
 _BUFFER = 1 << 18  # bytes of rows gathered before each write to the spill file
@@ -57,6 +55,8 @@ class SpilledRows:
     file out of order: it is read back row by row then, through windows of the file."""
 
     def __init__(self, folder: str | None = None) -> None:
+        import tempfile  # (and random, shutil): only a run that keeps rows needs it
+
         # Closed by close(); an anonymous file, so a killed run leaves nothing behind.
         self._file: IO[bytes] = tempfile.TemporaryFile(  # noqa: SIM115
             prefix=".kvreplay-rows-", dir=folder)
@@ -73,6 +73,8 @@ class SpilledRows:
 
     def add(self, ordinal: int, row: Mapping[str, Any]) -> None:
         """A row given as a mapping."""
+        from kvreplay.engine.row_text import mapping_text  # its printers: only for rows
+
         self.add_text(ordinal, mapping_text(row))
 
     def add_text(self, ordinal: int, text: str) -> None:
@@ -253,6 +255,8 @@ class ReportStream:
         self.count += len(batch)
         self.summary.add_all(batch)
         if self.rows is not None:
+            from kvreplay.engine.row_text import row_text  # its printers: only for rows
+
             self.rows.add_texts([(r.ordinal, row_text(r)) for r in batch if listed(r)])
 
     def finish(self, result: RunResult, *, wall_time_ms: float | None = None,

@@ -3,10 +3,12 @@ line with secrets redacted. The same invocation on the same files gives the same
 
 from __future__ import annotations
 
-import hashlib
+import os
 import re
 from collections.abc import Sequence
 from typing import Any
+
+from kvreplay.schema.digest import sha256
 
 REDACTED = "***"
 # Option or key names whose values are secrets (`--api-token X`, `--set auth.password=X`).
@@ -18,9 +20,9 @@ _CHUNK = 1 << 20
 
 def file_digest(path: str) -> str | None:
     """`sha256:<hex>` of a file's bytes, or None if it cannot be read."""
-    digest = hashlib.sha256()
     try:
         with open(path, "rb") as f:
+            digest = sha256(os.fstat(f.fileno()).st_size)
             while chunk := f.read(_CHUNK):
                 digest.update(chunk)
     except OSError:

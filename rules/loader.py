@@ -13,7 +13,6 @@ tracebacks show it. Set KVREPLAY_NO_CACHE=1 to bypass the cache, KVREPLAY_CACHE_
 from __future__ import annotations
 
 import functools
-import hashlib
 import importlib.util
 import marshal
 import os
@@ -50,6 +49,7 @@ KEY_MODULES = (
     "kvreplay.schema.origin",
     "kvreplay.schema.diagnostics",
     "kvreplay.schema.version",
+    "kvreplay.schema.digest",  # the key's own hash
 )
 
 
@@ -94,9 +94,10 @@ def key_inputs() -> list[tuple[str, str]]:
 
 
 def cache_key(files: list[tuple[str, str]]) -> str:
+    from kvreplay.schema.digest import sha256
     from kvreplay.schema.version import VERSION
 
-    digest = hashlib.sha256()
+    digest = sha256()  # a few hundred kB of text: no OpenSSL start-up
     grammar = GRAMMAR_PATH.read_text(encoding="utf-8")
     parts = (sys.implementation.cache_tag or "", VERSION, grammar,
              *(f"{n}\0{t}" for n, t in (*key_inputs(), *files)))

@@ -5,6 +5,7 @@ broken probe cannot pass."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -14,12 +15,14 @@ from pathlib import Path
 import pytest
 
 import kvreplay
+from kvreplay.schema.digest import SMALL, sha256
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "kv-router-mooncake.yaml"
 HEAVY = ("jsonschema", "ruamel.yaml", "lark", "rich", "cattrs", "attrs", "kvreplay.engine",
          "kvreplay.engine.loop", "kvreplay.engine.agentic.driver", "kvreplay.compiler.model",
-         "kvreplay.schema.native_model", "kvreplay.rules.syntax", "kvreplay.compiler.validate")
+         "kvreplay.schema.native_model", "kvreplay.rules.syntax", "kvreplay.compiler.validate",
+         "hashlib", "tempfile", "kvreplay.engine.row_text")
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +64,7 @@ def test_clean_lint_loads_no_engine_no_jsonschema(cache: Path, tmp_path: Path) -
     code, names = _loaded(cache, ["lint", "--format", "concise", str(EXAMPLE)])
     assert code == 0
     assert {"kvreplay.compiler.model", "ruamel.yaml", "attrs"} <= names
-    assert not names & {"jsonschema", "lark", "rich", "cattrs", "kvreplay.engine",
+    assert not names & {"jsonschema", "lark", "rich", "cattrs", "hashlib", "kvreplay.engine",
                         "kvreplay.rules.syntax"}
     bad = tmp_path / "bad.yaml"
     bad.write_text(EXAMPLE.read_text(encoding="utf-8").replace("replicas: 4", "replicas: -4"),
@@ -73,7 +76,8 @@ def test_clean_lint_loads_no_engine_no_jsonschema(cache: Path, tmp_path: Path) -
 def test_run_of_a_native_spec_loads_only_what_it_replays(cache: Path, tmp_path: Path) -> None:
     """`kvreplay run` of a native spec over a one-row Mooncake trace loads the engine, but not
     ruamel (no YAML to read), jsonschema (the spec is valid), cattrs (the quick structuring
-    walk) or the agentic modules."""
+    walk), hashlib (OpenSSL: small inputs are hashed by schema/digest.py), the row printer and
+    tempfile (no rows are kept) or the agentic modules."""
     spec = tmp_path / "spec.json"
     spec.write_text(json.dumps(kvreplay.compile_config(EXAMPLE, matrix=False).native()),
                     encoding="utf-8")
@@ -84,5 +88,16 @@ def test_run_of_a_native_spec_loads_only_what_it_replays(cache: Path, tmp_path: 
     code, names = _loaded(cache, argv)
     assert code == 0
     assert {"kvreplay.engine", "kvreplay.engine.loop", "kvreplay.schema.native_model"} <= names
-    assert not names & {"ruamel.yaml", "jsonschema", "lark", "rich", "cattrs",
+    assert not names & {"ruamel.yaml", "jsonschema", "lark", "rich", "cattrs", "hashlib",
+                        "tempfile", "kvreplay.engine.row_text",
                         "kvreplay.engine.agentic.driver", "kvreplay.compiler.model"}
+
+
+@pytest.mark.parametrize("size", [0, 1, SMALL, SMALL + 1])
+def test_digest_is_hashlibs_sha256(size: int) -> None:
+    """schema/digest.py's sha256 (CPython's own below SMALL bytes, hashlib's beyond) gives
+    hashlib's digest."""
+    data = bytes(range(256)) * (size // 256) + bytes(size % 256)
+    digest = sha256(size)
+    digest.update(data)
+    assert digest.hexdigest() == hashlib.sha256(data).hexdigest()
