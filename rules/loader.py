@@ -6,12 +6,15 @@ directory under a key hashing the text of every rule file, the grammar, this pac
 modules (the compiler), every other module code generation reads (KEY_MODULES: the Spec, whose
 field defaults the generated code embeds), the package version and the Python bytecode tag: any
 edit misses the cache and recompiles. A hit
-imports neither lark nor the syntax tree. Next to the bytecode sits the generated source, so
-tracebacks show it. Set KVREPLAY_NO_CACHE=1 to bypass the cache, KVREPLAY_CACHE_DIR to move it.
+imports neither lark nor the syntax tree. The KEEP most recently used entries are kept (checkouts
+sharing the user's cache then reuse theirs instead of evicting each other's). Next to the
+bytecode sits the generated source, so tracebacks show it. Set KVREPLAY_NO_CACHE=1 to bypass
+the cache, KVREPLAY_CACHE_DIR to move it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib.util
 import marshal
@@ -27,6 +30,7 @@ if TYPE_CHECKING:
 RULES_DIR = Path(__file__).parent
 GRAMMAR_PATH = RULES_DIR / "grammar.lark"
 CACHE_PREFIX = "rules-"
+KEEP = 8  # cache entries kept (the most recently used): checkouts sharing a cache keep theirs
 
 # The modules outside kvreplay.rules that code generation reads or imports: the Spec (field kinds
 # and the defaults `is default` and `default(...)` embed) and the native defaults it takes them
@@ -160,17 +164,34 @@ def _write(directory: Path, key: str, source: str, code: CodeType) -> None:
             with os.fdopen(fd, "wb") as handle:
                 handle.write(data)
             os.replace(tmp, directory / f"{CACHE_PREFIX}{key}{suffix}")
-        for stale in sorted(directory.glob(f"{CACHE_PREFIX}*")):
-            if not stale.name.startswith(f"{CACHE_PREFIX}{key}."):
-                stale.unlink(missing_ok=True)
-        from kvreplay.rules.parser import LARK_CACHE_PREFIX, lark_cache_path
+        _evict(directory, f"{CACHE_PREFIX}*.marshal", (".marshal", ".py"))
+        from kvreplay.rules.parser import LARK_CACHE_PREFIX
 
-        current = lark_cache_path(GRAMMAR_PATH.read_text(encoding="utf-8"))
-        for stale in sorted(directory.glob(f"{LARK_CACHE_PREFIX}*.cache")):
-            if str(stale) != current:
-                stale.unlink(missing_ok=True)
+        _evict(directory, f"{LARK_CACHE_PREFIX}*.cache", (".cache",))
     except OSError:
         pass  # a read-only or full cache directory only costs start-up time
+
+
+def _evict(directory: Path, pattern: str, suffixes: tuple[str, ...]) -> None:
+    """Keep the KEEP most recently used entries matching `pattern` (each with its `suffixes`
+    siblings). Keys are content hashes, so an old entry is never wrong, only unused: keeping
+    a few lets checkouts (or versions) that share one cache stop evicting each other's."""
+    entries = []
+    for path in directory.glob(pattern):
+        try:
+            entries.append((path.stat().st_mtime_ns, path.name, path))
+        except OSError:
+            continue
+    for _, _, path in sorted(entries, reverse=True)[KEEP:]:
+        stem = path.name[:-len(suffixes[0])]
+        for suffix in suffixes:
+            (directory / f"{stem}{suffix}").unlink(missing_ok=True)
+
+
+def _touch(path: Path) -> None:
+    """Mark a cache entry used (its mtime orders eviction)."""
+    with contextlib.suppress(OSError):  # a read-only cache: only the eviction order suffers
+        os.utime(path)
 
 
 def _execute(code: CodeType) -> dict[str, Any]:
@@ -187,6 +208,7 @@ def load(files: list[tuple[str, str]] | None = None, *, use_cache: bool = True) 
     if directory is not None:
         code = _read_code(directory / f"{CACHE_PREFIX}{key}.marshal")
         if code is not None:
+            _touch(directory / f"{CACHE_PREFIX}{key}.marshal")
             return _execute(code)
     from kvreplay.rules.codegen import generate
 

@@ -228,6 +228,30 @@ def test_cache_is_written_reused_and_survives_corruption(tmp_path: Path,
     assert marshalled.read_bytes() != b"not bytecode"
 
 
+def test_a_miss_keeps_the_most_recently_used_entries(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Writing an entry evicts only beyond the KEEP most recently used ones (another
+    checkout's entry survives), each with its source beside it; a hit marks its entry used."""
+    monkeypatch.setenv("KVREPLAY_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("KVREPLAY_NO_CACHE", raising=False)
+    for age in range(loader.KEEP + 2):
+        for suffix in (".marshal", ".py"):
+            old = tmp_path / f"rules-other{age:02d}{suffix}"
+            old.write_bytes(b"x")
+            os.utime(old, ns=(10**18 - age * 10**9, 10**18 - age * 10**9))
+    load()
+    key = cache_key(sources())
+    kept = sorted(p.name for p in tmp_path.glob("rules-*.marshal"))
+    assert kept == sorted([f"rules-{key}.marshal",
+                           *(f"rules-other{age:02d}.marshal" for age in range(loader.KEEP - 1))])
+    assert sorted(p.name for p in tmp_path.glob("rules-*.py")) == [
+        name.replace(".marshal", ".py") for name in kept]
+    current = tmp_path / f"rules-{key}.marshal"
+    os.utime(current, ns=(1, 1))
+    load()
+    assert current.stat().st_mtime_ns > 1
+
+
 def test_unwritable_cache_dir_still_loads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A cache location that cannot be created only costs time."""
     blocker = tmp_path / "file"
