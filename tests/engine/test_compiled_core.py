@@ -98,6 +98,24 @@ def test_a_build_is_used_only_with_the_sources_it_was_built_from(tmp_path: Path)
     assert not compiled.built(tmp_path)
 
 
+def test_a_size_change_is_seen_without_reading_the_sources(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Start-up checks the sources' sizes first: an edit that changed one is stale without a
+    CRC; equal sizes still get the CRCs (the same-size edit above); a stamp of another shape
+    is stale."""
+    _sources(tmp_path)
+    compiled.write_stamp(tmp_path, tmp_path)
+    (tmp_path / "loop.py").write_text("NAME = 'a longer loop'\n", encoding="utf-8")
+
+    def unread(folder: Path) -> dict[str, list[int]]:
+        pytest.fail("the sources were read")
+
+    monkeypatch.setattr(compiled, "source_digests", unread)
+    assert not compiled.built(tmp_path)
+    (tmp_path / compiled.STAMP).write_text('{"modules": {"loop": 1}}', encoding="utf-8")
+    assert not compiled.built(tmp_path)
+
+
 def test_the_core_lists_engine_sources_only() -> None:
     """Every module the build compiles is an engine source (a renamed module would otherwise
     drop out of the build unnoticed, or fail it)."""
