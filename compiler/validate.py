@@ -12,13 +12,11 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from kvreplay.compiler.number_hints import number_hint
 from kvreplay.compiler.source import Path, SourceMap, format_path, parse_path
 from kvreplay.schema.diagnostics import Diagnostic
 from kvreplay.schema.json_schemas import known_valid
 from kvreplay.schema.json_schemas import load_schema as load_schema
 from kvreplay.schema.json_schemas import validator as _validator
-from kvreplay.schema.suggest import hint_for
 
 if TYPE_CHECKING:
     from jsonschema.exceptions import ValidationError
@@ -263,6 +261,8 @@ class _Mapper:
             self.prune.add(path)
 
     def unknown_key(self, path: Path, key: str, allowed: list[str]) -> None:
+        from kvreplay.schema.suggest import hint_for  # the hints of errors only (difflib)
+
         where = f"in `{_field(path)}`" if path else "at the top level"
         hint = _KNOWN_ELSEWHERE.get(key) or hint_for(key, allowed, "keys")
         required = set(self._required_at(path))
@@ -276,6 +276,8 @@ class _Mapper:
         return self.required_by_path.get(path, [])
 
     def type_error(self, path: Path, err: ValidationError) -> None:
+        from kvreplay.compiler.number_hints import number_hint  # the hints of errors only
+
         expected = _describe(_schema(err))
         hint = None
         text = self.source.scalar_text.get(path)
@@ -295,6 +297,8 @@ class _Mapper:
         self.prune.add(path)
 
     def enum_error(self, path: Path, err: ValidationError) -> None:
+        from kvreplay.schema.suggest import hint_for  # the hints of errors only (difflib)
+
         choices = [str(v) for v in (_value(err) if err.validator == "enum"
                                     else [_value(err)])]
         value = _instance(err)
@@ -311,6 +315,9 @@ class _Mapper:
 def _either_hint(key: str, branches: Any, value: Any) -> str | None:
     """A string where a number or a named value belongs (`bytes_per_token: auto | N`): the
     name it is close to, else what number would parse."""
+    from kvreplay.compiler.number_hints import number_hint  # the hints of errors only
+    from kvreplay.schema.suggest import hint_for  # the hints of errors only (difflib)
+
     mappings = [b for b in branches if isinstance(b, Mapping)] if isinstance(branches, list) \
         else []
     kinds = {b.get("type") for b in mappings}

@@ -163,12 +163,12 @@ class _Checker:
                                      Span(file=self.name, line=line, column=column), hint=hint))
 
     def check(self, key: str, value: Any) -> bool:
-        from kvreplay.schema.suggest import hint_for
-
         path = self.table + (key,)
         spec = KEYS_BY_NAME.get(key)
         before = len(self.found)
         if spec is None:
+            from kvreplay.schema.suggest import hint_for  # (difflib) an unknown key only
+
             where = f"[{'.'.join(self.table)}]" if self.table else self.name
             self.error(path, f"unknown setting `{key}` in {where}",
                        hint_for(key, KEYS_BY_NAME, "settings"))
@@ -177,6 +177,8 @@ class _Checker:
                 self.error(path, f"`{key}` must be a boolean, found {_type(value)}")
         elif spec.kind == "format":
             if value not in LINT_FORMATS:
+                from kvreplay.schema.suggest import hint_for
+
                 self.error(path, f"`{key}` must be one of {', '.join(LINT_FORMATS)}, found "
                            f"{_type(value)} `{value}`", hint_for(str(value), LINT_FORMATS))
         elif spec.kind in ("globs", "rules"):

@@ -22,7 +22,8 @@ EXAMPLE = REPO / "examples" / "kv-router-mooncake.yaml"
 HEAVY = ("jsonschema", "ruamel.yaml", "lark", "rich", "cattrs", "attrs", "kvreplay.engine",
          "kvreplay.engine.loop", "kvreplay.engine.agentic.driver", "kvreplay.compiler.model",
          "kvreplay.schema.native_model", "kvreplay.rules.syntax", "kvreplay.compiler.validate",
-         "hashlib", "tempfile", "kvreplay.engine.row_text")
+         "hashlib", "tempfile", "kvreplay.engine.row_text", "difflib",
+         "kvreplay.compiler.number_hints")
 
 
 @pytest.fixture(scope="module")
@@ -59,13 +60,13 @@ def test_import_kvreplay_loads_nothing_heavy(cache: Path) -> None:
 
 def test_clean_lint_loads_no_engine_no_jsonschema(cache: Path, tmp_path: Path) -> None:
     """Linting a valid config loads the config model but no engine module, no jsonschema, no
-    lark (warm cache), no cattrs (the quick structuring walk) and no rich; an invalid one does
-    load jsonschema, for its diagnostics."""
+    lark (warm cache), no cattrs (the quick structuring walk), no rich and none of the errors'
+    hints (difflib, number hints); an invalid one does load jsonschema, for its diagnostics."""
     code, names = _loaded(cache, ["lint", "--format", "concise", str(EXAMPLE)])
     assert code == 0
     assert {"kvreplay.compiler.model", "ruamel.yaml", "attrs"} <= names
     assert not names & {"jsonschema", "lark", "rich", "cattrs", "hashlib", "kvreplay.engine",
-                        "kvreplay.rules.syntax"}
+                        "kvreplay.rules.syntax", "difflib", "kvreplay.compiler.number_hints"}
     bad = tmp_path / "bad.yaml"
     bad.write_text(EXAMPLE.read_text(encoding="utf-8").replace("replicas: 4", "replicas: -4"),
                    encoding="utf-8")
@@ -89,7 +90,7 @@ def test_run_of_a_native_spec_loads_only_what_it_replays(cache: Path, tmp_path: 
     assert code == 0
     assert {"kvreplay.engine", "kvreplay.engine.loop", "kvreplay.schema.native_model"} <= names
     assert not names & {"ruamel.yaml", "jsonschema", "lark", "rich", "cattrs", "hashlib",
-                        "tempfile", "kvreplay.engine.row_text",
+                        "tempfile", "kvreplay.engine.row_text", "difflib",
                         "kvreplay.engine.agentic.driver", "kvreplay.compiler.model"}
 
 
