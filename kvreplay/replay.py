@@ -67,7 +67,6 @@ def replay(
     from kvreplay.engine.report import report_from_run
     from kvreplay.engine.report_stream import ReportStream
     from kvreplay.engine.traces import WorkloadError, workload_from_traffic
-    from kvreplay.trace_hints import explain_trace_findings
 
     found = list(compiled.diagnostics)
     spec = compiled.spec
@@ -86,6 +85,8 @@ def replay(
             block_size=min(role.block_size for role in spec.roles), source_file=compiled.file,
             model=spec.model)
     except WorkloadError as exc:
+        from kvreplay.trace_hints import explain_trace_findings  # a trace that did not read
+
         traffic = compiled.native()["traffic"]
         explained = explain_trace_findings(
             explain_trace_paths(exc.diagnostics, compiled.kind, traffic, base_dir, trace_paths),

@@ -23,7 +23,7 @@ HEAVY = ("jsonschema", "ruamel.yaml", "lark", "rich", "cattrs", "attrs", "kvrepl
          "kvreplay.engine.loop", "kvreplay.engine.agentic.driver", "kvreplay.compiler.model",
          "kvreplay.schema.native_model", "kvreplay.rules.syntax", "kvreplay.compiler.validate",
          "hashlib", "tempfile", "kvreplay.engine.row_text", "difflib",
-         "kvreplay.compiler.number_hints")
+         "kvreplay.compiler.number_hints", "kvreplay.trace_hints")
 
 
 @pytest.fixture(scope="module")
@@ -91,7 +91,8 @@ def test_run_of_a_native_spec_loads_only_what_it_replays(cache: Path, tmp_path: 
     assert {"kvreplay.engine", "kvreplay.engine.loop", "kvreplay.schema.native_model"} <= names
     assert not names & {"ruamel.yaml", "jsonschema", "lark", "rich", "cattrs", "hashlib",
                         "tempfile", "kvreplay.engine.row_text", "difflib",
-                        "kvreplay.engine.agentic.driver", "kvreplay.compiler.model"}
+                        "kvreplay.trace_hints", "kvreplay.engine.agentic.driver",
+                        "kvreplay.compiler.model"}
 
 
 @pytest.mark.parametrize("size", [0, 1, SMALL, SMALL + 1])
