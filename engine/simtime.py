@@ -12,10 +12,12 @@ import math
 from kvreplay.engine.errors import EngineError
 
 NS_PER_MS = 1_000_000
-# About 285,000 years. Past it float milliseconds (arrivals, the report) no longer tell
-# neighbouring milliseconds apart, so a replay that gets there is refused, not approximated.
-HORIZON_MS = float(2**53)
-HORIZON_NS = 2**53 * NS_PER_MS
+# About 146 years of simulated time. The engine keeps instants and durations in signed 64-bit
+# slots (array('q'): token gaps, stretch durations), where the difference of two instants
+# within +-2**62 ns always fits; a replay that would pass it is refused, not approximated.
+HORIZON_NS = 2**62
+HORIZON_MS = HORIZON_NS / NS_PER_MS
+HORIZON_TEXT = "2**62 ns (about 146 years)"
 
 
 class ClockOverflow(EngineError):
@@ -23,9 +25,9 @@ class ClockOverflow(EngineError):
 
     def __init__(self, ms: float) -> None:
         super().__init__(
-            f"simulated time would reach {ms:.3g} ms, past the engine's horizon of 2**53 ms "
-            "(about 285,000 years): a very small speedup, request rate, bandwidth or "
-            "speedup_ratio stretches the replay that far")
+            f"simulated time would reach {ms:.3g} ms, past the engine's horizon of "
+            f"{HORIZON_TEXT}: a trace whose arrivals span more than that, or a very small "
+            "speedup, request rate, bandwidth or speedup_ratio, stretches the replay that far")
 
 
 def ms_to_ns(ms: float) -> int:

@@ -8,7 +8,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from kvreplay.engine.simtime import HORIZON_MS
+from kvreplay.engine.simtime import HORIZON_MS, HORIZON_TEXT
 from kvreplay.engine.traces.jsonl import MAX_NESTING, TOO_DEEP, json_type, too_deep
 from kvreplay.io.display import escape_inline
 
@@ -154,8 +154,8 @@ def check_rows(rows: list[Any], label: str) -> None:
                                        "null")
             if not -HORIZON_MS <= value <= HORIZON_MS:
                 raise ReportInputError(f"{label}: per_request[{i}].{key}: {value:.6g} ms is "
-                                       "past the engine's horizon of 2**53 ms (about 285,000 "
-                                       "years): no replay reaches it")
+                                       f"past the engine's horizon of {HORIZON_TEXT}: no replay "
+                                       "reaches it")
 
 
 def check_comparable(base: Mapping[str, Any], new: Mapping[str, Any]) -> None:

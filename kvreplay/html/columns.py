@@ -14,7 +14,7 @@ from typing import Any
 
 import attrs
 
-from kvreplay.engine.simtime import HORIZON_MS
+from kvreplay.engine.simtime import HORIZON_MS, HORIZON_TEXT
 
 POOL_ORDER = {"agg": 0, "prefill": 1, "decode": 2}
 
@@ -61,12 +61,12 @@ def number(value: Any, path: str, key: str = "", *, optional: bool = True,
 
 
 def instant(value: Any, path: str, key: str, *, optional: bool = True) -> float | None:
-    """A simulated time or duration in ms: a number within the engine's horizon (2**53 ms),
+    """A simulated time or duration in ms: a number within the engine's horizon (2**62 ns),
     which no replay passes; the charts' time grid is built from these."""
     n = number(value, path, key, optional=optional)
     if n is not None and not -HORIZON_MS <= n <= HORIZON_MS:
         raise ReportShapeError(f"{_at(path, key)}: {value:.6g} ms is past the engine's horizon "
-                               "of 2**53 ms (about 285,000 years): no replay reaches it")
+                               f"of {HORIZON_TEXT}: no replay reaches it")
     return n
 
 

@@ -107,7 +107,7 @@ def _bin_width(value: Any, path: str) -> float:
     if not 1 / NS_PER_MS <= width <= HORIZON_MS:
         raise ReportShapeError(f"{path}.bin_ms: {value:.6g} ms is not a bin width a replay "
                                "writes (between the engine's clock tick, 1 ns, and its horizon, "
-                               "2**53 ms)")
+                               "2**62 ns)")
     return width
 
 

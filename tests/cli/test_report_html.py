@@ -141,7 +141,7 @@ def test_reports_no_replay_writes_are_located_errors(cli: Callable[..., Any],
         spoiled("bins.json", lambda r: r["summary"]["g2_timeline"].update(bin_ms=5e-324)):
             "summary.g2_timeline.bin_ms: 4.94066e-324 ms is not a bin width a replay writes",
         spoiled("span.json", lambda r: r["per_request"][-1].update(terminal_time_ms=1e308)):
-            "per_request[3].terminal_time_ms: 1e+308 ms is past the engine's horizon of 2**53 ms",
+            "per_request[3].terminal_time_ms: 1e+308 ms is past the engine's horizon of 2**62 ns",
         spoiled("int.json", lambda r: r["summary"].update(total_input_tokens=10**30)):
             "1000000000000000000000000000000 is past the 64-bit integers a report holds",
     }

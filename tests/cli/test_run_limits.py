@@ -3,6 +3,7 @@ internal error, and no report when the replay cannot be trusted."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -32,8 +33,39 @@ def test_time_past_the_horizon_fails_the_replay(cli: Callable[..., Any], tmp_pat
     report = tmp_path / "report.json"
     ran = cli("run", CONFIG, "-q", "--set", override, "-o", str(report))
     assert ran.code == 1 and "internal error" not in ran.err
-    assert "replay failed: simulated time would reach" in ran.err and "2**53 ms" in ran.err
+    assert "replay failed: simulated time would reach" in ran.err and "2**62 ns" in ran.err
     assert not report.exists()
+
+
+@pytest.mark.parametrize("last_ms", ["999999999999999", "1e15", "4700000000000"])
+def test_a_trace_spanning_past_the_horizon_fails_the_replay(cli: Callable[..., Any],
+                                                            tmp_path: Path,
+                                                            last_ms: str) -> None:
+    """Arrivals 1e15 ms apart (the reader's bound) exit 1 naming the horizon, never an
+    internal error from the engine's 64-bit token gaps (found by the Mooncake row fuzz)."""
+    trace = tmp_path / "trace.jsonl"
+    trace.write_text('{"timestamp": 0, "input_length": 4, "output_length": 2, "hash_ids": [1]}\n'
+                     f'{{"timestamp": {last_ms}, "input_length": 4, "output_length": 2, '
+                     '"hash_ids": [1]}\n', encoding="utf-8")
+    report = tmp_path / "report.json"
+    ran = cli("run", CONFIG, "-q", "--trace", str(trace), "-o", str(report))
+    assert ran.code == 1 and "internal error" not in ran.err, ran.err
+    assert "simulated time would reach" in ran.err and "2**62 ns" in ran.err
+    assert not report.exists()
+
+
+def test_a_trace_spanning_a_century_runs(cli: Callable[..., Any], tmp_path: Path) -> None:
+    """Arrivals 100 years apart stay inside the horizon: a report, the last arrival exact."""
+    trace = tmp_path / "trace.jsonl"
+    last = 100 * 365 * 86_400_000
+    trace.write_text('{"timestamp": 0, "input_length": 4, "output_length": 2, "hash_ids": [1]}\n'
+                     f'{{"timestamp": {last}, "input_length": 4, "output_length": 2, '
+                     '"hash_ids": [1]}\n', encoding="utf-8")
+    report = tmp_path / "report.json"
+    ran = cli("run", CONFIG, "-q", "--trace", str(trace), "-o", str(report))
+    assert ran.code == 0, ran.err
+    rows = json.loads(report.read_text("utf-8"))["per_request"]
+    assert [r["arrival_time_ms"] for r in rows] == [0.0, float(last)]
 
 
 def test_limits_past_the_horizon_are_never_reached(cli: Callable[..., Any],

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 REPO = Path(__file__).resolve().parents[2]
@@ -111,6 +111,7 @@ raw_lines = st.sampled_from([
 
 @FUZZ
 @given(rows, st.lists(raw_lines, max_size=1))
+@example([{**base_row}, {**base_row, "timestamp": 1e15}], [])  # 64-bit token gaps overflowed
 def test_mooncake_row_fuzz_run(cli: Callable[..., Any], tmp_path: Path,
                                trace_rows: list[dict[str, Any]], raw: list[str]) -> None:
     """`kvreplay run --trace` over random rows: a report, or located TRACE-* findings."""

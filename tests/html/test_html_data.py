@@ -343,7 +343,7 @@ def test_grid_covers_the_last_instant() -> None:
                                    "evicted_blocks": [0, 0]}])),
      "summary.g2_timeline.pools[].used_blocks / capacity_blocks: counts too large"),
     ({"summary": {}, "per_request": [row(1, 0.0, 1.0), row(2, 0.0, 1e308)]},
-     "per_request[1].terminal_time_ms: 1e+308 ms is past the engine's horizon of 2**53 ms"),
+     "per_request[1].terminal_time_ms: 1e+308 ms is past the engine's horizon of 2**62 ns"),
     ({"summary": {}, "per_request": [row(1, -1e308, 1.0)]},
      "per_request[0].arrival_time_ms: -1e+308 ms is past the engine's horizon"),
     ({"summary": {}, "per_request": [row(1, 0.0, 1.0, routing_history=[
