@@ -861,6 +861,9 @@ class Rank:
     def finish(self, seq: Seq, outcome: PassOutcome) -> None:
         self._finish(seq, outcome)
 
+    def reject_running(self, seq: Seq, outcome: PassOutcome) -> None:
+        self._reject_running(seq, outcome)
+
     def _pick_victim(self) -> Seq | None:
         if not self.running:
             return None

@@ -129,10 +129,41 @@ def _ready(rank: Rank) -> list[Seq]:
     return out
 
 
+def _state_copy(rank: Rank, seq: Seq, known: int, burst: int) -> int:
+    """Hybrid KV: blocks preserving seq's published checkpoint before its drafts write the
+    state past it (a burst of one only samples: no write)."""
+    states = rank.states
+    if states is None or burst < 2:
+        return 0
+    return states.write_blocks(states.held[seq], known + 1)
+
+
+def _outgrown(rank: Rank, ready: list[Seq], max_burst: int, outcome: PassOutcome) -> list[Seq]:
+    """Hybrid KV: a ready request whose sequence after its largest burst, its state and the
+    copy its drafts need can never fit the pool is rejected, keeping the tokens it emitted
+    (as the reference); the others."""
+    if rank.states is None:
+        return ready
+    bs = rank.block_size
+    limit = rank.max_model_len
+    keep = []
+    for seq in ready:
+        known = seq.input_length + seq.generated
+        left = _left(seq, known, limit)
+        burst = max_burst if max_burst < left else left
+        if (-(-(known + burst) // bs) + rank.state_blocks + _state_copy(rank, seq, known, burst)
+                > rank.num_blocks):
+            rank.reject_running(seq, outcome)
+        else:
+            keep.append(seq)
+    return keep
+
+
 def _reserve(rank: Rank, ready: list[Seq], max_burst: int,
              outcome: PassOutcome) -> list[Seq] | None:
-    """Reserve the blocks the ready requests' largest bursts could fill, preempting the policy's
-    victims until they fit; the ready requests then (None: nothing can emit)."""
+    """Reserve the blocks the ready requests' largest bursts could fill (on a hybrid rank, and
+    the copies their drafts could need), preempting the policy's victims until they fit; the
+    ready requests then (None: nothing can emit)."""
     bs = rank.block_size
     limit = rank.max_model_len
     pool = rank.pool
@@ -143,6 +174,8 @@ def _reserve(rank: Rank, ready: list[Seq], max_burst: int,
             left = _left(seq, known, limit)
             burst = max_burst if max_burst < left else left
             need += -(-(known + burst) // bs) - -(-known // bs)
+            if rank.states is not None:
+                need += _state_copy(rank, seq, known, burst)
         if pool.make_room(need):
             return ready
         if (len(rank.running) == 1 and need > pool.capacity - len(ready[0].blocks)
@@ -204,6 +237,14 @@ def _append(rank: Rank, sampler: MtpSampler, seq: Seq, burst: int,
             pool.allocate(1, seq.blocks)
     seq.generated += burst
     outcome.changes += burst
+    states = rank.states
+    if states is not None and burst > 1:
+        # Hybrid KV: accepted drafts wrote the state (a published checkpoint first preserved,
+        # from the reservation); a checkpoint where they end on a block boundary.
+        computed = known - 1
+        states.prepare_write(seq, computed)
+        states.commit(seq, computed, seq.block_ids[computed // bs - 1]
+                      if caching and computed % bs == 0 else None)
     rec = seq.rec
     if rec.speculative_steps is not None and not rank.is_prefill:
         rec.speculative_steps += 1
@@ -222,9 +263,10 @@ def emit_speculative(rank: Rank, sampler: MtpSampler, outcome: PassOutcome) -> i
     """The rank's emission step with MTP (see the module docstring); returns its decode
     duration (ns). Bursts go to `outcome.bursts` as (request, tokens)."""
     ready = _end_done(rank, outcome)
+    prefill = rank.is_prefill
+    ready = _outgrown(rank, ready, 1 if prefill else sampler.nextn + 1, outcome)
     if not ready:
         return 0
-    prefill = rank.is_prefill
     got = _reserve(rank, ready, 1 if prefill else sampler.nextn + 1, outcome)
     if got is None:
         return 0

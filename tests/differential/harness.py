@@ -45,7 +45,8 @@ KINDS = ("agg", "agg-delta", "agg-dp", "pd", "pd-dp", "g2", "g2-pd", "synth", "k
          "g3-agentic", "agentic-g2-shared")
 # Telemetry samples (the samples compared too) over scenarios of these kinds.
 TELEMETRY_BASES = ("agg", "agg-dp", "g2", "kv-queue", "pd", "pd-dp", "g2-pd")
-KINDS = KINDS + ("telemetry", "sglang-telemetry", "dynamo", "applied-compute", "hybrid")
+KINDS = KINDS + ("telemetry", "sglang-telemetry", "dynamo", "applied-compute", "hybrid",
+                 "hybrid-mtp")
 # Kinds tools/difftest.py draws on request (--kinds) but the suite does not replay (none now:
 # mtp-pd joined the suite once its generator avoided the scenarios that livelock both engines).
 DRAFT_KINDS: tuple[str, ...] = ()
@@ -109,6 +110,8 @@ def generate(kind: str, seed: int) -> dict[str, Any]:
         return _telemetry_scenario(rng, seed)
     if kind == "mtp-agentic":
         return _mtp_agentic_scenario(rng, seed)
+    if kind == "hybrid-mtp":
+        return _hybrid_mtp_scenario(rng, seed)
     if kind == "sglang-telemetry":
         # The sglang kind's scenarios (its seeds), sampled (SGLang P/D telemetry is refused by
         # name).
@@ -252,6 +255,26 @@ def _mtp_agentic_scenario(rng: random.Random, seed: int) -> dict[str, Any]:
     scn.update(kind="mtp-agentic", seed=seed)
     scn["rank"].pop("native_host_offload", None)
     _draft(rng, scn["rank"])
+    return scn
+
+
+def _hybrid_mtp_scenario(rng: random.Random, seed: int) -> dict[str, Any]:
+    """A hybrid scenario (kind hybrid's generator) whose rank decodes with MTP: the reference
+    runs a state cache with MTP (a prefix match unit with MTP it refuses: HYBRID-MATCH-UNIT),
+    with longer outputs (several bursts) cut to fit the pool beside a state, and a time cap far
+    past the scenario's end (tiny pools can make two requests preempt each other forever)."""
+    scn = generate("hybrid", 3_000_000 + seed)
+    scn.update(kind="hybrid-mtp", seed=seed)
+    rank = scn["rank"]
+    rank.pop("prefix_match_unit", None)
+    _draft(rng, rank)
+    for row in scn["rows"]:
+        row["output_length"] = rng.choice([1, 2, 3, 5, 8, 12])
+    state = -(-rank["state_cache"]["bytes_per_request"] // (
+        scn["block_size"] * rank["kv_cache_bytes_per_token"]))
+    _fit_outputs(scn["rows"], (rank["num_gpu_blocks"] - state - 1) * scn["block_size"], False)
+    if scn.get("max_sim_time_ms") is None:
+        scn["max_sim_time_ms"] = 2000.0
     return scn
 
 
