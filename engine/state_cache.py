@@ -41,13 +41,16 @@ def state_blocks(role: Role) -> int:
 class StateRequest:
     """One request's state: its working blocks, the tokens they hold, its latest checkpoint."""
 
-    __slots__ = ("computed", "snapshot", "snapshot_key", "snapshot_owned", "snapshot_step",
-                 "working")
+    __slots__ = ("computed", "snapshot", "snapshot_key", "snapshot_owned", "snapshot_stamps",
+                 "snapshot_step", "working")
 
     def __init__(self, working: list[int], computed: int) -> None:
         self.working = working
         self.computed = computed
         self.snapshot: list[int] = []  # the checkpoint's blocks (aliases working unless owned)
+        # The stamps its blocks got when they took the checkpoint's keys: a block evicted and
+        # taken again (even under the same keys, by another request) is another copy.
+        self.snapshot_stamps: list[int] = []
         self.snapshot_key: int | None = None  # the boundary block's identity
         self.snapshot_step = -1
         self.snapshot_owned = False
@@ -57,7 +60,7 @@ class WorkingStates:
     """The states of one rank's requests (by request), in its block pool."""
 
     __slots__ = ("blocks", "checkpoints", "held", "identities", "keys", "pool", "published",
-                 "step")
+                 "stamp", "stamps", "step")
 
     def __init__(self, pool: BlockPool, blocks: int, checkpoints: bool,
                  identities: BlockIdentities) -> None:
@@ -70,6 +73,10 @@ class WorkingStates:
         self.keys: dict[int, list[int]] = {}
         self.published: set[int] = set()  # boundaries published in this pass
         self.step = 0
+        # Each block's stamp when it last took a checkpoint's key (the reference's copy ids
+        # carry a generation, so a stale one never reaches a later copy in the same block).
+        self.stamps: dict[int, int] = {}
+        self.stamp = 0
 
     def begin_step(self) -> None:
         self.published.clear()
@@ -160,6 +167,7 @@ class WorkingStates:
         for handle in state.working:
             pool.unregister(handle)
         state.snapshot = preserved
+        state.snapshot_stamps = self._stamp(preserved)
         state.snapshot_owned = True
         state.snapshot_step = self.step
         self.published.add(key)
@@ -178,10 +186,11 @@ class WorkingStates:
         state.computed = computed
         if boundary is None:
             return
-        self._discard(state.snapshot, state.snapshot_key)
+        self._discard(state.snapshot, state.snapshot_stamps, state.snapshot_key)
         for handle, ident in zip(state.working, self._keys(boundary), strict=True):
             pool.register(handle, ident)
         state.snapshot = list(state.working)
+        state.snapshot_stamps = self._stamp(state.working)
         state.snapshot_key = boundary
         state.snapshot_step = self.step
         self.published.add(boundary)
@@ -192,14 +201,26 @@ class WorkingStates:
             return
         pending = list(state.snapshot) if state.snapshot_step == self.step else []
         self.release(seq)
-        self._discard(pending, state.snapshot_key)
+        self._discard(pending, state.snapshot_stamps, state.snapshot_key)
 
-    def _discard(self, handles: list[int], boundary: int | None) -> None:
-        """Drop a checkpoint's copies that are still cached under its keys and unused."""
+    def _stamp(self, handles: list[int]) -> list[int]:
+        out = []
+        stamps = self.stamps
+        for handle in handles:
+            self.stamp += 1
+            stamps[handle] = self.stamp
+            out.append(self.stamp)
+        return out
+
+    def _discard(self, handles: list[int], stamps: list[int], boundary: int | None) -> None:
+        """Drop a checkpoint's copies that are still cached under its keys and unused (a
+        block that took a key again since holds another copy: left alone)."""
         if not handles or boundary is None:
             return
-        for handle, ident in zip(handles, self.keys[boundary], strict=True):
-            self.pool.discard_idle(handle, ident)
+        current = self.stamps
+        for handle, stamp, ident in zip(handles, stamps, self.keys[boundary], strict=True):
+            if current.get(handle) == stamp:
+                self.pool.discard_idle(handle, ident)
 
     def release(self, seq: object) -> None:
         state = self.held.pop(seq, None)
