@@ -420,11 +420,10 @@ class Rank:
             if active_hits > hits:
                 active_hits = hits
         if self.states is not None and hits:
-            # Hybrid KV: the hit ends at the longest prefix with a checkpoint.
-            restorable = self.states.restorable(seq.block_ids, hits)
-            if restorable < hits:
-                hits = restorable
-                active_hits = pool.lookup(seq.block_ids, hits)[1]
+            # Hybrid KV: the hit ends at the longest prefix with a checkpoint; the active blocks
+            # counted are the hit's own (not those of a tail the caps dropped).
+            hits = self.states.restorable(seq.block_ids, hits)
+            active_hits = pool.lookup(seq.block_ids, hits)[1]
         return hits, active_hits
 
     def _never_fits(self, seq: Seq, known_blocks: int) -> bool:
