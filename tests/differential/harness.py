@@ -265,6 +265,9 @@ def _hybrid_mtp_scenario(rng: random.Random, seed: int) -> dict[str, Any]:
     past the scenario's end (tiny pools can make two requests preempt each other forever)."""
     scn = generate("hybrid", 3_000_000 + seed)
     scn.update(kind="hybrid-mtp", seed=seed)
+    # No telemetry: kvreplay's accept-length fields of MTP samples are not the reference's
+    # (docs/engine.md, "Hybrid KV"; any MTP rank, with or without a state cache).
+    scn.pop("telemetry_ms", None)
     rank = scn["rank"]
     rank.pop("prefix_match_unit", None)
     _draft(rng, rank)
@@ -347,7 +350,7 @@ def _hybrid_scenario(rng: random.Random, scn: dict[str, Any], rank: dict[str, An
     outputs of 1-6 tokens (up to 40 under fixed timing).
     Prefix caching is on in 7 scenarios of 10 (state checkpoints); a match unit is drawn only
     without it (with it, hits ending inside a block are not executed yet). Sometimes the KV
-    router places the requests."""
+    router places the requests; 3 scenarios in 10 are sampled (telemetry)."""
     bs = scn["block_size"]
     block_bytes = bs * rank["kv_cache_bytes_per_token"]
     state_blocks = rng.choice([1, 1, 1, 2, 2, 3])
@@ -374,14 +377,16 @@ def _hybrid_scenario(rng: random.Random, scn: dict[str, Any], rank: dict[str, An
     scn["rows"] = _rows(rng, bs, blocks, delta=False, outputs=[1, 1, 2, 3, 4, 6] if polynomial
                         else [1, 1, 2, 3, 4, 6, 8, 12, 20, 32, 40])
     # Now and then the KV router with its queue over one scheduler (the reference breaks
-    # placement ties at random; its events carry token blocks only). No telemetry: a follow-up
-    # turn released by a rejection at a sample's instant is counted in the sample's interval
-    # by kvreplay, in the next by the reference, with or without a state cache (docs/engine.md,
-    # "Hybrid KV").
+    # placement ties at random; its events carry token blocks only).
     if "prefix_match_unit" not in rank and rng.random() < 0.2:
         scn["workers"] = scn["dp"] = 1
         scn["router"] = {"queue_threshold": rng.choice([None, 0.0, 0.5, 1.0]),
                          "queue_policy": rng.choice(["fcfs", "lcfs", "wspt"])}
+    # Telemetry samples on 3 scenarios in 10, from a stream of its own (the other draws
+    # unchanged).
+    sampled = random.Random(f"hybrid-telemetry:{scn['seed']}")
+    if sampled.random() < 0.3:
+        scn["telemetry_ms"] = sampled.choice([0.5, 1.0, 2.0, 2.5, 3.0, 5.0, 10.0])
     return scn
 
 
