@@ -241,7 +241,10 @@ class Rank:
         seq.blocks = []
 
     def accepts_destination(self, dseq: Seq) -> bool:
-        return True
+        """A prompt reaching the decode rank's max_model_len fails the handoff (probed on the
+        reference: the request ends `failed` at the prefill's end, its session with it)."""
+        limit = self.max_model_len
+        return limit is None or dseq.input_length < limit
 
     def destination_never_fits(self, dseq: Seq) -> bool:
         return -(-dseq.input_length // self.block_size) > self.num_blocks

@@ -227,9 +227,9 @@ def _pd_bounds(scn: dict[str, Any], blocks: int) -> None:
     destination: a smaller one can preempt and recompute its running requests (a lone one
     itself, while destinations hold the rest of the pool) at one instant forever in both
     engines (a decode recompute takes no time, so no cap ends it); a max_model_len on the
-    decode role applies on the prefill role too (the reference fails a request whose prompt
-    reaches the decode side's limit at the handoff, and the rest of its session, which kvreplay
-    does not do yet: docs/engine.md)."""
+    decode role applies on the prefill role too (drawn so before kvreplay failed the handoff of
+    a prompt reaching the decode side's limit, as the reference: kept so that the kind's seeds
+    stay as they were)."""
     decode = scn["decode"]
     decode["num_gpu_blocks"] = max(decode["num_gpu_blocks"],
                                    len(scn["rows"]) * (blocks - 1) + 1)
