@@ -92,6 +92,12 @@ def check_spec(spec: Spec, *, plain: bool | None = None) -> None:
             raise EngineConfigError(f"{where}/rank/enable_chunked_prefill: "
                                     "enable_chunked_prefill=false is not supported for "
                                     "backend=sglang")
+        if role.prefill_schedule_interval != 1 and role.backend != "vllm":
+            # BACKEND-PREFILL-SCHEDULE-INTERVAL (the reference's message)
+            raise EngineConfigError(f"{where}/rank/prefill_schedule_interval: "
+                                    "prefill_schedule_interval is supported only for "
+                                    "backend=vllm; use prefill_decode_interval for "
+                                    "backend=sglang")
         _check_speculation(role, f"{where}/rank")
         _check_g3(spec, role, f"{where}/rank/g3_offload")
     _check_shared_pool(spec)

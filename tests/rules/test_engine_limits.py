@@ -18,7 +18,7 @@ from kvreplay.schema.spec import Spec
 LIMIT_RULES = frozenset({"G2-BACKEND", "G2-SCOPE", "NATIVE-LAYOUT-ID", "G2-BYTES",
                          "G2-PREFIX-CACHING", "BACKEND-SGLANG-CHUNKED-PREFILL",
                          "G2-SPECULATION", "G3-REQUIRES-G2", "G3-DP", "G3-BACKEND",
-                         "G3-TOPOLOGY"})
+                         "G3-TOPOLOGY", "BACKEND-PREFILL-SCHEDULE-INTERVAL"})
 
 
 def refused(spec: Spec) -> str | None:

@@ -6,8 +6,9 @@ skip when that Python cannot import `dynamo`.
 
 The native normalizer validates ONE rank at a time, so rank-local rules are compared there:
 G2-BACKEND, G2-SCOPE, NATIVE-LAYOUT-ID (and G2-BYTES, G2-PREFIX-CACHING, G2-SPECULATION for MTP,
-G3-REQUIRES-G2, which it enforces too). Shared-pool agreement spans two roles, so POOL-* are
-compared through `run_trace_replay` with one prefill and one decode rank on a tiny trace.
+G3-REQUIRES-G2, BACKEND-PREFILL-SCHEDULE-INTERVAL, which it enforces too). Shared-pool
+agreement spans two roles, so POOL-* are compared through `run_trace_replay` with one prefill
+and one decode rank on a tiny trace.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ REFERENCE_PYTHON = os.environ.get("KVREPLAY_REFERENCE_PYTHON", sys.executable)
 
 # Native message fragment -> the rule that says the same.
 NATIVE_RULES = {
+    "prefill_schedule_interval is supported only": "BACKEND-PREFILL-SCHEDULE-INTERVAL",
     "is supported only for backend=vllm": "G2-BACKEND",
     "is a G3 scope": "G2-SCOPE",
     "requires a nonempty kv_layout_id": "NATIVE-LAYOUT-ID",
@@ -78,7 +80,7 @@ def native_rule(message: str) -> str:
 
 def generated_roles() -> list[Role]:
     """Aggregated roles over backends, G2 forms, KV bytes, prefix caching, MTP, G3 and DP/TP,
-    and without chunked prefill."""
+    without chunked prefill, and with vLLM's prefill cadence."""
     g2_forms = ["none", "local", "shared-derived", "shared-missing", "shared-blank",
                 "shared-explicit", "worker_local"]
     roles = []
@@ -106,6 +108,11 @@ def generated_roles() -> list[Role]:
                           block_size=block_size_default(backend), dp_size=dp,
                           tensor_parallel_size=tp, enable_prefix_caching=prefix,
                           enable_chunked_prefill=False))
+    for backend, interval, dp in itertools.product(("vllm", "sglang", "trtllm"), (1, 2, 5),
+                                                   (1, 2)):
+        roles.append(Role(name="aggregated", backend=backend,
+                          block_size=block_size_default(backend), dp_size=dp,
+                          prefill_schedule_interval=interval))
     return roles
 
 
