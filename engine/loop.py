@@ -102,6 +102,7 @@ class Simulation:
         self.notices = 0  # terminals the workload heard of (its next release may have moved)
         self.dirty: set[int] = set()  # workers to start after the instant's arrivals (gids)
         self.completed_in_place = False  # a pass of no duration ended in phase 5 (telemetry)
+        self.round_in_place = False  # ... in this round of the instant (scaling ticks)
         # The (kind, key) of the event being handled; after every event kind while the
         # instant's arrivals and restarts run (cut() orders a stretch boundary against it).
         self.handling: tuple[int, int] = AFTER_EVENTS
@@ -234,6 +235,7 @@ class Simulation:
             self._release(now)
         if early is not None:
             early(now)
+        self.round_in_place = False
         if self.dirty:  # phase 5
             self._start_dirty()
         if settle is not None:
@@ -255,7 +257,7 @@ class Simulation:
                     if w.busy and not w.stretch_k and w.pass_end == now]
             if not done:
                 return
-            self.completed_in_place = True
+            self.completed_in_place = self.round_in_place = True
             for worker in done:
                 worker.version += 1  # its queued PASS_DONE is superseded
                 self._pass_done((worker, worker.version))
@@ -295,7 +297,9 @@ class Simulation:
         assert scaling is not None
         if scaling.draining():
             scaling.settle()
-        if scaling.due and not (heap and heap[0][0] == now):
+        # After a pass of no duration completed in place, the tick runs before the instant's
+        # next round (the reference's loop ticks then).
+        if scaling.due and (self.round_in_place or not (heap and heap[0][0] == now)):
             self._sample_before_tick(now)
             scaling.tick()
             if self.dirty:
