@@ -13,76 +13,19 @@ import pytest
 # One worker, max_model_len 8: every turn of the session is rejected; the policy's first tick
 # is due at 1.0 ms, when the second turn arrives and is rejected, releasing the third (delay 0).
 SCENARIO: dict[str, Any] = {
-    "kind": "scaling",
-    "seed": 123,
-    "block_size": 4,
-    "trace_format": "mooncake",
-    "dp": 1,
-    "rank": {
-        "backend": "vllm",
-        "block_size": 4,
-        "num_gpu_blocks": 5,
-        "kv_cache_bytes_per_token": 250000,
-        "max_num_seqs": 2,
-        "max_num_batched_tokens": 32,
-        "enable_chunked_prefill": True,
-        "preemption_mode": "lifo",
-        "timing_model": {
-            "type": "fixed",
-            "prefill_ms": 2.0,
-            "decode_ms": 1.0
-        },
-        "max_model_len": 8
-    },
+    "kind": "scaling", "seed": 123, "block_size": 4, "trace_format": "mooncake", "dp": 1,
     "workers": 1,
-    "scaling": {
-        "startup": {
-            "aggregated": None
-        },
-        "first_ms": 1.0,
-        "ticks": [
-            {
-                "prefill": None,
-                "decode": 1,
-                "next_ms": None
-            }
-        ]
-    },
+    "rank": {"backend": "vllm", "block_size": 4, "num_gpu_blocks": 5,
+             "kv_cache_bytes_per_token": 250000, "max_num_seqs": 2, "max_num_batched_tokens": 32,
+             "enable_chunked_prefill": True, "preemption_mode": "lifo",
+             "timing_model": {"type": "fixed", "prefill_ms": 2.0, "decode_ms": 1.0},
+             "max_model_len": 8},
+    "scaling": {"startup": {"aggregated": None}, "first_ms": 1.0,
+                "ticks": [{"prefill": None, "decode": 1, "next_ms": None}]},
     "rows": [
-        {
-            "session_id": "s0",
-            "hash_ids": [
-                192,
-                196,
-                346
-            ],
-            "input_length": 10,
-            "output_length": 1,
-            "timestamp": 1
-        },
-        {
-            "session_id": "s0",
-            "hash_ids": [
-                192,
-                196,
-                346
-            ],
-            "input_length": 10,
-            "output_length": 1,
-            "delay": 1
-        },
-        {
-            "session_id": "s0",
-            "hash_ids": [
-                192,
-                196,
-                346
-            ],
-            "input_length": 12,
-            "output_length": 1,
-            "delay": 0
-        }
-    ]
+        {"session_id": "s0", "hash_ids": [192, 196, 346], "input_length": length,
+         "output_length": 1, **timing}
+        for length, timing in ((10, {"timestamp": 1}), (10, {"delay": 1}), (12, {"delay": 0}))],
 }
 
 
