@@ -36,6 +36,7 @@ RankPass = tuple[Scheduled, list[int], list[int]]
 # rank's part.
 Captured = tuple[int, list[RankPass]]
 IDLE: RankPass = ([], [], [])
+SILENT: RankPass = ([], [], [])  # a rank that publishes nothing for its worker's pass
 DECODE_STEP = (1, 0, 0)
 
 
@@ -63,11 +64,15 @@ def _queued(rank: RankScheduler) -> tuple[list[int], list[int]]:
     return prefills, decodes
 
 
-def capture_pass(worker: Worker, duration_ns: int) -> Captured:
+def capture_pass(worker: Worker, duration_ns: int, planned: list[RankScheduler]) -> Captured:
     """A single pass just planned: each rank's part (Rank.plan kept what it scheduled; a rank
-    idle in its worker's pass publishes zeros, as the reference)."""
+    idle in its worker's pass publishes zeros, as the reference, except in a pass of no
+    duration, one that only rejects: a rank with no work then publishes nothing (ref))."""
     out: list[RankPass] = []
     for rank in worker.ranks:
+        if not duration_ns and rank not in planned:
+            out.append(SILENT)
+            continue
         scheduled = rank.fpm
         if scheduled is None or (not scheduled and not rank.has_work() and not rank.connector):
             out.append(IDLE)
@@ -191,6 +196,8 @@ class FpmBuffer:
                      for rank, (_, qp, qd) in zip(worker.ranks, parts, strict=True)]
         worker.fpm = []  # captured again at the next pass
         for r, part in enumerate(parts):
+            if part is SILENT:
+                continue
             key = (worker.worker_id, r)
             self.latest[key] = (wall, part)
             self.last[key] = now

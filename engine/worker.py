@@ -220,11 +220,13 @@ class Worker:
                 group.begin()
             outcome = PassOutcome()
             duration = 0
+            planned = []
             for rank in self.ranks:
                 if capture:
                     rank.fpm = []
                 if not rank.has_work():
                     continue
+                planned.append(rank)
                 d = rank.plan(now_ns, outcome, throttle)
                 if d > duration:
                     duration = d
@@ -239,7 +241,7 @@ class Worker:
         if capture:
             from kvreplay.engine.scaling_metrics import capture_pass
 
-            self.fpm = capture_pass(self, duration)
+            self.fpm = capture_pass(self, duration, planned)
         self.pass_index += 1
         self.busy = True
         self.outcome = outcome
