@@ -455,7 +455,8 @@ def _mtp_backend(rng: random.Random, rank: dict[str, Any], backend: str) -> None
 def _scaling_scenario(rng: random.Random, scn: dict[str, Any], rank: Callable[[], dict[str, Any]],
                       blocks: int) -> dict[str, Any]:
     """Round robin, aggregated or P/D, DP 1-2, under a random schedule of targets
-    (scaling_kind.py)."""
+    (scaling_kind.py); from streams of their own, G2/G3, an agentic corpus, or a hybrid
+    model's state cache on 1 aggregated vLLM G1 seed in 5."""
     disaggregated = rng.random() < 0.5
     scn["dp"] = rng.choice([1, 1, 2])
     if disaggregated:
@@ -479,6 +480,18 @@ def _scaling_scenario(rng: random.Random, scn: dict[str, Any], rank: Callable[[]
         scn.update(trace_format="agentic_mooncake",
                    agentic_lanes=agentic.choice([None, 1, 2]), header=_agentic_header(scn),
                    rows=_agentic_rows(agentic, scn["block_size"], blocks))
+    hybrid = random.Random(f"scaling-hybrid:{scn['seed']}")
+    rank_ = scn.get("rank")
+    if rank_ is not None and "header" not in scn and rank_["backend"] == "vllm" \
+            and "native_host_offload" not in rank_ and hybrid.random() < 0.2:
+        # A hybrid model's state cache (aggregated, G1 only: the HYBRID-* rules), requests it
+        # rejects included, and now and then max_model_len rejections.
+        block_bytes = scn["block_size"] * rank_["kv_cache_bytes_per_token"]
+        state = 1 if rank_["num_gpu_blocks"] < 4 else hybrid.choice([1, 1, 2])
+        rank_["state_cache"] = {"bytes_per_request": state * block_bytes - hybrid.choice([0, 1])}
+        rank_["enable_prefix_caching"] = hybrid.random() < 0.7
+        if hybrid.random() < 0.2:
+            rank_["max_model_len"] = hybrid.choice([8, 12, 16])
     return scn
 
 
