@@ -101,8 +101,7 @@ class Simulation:
         self.live = 0  # released and not yet terminal
         self.notices = 0  # terminals the workload heard of (its next release may have moved)
         self.dirty: set[int] = set()  # workers to start after the instant's arrivals (gids)
-        self.completed_in_place = False  # a pass of no duration ended in phase 5 (telemetry)
-        self.round_in_place = False  # ... in this round of the instant (scaling ticks)
+        self.completed_in_place = self.round_in_place = False  # a 0-duration pass ended in place
         # The (kind, key) of the event being handled; after every event kind while the
         # instant's arrivals and restarts run (cut() orders a stretch boundary against it).
         self.handling: tuple[int, int] = AFTER_EVENTS
