@@ -434,13 +434,13 @@ class SglangRank:
         if not fresh:
             return
         going: list[Seq] = []
-        for seq in fresh:
-            if seq.generated >= seq.max_output:
-                self._complete(seq, outcome)
+        # Requests ending here let go of their pages only after the others' first-token
+        # pages are reserved (the reference cleans its completed requests up after the step).
+        ending = [seq for seq in fresh if seq.generated >= seq.max_output]
         for seq in fresh:
             if seq.max_output - seq.generated == 1:
                 self._token(seq, outcome)
-                self._complete(seq, outcome)
+                ending.append(seq)
             elif seq.generated < seq.max_output:
                 going.append(seq)
         if going:
@@ -454,6 +454,8 @@ class SglangRank:
                     self._step(seq, outcome)
             for seq in going:
                 self._cache_complete(seq)
+        for seq in ending:
+            self._complete(seq, outcome)
         self.running.extend(going)
 
     def _decode(self, outcome: PassOutcome) -> tuple[int, bool]:
