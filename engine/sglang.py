@@ -452,8 +452,7 @@ class SglangRank:
                 cache.free -= needed
                 for seq in going:
                     self._step(seq, outcome)
-            for seq in going:
-                self._cache_complete(seq)
+                    self._cache_complete(seq)
         for seq in ending:
             self._complete(seq, outcome)
         self.running.extend(going)
