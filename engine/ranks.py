@@ -141,9 +141,10 @@ class StretchRank(RankScheduler, Protocol):
     """A rank that states its own fast-forward rules (vLLM-shaped ranks leave them to the
     worker)."""
 
-    def stretch_passes(self, k: int) -> int:
+    def stretch_passes(self, k: int, grow: bool = True) -> int:
         """How many of the next k passes (at most) are pure decode passes: one token per
-        running request, no admission, retraction, eviction or completion."""
+        running request, no admission, retraction, eviction or completion; `grow` False: nor
+        a new page (under telemetry, whose reads mid-stretch must see a pass's pages)."""
         ...
 
     def advance_stretch(self, passes: int) -> None:

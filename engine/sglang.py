@@ -810,7 +810,7 @@ class SglangRank:
 
     # -- fast-forward (ranks.StretchRank) --------------------------------------------------------
 
-    def stretch_passes(self, k: int) -> int:
+    def stretch_passes(self, k: int, grow: bool = True) -> int:
         """Pure decode passes ahead (at most k): nothing to promote, reserve, reject or admit (a
         waiting request is not admitted while the interval defers prefill or the running slots
         are full), no request finishing, no page beyond the free ones (no eviction, no
@@ -835,6 +835,10 @@ class SglangRank:
                 before = bs - seq.computed % bs - 1
                 if before < k:
                     k = before
+            if not grow:  # no pass of the stretch takes a page
+                room = seq.pages * bs - seq.computed
+                if room < k:
+                    k = room
             if k < 2:
                 return k
         return self._affordable(k)

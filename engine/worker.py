@@ -253,7 +253,7 @@ class Worker:
         """How many upcoming passes are pure decode passes (0 when the next one is not)."""
         k = 1 << 62
         if self.own is not None:
-            return _own_pure_passes(self.own, k)
+            return _own_pure_passes(self.own, k, self.ticks is None)
         assert self.vllm is not None
         any_running = False
         growing: list[tuple[Rank, int]] = []
@@ -632,12 +632,12 @@ def _grow_one(rank: Rank, seq: Seq, j: int) -> None:
         rank.register_through(seq, (seq.computed + j) // bs)
 
 
-def _own_pure_passes(ranks: list[StretchRank], k: int) -> int:
+def _own_pure_passes(ranks: list[StretchRank], k: int, grow: bool) -> int:
     """_pure_passes over ranks that state their own stretches: the fewest any allows (0 when
     one allows none), and none when no request runs."""
     any_running = False
     for rank in ranks:
-        k = rank.stretch_passes(k)
+        k = rank.stretch_passes(k, grow)
         if k < MIN_STRETCH:
             return 0
         any_running = any_running or bool(rank.running)
