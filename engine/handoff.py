@@ -84,15 +84,16 @@ class HandoffLoop(Protocol):
         """The request's source KV is released (its record may be reported now)."""
         ...
 
-    def observe(self, rank: RankScheduler, destinations: int = 0) -> None:
+    def observe(self, rank: RankScheduler, destinations: int = 0, late: bool = False) -> None:
         """A handoff command reached the rank (telemetry reads its gauges then); `destinations`
-        counts the ones accepted there (+1) or activated or rejected (-1)."""
+        counts the ones accepted there (+1) or activated or rejected (-1); `late`: shown after
+        this instant's sample."""
         ...
 
 
 class Handoff:
-    __slots__ = ("actions", "actions_due", "decode", "destination_first", "latency_ms", "loop",
-                 "prefill", "reserved", "settled_at")
+    __slots__ = ("actions", "actions_due", "arriving", "decode", "destination_first",
+                 "latency_ms", "loop", "prefill", "reserved", "settled_at")
 
     def __init__(self, loop: HandoffLoop, prefill: Pool, decode: Pool,
                  latency_ms: float) -> None:
@@ -108,6 +109,9 @@ class Handoff:
         self.destination_first = decode.role.backend == "sglang"
         self.reserved: dict[int, tuple[Seq, int]] = {}
         self.settled_at = -1  # the instant whose stretches arrivals last settled
+        # Destination first: an arrival's placement on the decode pool comes after the
+        # reference samples the instant (its gauges show from the next sample on).
+        self.arriving = False
 
     # -- the action queue --------------------------------------------------------------------
 
@@ -179,7 +183,11 @@ class Handoff:
         rank = dseq.scheduler
         dseq.waiting_order = rank.next_order
         rank.next_order += 1
-        self._accept_destination(dseq)
+        self.arriving = True
+        try:
+            self._accept_destination(dseq)
+        finally:
+            self.arriving = False
 
     def _accept_destination(self, dseq: Seq) -> None:
         """The decode rank takes the destination (a handoff action)."""
@@ -195,11 +203,11 @@ class Handoff:
         rank.pending.append(dseq)
         if worker.busy:
             # Queued now; the worker's pass end makes one reservation attempt for the queue.
-            self.loop.observe(rank, 1)
+            self._observe(rank, 1)
             self.loop.cut(worker)
             return
         self.retry_destinations(rank)
-        self.loop.observe(rank, 1)
+        self._observe(rank, 1)
         if rank.pending:
             # A pending destination changes what the rank admits (only handoffs whose KV has
             # arrived): an idle decode worker with waiting requests runs a pass.
@@ -226,14 +234,17 @@ class Handoff:
             return
         if self._reserve(rank, front):
             pending.popleft()
-        self.loop.observe(rank)
+        self._observe(rank)
+
+    def _observe(self, rank: RankScheduler, destinations: int = 0) -> None:
+        self.loop.observe(rank, destinations, self.arriving)
 
     def _reserve(self, rank: RankScheduler, dseq: Seq) -> bool:
         """Reserve destination blocks and start the transfer; False: no room yet."""
         if rank.destination_never_fits(dseq):
             # The reference aborts the whole run here; kvreplay rejects just this request.
             dseq.rec.rejection = ("decode_kv_cache", rank.num_blocks * rank.block_size)
-            self.loop.observe(rank, -1)
+            self._observe(rank, -1)
             self.loop.terminal(self.decode, dseq, "rejected")
             if not self.destination_first:
                 self._hand_back_source(_source_of(dseq))
@@ -245,16 +256,22 @@ class Handoff:
         if self.destination_first:
             # The prefill is submitted once the destination is reserved (an action); the
             # transfer starts when its source is held.
-            self.enqueue(lambda: self._submit_prefill(dseq, fresh))
+            arriving = self.arriving
+            self.enqueue(lambda: self._submit_prefill(dseq, fresh, arriving))
             return True
         self._transfer(dseq, fresh)
         return True
 
-    def _submit_prefill(self, dseq: Seq, fresh: int) -> None:
+    def _submit_prefill(self, dseq: Seq, fresh: int, arriving: bool) -> None:
         """Destination first: the reserved request's prefill goes to the prefill pool (the
-        transfer starts when its source is held)."""
+        transfer starts when its source is held); reserved on its arrival, it reaches the
+        prefill rank after the instant's sample, else before it."""
         self.reserved[dseq.req.ordinal] = (dseq, fresh)
-        self.loop.submit(self.prefill, dseq.req, dseq.rec, 1, True)
+        self.arriving = arriving
+        try:
+            self.loop.submit(self.prefill, dseq.req, dseq.rec, 1, True)
+        finally:
+            self.arriving = False
 
     def _transfer(self, dseq: Seq, fresh: int) -> None:
         """Start the KV transfer to a reserved destination (`fresh` pages were taken)."""
@@ -286,7 +303,7 @@ class Handoff:
             rank.capacity_gen += 1
             self.decode.router.release(dseq)
             self.retry_destinations(rank)
-            self.loop.observe(rank)
+            self._observe(rank, -1)
             self.loop.poke(worker)
 
         self.enqueue(lambda: self.command(worker, cancel))
@@ -303,7 +320,7 @@ class Handoff:
         rank.activate_destination(dseq)
         dseq.rec.destination_activated_ms = ns_to_ms(self.loop.now)
         self.retry_destinations(rank)
-        self.loop.observe(rank, -1)
+        self._observe(rank, -1)
         self.loop.poke(self.decode.worker_of(rank))
         source = _source_of(dseq)
         self.enqueue(lambda: self._hand_back_source(source))

@@ -549,10 +549,10 @@ class Simulation:
     def settled(self, ordinal: int) -> None:
         self.ledger.settled(ordinal)
 
-    def observe(self, rank: RankScheduler, destinations: int = 0) -> None:
+    def observe(self, rank: RankScheduler, destinations: int = 0, late: bool = False) -> None:
         if self.telemetry is not None:
             self.telemetry.destinations[(rank.pool_name, rank.scheduler_id)] += destinations
-            self.telemetry.refresh(rank)
+            self.telemetry.refresh(rank, late)
 
     # -- passes ------------------------------------------------------------------------------
 
@@ -576,6 +576,8 @@ class Simulation:
             return False
         # Same-instant completions go by worker order (P/D: prefill workers first).
         self.events.push(end, PASS_DONE, worker.order, (worker, worker.version))
+        if end == self.now and self.handoff is not None and self.handoff.destination_first:
+            self.completed_in_place = True  # SGLang P/D: the tick comes before its end (ref)
         if self.host is not None:
             self.host.after_start(worker)
         return True
@@ -617,6 +619,11 @@ class Simulation:
                 forwards = worker.outcome.forwards
         scaling = self.scaling
         wall = -1 if scaling is None else scaling.pass_ending(worker)
+        if (self.telemetry is not None and worker.pass_start == now and not k
+                and self.handoff is not None and self.handoff.destination_first):
+            # SGLang P/D: the reference ends a pass of no duration after the instant's
+            # sample; what it changes shows from the next one on.
+            self.telemetry.deferring = True
         outcome = worker.complete()
         if self.aggregated:
             self.dirty.add(worker.gid)  # restarts after the arrivals at `now` are queued
@@ -757,7 +764,9 @@ class Simulation:
                 if decision.selected_overlap_blocks is not None:
                     tele.placed(decision.selected_overlap_blocks,
                                 -(-req.input_length // pool.block_size))
-                tele.refresh(rank, late=self.handoff is not None)
+                handoff = self.handoff
+                tele.refresh(rank, late=handoff is not None and (
+                    handoff.arriving or not handoff.destination_first))
             self.poke(pool.worker_of(rank))
         return seq
 

@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from kvreplay.engine.fleet import ACTIVE, DRAINING, REMOVED, STARTING
+from kvreplay.engine.sglang import SglangRank
 from kvreplay.engine.simtime import ms_to_ns, ns_to_ms
 
 if TYPE_CHECKING:
@@ -88,7 +89,7 @@ class Telemetry:
 
     __slots__ = ("ahead", "cache_counts", "cache_seen", "destinations", "done", "fleets",
                  "gauges", "interval_ms",
-                 "interval_start_ms", "late", "next_ns", "ordinal", "pools", "preempted",
+                 "interval_start_ms", "deferring", "late", "next_ns", "ordinal", "pools", "preempted",
                  "preemptions_seen", "samples", "started", "traffic")
 
     def __init__(self, interval_ms: float, pools: Sequence[Pool]) -> None:
@@ -111,6 +112,8 @@ class Telemetry:
         self.destinations: dict[tuple[str, int], int] = {}
         # Gauges read now but shown only after this instant's sample (settle_late).
         self.late: list[tuple[tuple[str, int], list[int]]] = []
+        # SGLang P/D: a pass of no duration ended this instant; every later read is late.
+        self.deferring = False
         self.preempted = {"prefill": 0, "decode": 0}
         # SGLang ranks' scheduler cache-hit counters: per rank as last read, per role the
         # interval's [hit tokens, total tokens].
@@ -139,13 +142,15 @@ class Telemetry:
         rank = scheduler
         key = (rank.pool_name, rank.scheduler_id)
         # After a late refresh of the rank, its later ones this instant come after it too.
-        late = late or any(k == key for k, _ in self.late)
+        late = late or self.deferring or any(k == key for k, _ in self.late)
         gauge = [0, 0, 0, 0] if late else self.gauges[key]
         if late:
             self.late.append((key, gauge))
         gauge[0], gauge[1] = rank.kv_gauges()
         gauge[2] = len(rank.running)
         gauge[3] = len(rank.waiting) + len(rank.connector) + self.destinations[key]
+        if isinstance(rank, SglangRank):  # activated handoffs wait in its queue (ref)
+            gauge[3] += len(rank.ready)
         seen = rank.preemptions
         if seen != self.preemptions_seen[key]:
             self.preempted["prefill" if rank.pool_name == "prefill" else "decode"] += (
@@ -165,6 +170,7 @@ class Telemetry:
             self.cache_seen[key] = (hits, total)
 
     def settle_late(self) -> None:
+        self.deferring = False
         for key, gauge in self.late:
             self.gauges[key] = gauge
         self.late.clear()
