@@ -30,8 +30,8 @@ if TYPE_CHECKING:
 class PassGroup(Protocol):
     """State the ranks of one worker share across a pass."""
 
-    def begin(self) -> None:
-        """Before the worker's ranks form a pass."""
+    def begin(self, now_ns: int) -> None:
+        """Before the worker's ranks form a pass at now_ns."""
         ...
 
     def end(self, passes: int) -> None:
@@ -43,8 +43,8 @@ class PassGroup(Protocol):
         advanced)."""
         ...
 
-    def drained(self) -> None:
-        """A pass ended with nothing left on the worker's ranks."""
+    def drained(self, at_ns: int) -> None:
+        """A pass ended at at_ns with nothing left on the worker's ranks."""
         ...
 
 

@@ -71,16 +71,21 @@ class SglangGroup:
     deferred round in which no rank has a request to decode is retried at once (the reference's
     same-timestamp countdown), so it takes no time."""
 
-    __slots__ = ("interval", "prefilled", "ranks", "rounds")
+    __slots__ = ("drained_at", "interval", "prefilled", "ranks", "rounds")
 
     def __init__(self, interval: int) -> None:
         self.interval = interval
         self.rounds = 0
         self.prefilled = False
+        self.drained_at = -1
         self.ranks: list[SglangRank] = []
 
-    def begin(self) -> None:
+    def begin(self, now_ns: int) -> None:
         self.prefilled = False
+        if self.drained_at >= 0:
+            if now_ns > self.drained_at:
+                self.rounds = 0  # idled through (see drained)
+            self.drained_at = -1
         if self.rounds and not any(rank.running or rank.ready for rank in self.ranks):
             # Idle deferred rounds run at once: one with a rejection to make is a pass of no
             # duration (it counts down); the others change nothing and are skipped.
@@ -96,10 +101,11 @@ class SglangGroup:
         self.rounds -= 1
         return True
 
-    def drained(self) -> None:
+    def drained(self, at_ns: int) -> None:
         # A worker left with nothing to do idles through its deferred rounds (checked against
-        # the reference: a request arriving later is not deferred).
-        self.rounds = 0
+        # the reference: a request arriving later is not deferred); one arriving at the same
+        # instant still meets them (sglang seed 461: its rejection is a pass of no duration).
+        self.drained_at = at_ns
 
     def end(self, passes: int) -> None:
         if passes == 1 and self.prefilled:

@@ -217,7 +217,7 @@ class Worker:
         capture = self.fpm is not None
         while True:
             if group is not None:
-                group.begin()
+                group.begin(now_ns)
             outcome = PassOutcome()
             duration = 0
             planned = []
@@ -464,7 +464,7 @@ class Worker:
             # request that arrived during the pass keeps the count going; as the reference).
             self.pass_index = 0
             if self.group is not None:
-                self.group.drained()
+                self.group.drained(self.pass_end)
         outcome = self.outcome
         self.outcome = None
         return outcome
