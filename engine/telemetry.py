@@ -87,9 +87,9 @@ class Traffic:
 class Telemetry:
     """The sampler of one run."""
 
-    __slots__ = ("ahead", "cache_counts", "cache_seen", "destinations", "done", "fleets",
-                 "gauges", "interval_ms",
-                 "interval_start_ms", "deferring", "late", "next_ns", "ordinal", "pools", "preempted",
+    __slots__ = ("ahead", "cache_counts", "cache_seen", "deferring", "destinations", "done",
+                 "fleets", "gauges", "interval_ms",
+                 "interval_start_ms", "late", "next_ns", "ordinal", "pools", "preempted",
                  "preemptions_seen", "samples", "started", "traffic")
 
     def __init__(self, interval_ms: float, pools: Sequence[Pool]) -> None:
