@@ -602,6 +602,14 @@ class Simulation:
                 break
         return end
 
+    def _instant_pass_ends(self) -> None:
+        """SGLang P/D: the reference ends a pass of no duration after the instant's sample;
+        what it changes shows from the next one on."""
+        handoff = self.handoff
+        if handoff is not None and handoff.destination_first:
+            assert self.telemetry is not None
+            self.telemetry.deferring = True
+
     def _pass_done(self, payload: tuple[Worker, int]) -> None:
         worker, version = payload
         if version != worker.version or not worker.busy:
@@ -619,11 +627,8 @@ class Simulation:
                 forwards = worker.outcome.forwards
         scaling = self.scaling
         wall = -1 if scaling is None else scaling.pass_ending(worker)
-        if (self.telemetry is not None and worker.pass_start == now and not k
-                and self.handoff is not None and self.handoff.destination_first):
-            # SGLang P/D: the reference ends a pass of no duration after the instant's
-            # sample; what it changes shows from the next one on.
-            self.telemetry.deferring = True
+        if self.telemetry is not None and worker.pass_start == now and not k:
+            self._instant_pass_ends()
         outcome = worker.complete()
         if self.aggregated:
             self.dirty.add(worker.gid)  # restarts after the arrivals at `now` are queued
