@@ -209,7 +209,10 @@ class SglangRank:
         self.ratio_step = (self.init_ratio - self.min_ratio) / NEW_TOKEN_RATIO_DECAY_STEPS
         self.ratio = self.init_ratio
         self.timer = PassTimer(cfg)
-        self.cache = RadixCache(cfg.num_gpu_blocks, cfg.block_size, record_events)
+        # Without prefix caching the rank publishes no KV events: the router sees no overlap
+        # on it (checked against the reference: sglang-telemetry seeds 187, 751, 967).
+        self.cache = RadixCache(cfg.num_gpu_blocks, cfg.block_size,
+                                record_events and self.caching)
         self.running: list[Seq] = []
         self.waiting: deque[Seq] = deque()
         self.ready: deque[Seq] = deque()  # P/D decode: activated handoffs, to run
