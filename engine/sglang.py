@@ -574,11 +574,12 @@ class SglangRank:
             seq.pages += 1
         computed = seq.computed = seq.computed + 1
         self._token(seq, outcome)
-        if computed % bs == 0:
-            if self.cache.events is not None:
-                self.cache.publish(self._ids_through(seq, computed // bs)[-1])
-            if not last:
-                self._cache_complete(seq)
+        if computed % bs == 0 and self.cache.events is not None:
+            self.cache.publish(self._ids_through(seq, computed // bs)[-1])
+        if not last and computed // bs > seq.registered:
+            # Also the prompt pages a first token that found no page left out (ref: decode.rs
+            # cache_materialized_prefix after each appended token).
+            self._cache_complete(seq)
 
     def _token(self, seq: Seq, outcome: PassOutcome) -> None:
         seq.generated += 1
@@ -837,6 +838,8 @@ class SglangRank:
         for seq in running:
             if not seq.generated:  # its first token (the stamping) comes step by step
                 return 0
+            if self.caching and seq.registered < seq.computed // bs:
+                return 0  # its next token caches pages it completed before (step by step)
             left = seq.max_output - seq.generated - 1  # the pass emitting the last is not pure
             if left < k:
                 k = left
