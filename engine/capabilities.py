@@ -80,16 +80,18 @@ def _spec(source: Spec | Mapping[str, Any]) -> Spec | None:
 
 def _hybrid(spec: Spec) -> list[str]:
     """A state cache runs (engine/state_cache.py: each request's working state beside its token
-    blocks, checkpoints under prefix caching; with MTP too, speculation.py); a prefix-match
-    unit under prefix caching (hits ending inside a block) is not executed yet. Without prefix
-    caching nothing is matched, so a match unit changes nothing (checked against the
-    reference)."""
+    blocks, checkpoints under prefix caching; with MTP too, speculation.py; a prefix-match
+    unit of the block size aligns them to block slots); a smaller unit under prefix caching
+    (hits ending inside a block) is not executed yet. Without prefix caching nothing is
+    matched, so a match unit changes nothing (checked against the reference)."""
     out = []
     for role in spec.roles:
         caching = role.enable_prefix_caching
-        if role.prefix_match_unit is not None and caching:
-            out.append(f"prefix match unit (prefix_match_unit) with prefix caching on role "
-                       f"{role.name}: not executed by the bundled engine")
+        if (role.prefix_match_unit is not None and caching
+                and role.prefix_match_unit != role.block_size):
+            out.append(f"prefix match unit (prefix_match_unit) smaller than the block size "
+                       f"with prefix caching on role {role.name}: not executed by the bundled "
+                       f"engine")
     return out
 
 

@@ -205,8 +205,11 @@ class Rank:
         Decode steps inside a request's last block skip the general path, except on a rank
         whose states are checkpointed (a step may first have to preserve a checkpoint)."""
         self.state_blocks = state_blocks(cfg)
+        # A match unit of the block size under prefix caching aligns states to block slots
+        # (smaller units are refused by name: engine/capabilities.py).
+        align = self.block_size if self.caching and cfg.prefix_match_unit else 0
         self.states = WorkingStates(self.pool, self.state_blocks, self.caching,
-                                    identities) if self.state_blocks else None
+                                    identities, align) if self.state_blocks else None
         self.fast_decode = self.states is None or not self.caching
 
     def kv_gauges(self) -> tuple[int, int]:
@@ -396,8 +399,10 @@ class Rank:
                     hits, active_hits = self._prompt_hit(seq, known)
                     cached = hits * bs
                 if cached and self.states is not None:
-                    # Restoring a checkpoint pins it while the new working state is written.
+                    # Restoring a checkpoint pins it while the new working state is written
+                    # (an aligned checkpoint still in use costs nothing more).
                     known_blocks += self.state_blocks
+                    active_hits += self.states.active_source(seq.block_ids[hits - 1])
                     if seq.pool_admissions == 0 and self._never_fits(seq, known_blocks):
                         self._reject(seq, outcome, "kv_cache", self._token_room())
                         continue
@@ -645,8 +650,12 @@ class Rank:
         if desired == 0 and remaining > 0:
             return BLOCKED
         target = before + desired
-        need = -(-target // bs)
         states = self.states
+        if states is not None and states.align:
+            target = _aligned_end(before, target, known, seq.input_length, bs,
+                                  self.budget < bs)
+            states.release_previous(seq)
+        need = -(-target // bs)
         if not from_waiting and self._outgrown(seq, target):
             self._reject_running(seq, outcome)
             return CURRENT_PREEMPTED  # the running list shifted onto the next request
@@ -705,6 +714,11 @@ class Rank:
         assert self.states is not None
         bs = self.block_size
         boundary = seq.block_ids[target // bs - 1] if self.caching and target % bs == 0 else None
+        # Aligned states: only the start of the block holding the prompt's last token keeps a
+        # checkpoint (the unit is the block; a readmitted request's outputs included).
+        if (boundary is not None and self.states.align
+                and target // bs != (seq.input_length - 1) // bs):
+            boundary = None
         self.states.commit(seq, target, boundary)
 
     def _grow(self, seq: Seq, need: int, cached: int, target: int) -> bool:
@@ -762,9 +776,7 @@ class Rank:
         if seq in states.held:
             states.prepare_write(seq, target)
         else:
-            states.take(seq, cached)
-        for handle in pinned:
-            pool.release([handle])
+            states.take(seq, cached, target, pinned)
         return True
 
     # -- P/D destinations (handoff.py) -------------------------------------------------------
@@ -1068,3 +1080,24 @@ def note_admission(seq: Seq, pool_name: str, is_decode: bool, at_ms: float, pool
         rec.prefill_admit_ms = at_ms
     elif pool_name == "decode":
         rec.decode_admit_ms = at_ms
+
+
+def _aligned_end(before: int, target: int, known: int, prompt: int, bs: int,
+                 small_budget: bool) -> int:
+    """Where a chunk of aligned states ends (a match unit of the block size; the reference's
+    block-aligned split, derived in tests/differential/test_match_unit_reference.py): while
+    prefilling, a chunk stopping short of the sequence's last whole block ends on a block
+    boundary (when that computes nothing, the request is not scheduled in this pass, unless
+    the whole budget is below a block: then it stays unaligned), and the one crossing it
+    ends on it."""
+    if before >= max(prompt, known - 1):
+        return target
+    last_block = known - known % bs
+    if target < last_block:
+        end = target // bs * bs
+        if end > before:
+            return end
+        return target if small_budget else before
+    if before < last_block < target:
+        return last_block
+    return target

@@ -41,8 +41,8 @@ def state_blocks(role: Role) -> int:
 class StateRequest:
     """One request's state: its working blocks, the tokens they hold, its latest checkpoint."""
 
-    __slots__ = ("computed", "snapshot", "snapshot_key", "snapshot_owned", "snapshot_stamps",
-                 "snapshot_step", "working")
+    __slots__ = ("computed", "previous", "previous_step", "slot", "snapshot", "snapshot_key",
+                 "snapshot_owned", "snapshot_stamps", "snapshot_step", "working")
 
     def __init__(self, working: list[int], computed: int) -> None:
         self.working = working
@@ -54,19 +54,29 @@ class StateRequest:
         self.snapshot_key: int | None = None  # the boundary block's identity
         self.snapshot_step = -1
         self.snapshot_owned = False
+        # Aligned states (a match unit): the block slot the working state is written in, and
+        # the blocks it left (or the checkpoint it was restored from), held until the
+        # request's next allocation in a later pass.
+        self.slot = -1
+        self.previous: list[int] = []
+        self.previous_step = -1
 
 
 class WorkingStates:
     """The states of one rank's requests (by request), in its block pool."""
 
-    __slots__ = ("blocks", "checkpoints", "held", "identities", "keys", "pool", "published",
-                 "stamp", "stamps", "step")
+    __slots__ = ("align", "blocks", "checkpoints", "copies", "held", "identities", "keys",
+                 "pool", "published", "stamp", "stamps", "step")
 
     def __init__(self, pool: BlockPool, blocks: int, checkpoints: bool,
-                 identities: BlockIdentities) -> None:
+                 identities: BlockIdentities, align: int = 0) -> None:
         self.pool = pool
         self.blocks = blocks
         self.checkpoints = checkpoints  # prefix caching: states are published and reused
+        # A match unit under prefix caching (the block size, the only one executed): states
+        # are aligned to block slots (module docstring of align_end).
+        self.align = align
+        self.copies: list[tuple[object, int]] = []  # this pass's checkpoint copies, in order
         self.identities = identities
         self.held: dict[object, StateRequest] = {}
         # A checkpoint's cache keys, one per state block, by its boundary block's identity.
@@ -79,8 +89,29 @@ class WorkingStates:
         self.stamp = 0
 
     def begin_step(self) -> None:
+        if self.copies:
+            pool = self.pool
+            for _seq, handle in self.copies:
+                pool.release([handle])
+            self.copies = []
         self.published.clear()
         self.step += 1
+
+    def active_source(self, boundary: int) -> int:
+        """Aligned states: the blocks of this checkpoint in use (a restore admitted while its
+        source is held pins nothing more; checked against the reference)."""
+        if not self.align:
+            return 0
+        refs, by_ident = self.pool.refs, self.pool.by_ident
+        return sum(1 for key in self.keys[boundary] if refs[by_ident[key]] > 0)
+
+    def release_previous(self, seq: object) -> None:
+        """Aligned states: the request allocates in a later pass than the one that left its
+        previous slot (or restored it): those blocks go back to the pool."""
+        state = self.held.get(seq)
+        if state is not None and state.previous and state.previous_step < self.step:
+            self.pool.release(state.previous)
+            state.previous = []
 
     def _keys(self, boundary: int) -> list[int]:
         keys = self.keys.get(boundary)
@@ -120,6 +151,12 @@ class WorkingStates:
         return self.write_blocks(state, target)
 
     def write_blocks(self, state: StateRequest, target: int) -> int:
+        if self.align:
+            if target <= state.computed or not state.working:
+                return 0
+            if (target - 1) // self.align != state.slot or not self._private(state.working):
+                return self.blocks
+            return 0
         if target > state.computed and state.working and not self._private(state.working):
             return self.blocks
         return 0
@@ -134,6 +171,8 @@ class WorkingStates:
         boundary change no state but its computed count, which the next general pass sets)."""
         if not self.checkpoints:
             return True
+        if self.align:  # slots move and held blocks go back pass by pass
+            return False
         ident = self.pool.ident
         held = self.held
         for seq in running:
@@ -144,18 +183,29 @@ class WorkingStates:
 
     # -- mutations -----------------------------------------------------------------------------
 
-    def take(self, seq: object, restored: int) -> None:
+    def take(self, seq: object, restored: int, target: int, source: list[int]) -> None:
         """Allocate seq's working state, holding `restored` tokens (the caller checked the pool
-        can hold it)."""
+        can hold it); `source`: the checkpoint it restores (pinned by the caller), which an
+        aligned state holds until its next allocation."""
         handles: list[int] = []
         self.pool.allocate(self.blocks, handles)
-        self.held[seq] = StateRequest(handles, restored)
+        state = self.held[seq] = StateRequest(handles, restored)
+        if self.align:
+            state.slot = (target - 1) // self.align
+            if source:
+                state.previous = source
+                state.previous_step = self.step
+                return
+        self.pool.release(source)
 
     def prepare_write(self, seq: object, target: int) -> None:
         """Preserve a published checkpoint before the state is written past it (the caller
         checked the pool can hold the copy)."""
         state = self.held[seq]
         if not self.write_blocks(state, target):
+            return
+        if self.align:
+            self._prepare_aligned(seq, state, target)
             return
         key = state.snapshot_key
         assert key is not None
@@ -172,6 +222,34 @@ class WorkingStates:
         state.snapshot_step = self.step
         self.published.add(key)
 
+    def _prepare_aligned(self, seq: object, state: StateRequest, target: int) -> None:
+        """A write into a new slot moves the state to new blocks (the old ones held until the
+        request's next allocation); one into its slot after a checkpoint was published there
+        first copies the checkpoint (held until the next pass, then cached)."""
+        pool = self.pool
+        slot = (target - 1) // self.align
+        if slot != state.slot:
+            fresh: list[int] = []
+            pool.allocate(self.blocks, fresh)
+            state.previous.extend(state.working)
+            state.previous_step = self.step
+            state.working = fresh
+            state.slot = slot
+            return
+        key = state.snapshot_key
+        assert key is not None
+        saved: list[int] = []
+        pool.allocate(self.blocks, saved)
+        for handle, ident in zip(saved, self._keys(key), strict=True):
+            pool.register(handle, ident)
+            self.copies.append((seq, handle))
+        for handle in state.working:
+            pool.unregister(handle)
+        state.snapshot = saved
+        state.snapshot_stamps = self._stamp(saved)
+        state.snapshot_step = self.step
+        self.published.add(key)
+
     def commit(self, seq: object, computed: int, boundary: int | None) -> None:
         """The pass computes seq's state through `computed` tokens; `boundary`: the identity of
         the block it completes when `computed` is on a block boundary (prefix caching)."""
@@ -179,6 +257,11 @@ class WorkingStates:
         if state is None or computed <= state.computed:
             return
         pool = self.pool
+        if self.align:  # older checkpoints stay cached
+            state.computed = computed
+            if boundary is not None:
+                self._publish(state, boundary)
+            return
         if state.snapshot_owned:
             for handle in state.snapshot:
                 pool.release([handle])
@@ -187,6 +270,10 @@ class WorkingStates:
         if boundary is None:
             return
         self._discard(state.snapshot, state.snapshot_stamps, state.snapshot_key)
+        self._publish(state, boundary)
+
+    def _publish(self, state: StateRequest, boundary: int) -> None:
+        pool = self.pool
         for handle, ident in zip(state.working, self._keys(boundary), strict=True):
             pool.register(handle, ident)
         state.snapshot = list(state.working)
@@ -227,6 +314,13 @@ class WorkingStates:
         if state is None:
             return
         pool = self.pool
+        if state.previous:
+            pool.release(state.previous)
+        if self.copies:
+            mine = [h for s, h in self.copies if s is seq]
+            if mine:
+                self.copies = [(s, h) for s, h in self.copies if s is not seq]
+                pool.release(mine)
         if state.snapshot_owned:
             for handle in state.snapshot:
                 pool.release([handle])

@@ -362,7 +362,7 @@ def _hybrid_scenario(rng: random.Random, scn: dict[str, Any], rank: dict[str, An
         [0, 0, 1, block_bytes // 2, block_bytes - 1])}
     rank["enable_prefix_caching"] = rng.random() < 0.7
     unit = rng.choice([None, None, 1, 2, bs])
-    if unit is not None and not rank["enable_prefix_caching"]:
+    if unit is not None and (not rank["enable_prefix_caching"] or unit == bs):
         rank["prefix_match_unit"] = unit
     if rng.random() < 0.2:
         rank["timing_model"] = {"type": "polynomial"}

@@ -163,6 +163,10 @@ PROBES: list[Probe] = [
     ("rank.state_cache", agg, lambda: agg(state_cache={"bytes_per_request": 2000000})),
     ("rank.state_cache", lambda: agg(enable_prefix_caching=False),
      lambda: agg(enable_prefix_caching=False, state_cache={"bytes_per_request": 2000000})),
+    # A match unit of the block size under prefix caching aligns the states to block slots:
+    # prefill chunks end on block boundaries and only the last block's start keeps a state.
+    ("rank.prefix_match_unit", lambda: agg(state_cache={"bytes_per_request": 2000000}),
+     lambda: agg(state_cache={"bytes_per_request": 2000000}, prefix_match_unit=4)),
 ]
 
 # Accepted and executed by both engines without changing a figure (a probe shows both unmoved).
@@ -171,8 +175,8 @@ INERT: list[Probe] = [
     # engine's two) do not read it, in either engine.
     ("role.tensor_parallel_size", lambda: agg(timing_model={"type": "polynomial"}),
      lambda: {**agg(timing_model={"type": "polynomial"}), "tp": 4}),
-    # Without prefix caching nothing is matched, so a match unit moves nothing (with prefix
-    # caching it is pending, as the state checkpoints).
+    # Without prefix caching nothing is matched, so a match unit moves nothing (with it, a unit
+    # of the block size is probed above; smaller ones are refused by name).
     ("rank.prefix_match_unit",
      lambda: agg(enable_prefix_caching=False, state_cache={"bytes_per_request": 2000000}),
      lambda: agg(enable_prefix_caching=False, state_cache={"bytes_per_request": 2000000},

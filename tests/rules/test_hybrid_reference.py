@@ -64,8 +64,9 @@ def test_a_hybrid_rule_fires_exactly_when_the_reference_refuses(path: Path,
 
 
 def test_the_bundled_engine_refuses_a_match_unit_under_prefix_caching_by_name() -> None:
-    """Valid hybrid settings compile; `run` executes a state cache, and refuses a match unit
-    with prefix caching by name (hits ending inside a block are not executed yet)."""
+    """Valid hybrid settings compile; `run` executes a state cache and a match unit of the block
+    size, and refuses a smaller unit with prefix caching by name (hits ending inside a block
+    are not executed yet)."""
     path = next(p for p in CASES if p.name == "pass-divisor-with-state-cache.yaml")
     native = kvreplay.compile_config(yaml.safe_load(path.read_text()), matrix=False).native()
     rank = native["spec"]["engine"]["rank"]
@@ -73,8 +74,11 @@ def test_the_bundled_engine_refuses_a_match_unit_under_prefix_caching_by_name() 
     assert rank["prefix_match_unit"] == 2
     assert rank["enable_prefix_caching"] is True
     assert refusals(native) == [
-        "prefix match unit (prefix_match_unit) with prefix caching on role aggregated: not "
-        "executed by the bundled engine"]
+        "prefix match unit (prefix_match_unit) smaller than the block size with prefix caching "
+        "on role aggregated: not executed by the bundled engine"]
+    rank["prefix_match_unit"] = rank["block_size"]
+    assert refusals(native) == []
+    rank["prefix_match_unit"] = 2
     rank["enable_prefix_caching"] = False
     assert refusals(native) == []
     del rank["prefix_match_unit"]
