@@ -649,12 +649,8 @@ class Rank:
         desired = remaining if remaining < self._budget else self._budget
         if desired == 0 and remaining > 0:
             return BLOCKED
-        target = before + desired
+        target = self._aligned(seq, before, before + desired, known)
         states = self.states
-        if states is not None and states.align:
-            target = _aligned_end(before, target, known, seq.input_length, bs,
-                                  self.budget < bs)
-            states.release_previous(seq)
         need = -(-target // bs)
         if not from_waiting and self._outgrown(seq, target):
             self._reject_running(seq, outcome)
@@ -694,6 +690,16 @@ class Rank:
         self._last_used = used
         outcome.changes += used
         return SCHEDULED
+
+    def _aligned(self, seq: Seq, before: int, target: int, known: int) -> int:
+        """Aligned states (a match unit of the block size): where the chunk ends, after the
+        request gives back the blocks its previous slot held."""
+        states = self.states
+        if states is None or not states.align:
+            return target
+        states.release_previous(seq)
+        bs = self.block_size
+        return _aligned_end(before, target, known, seq.input_length, bs, self.budget < bs)
 
     def _outgrown(self, seq: Seq, target: int) -> bool:
         """Hybrid KV: the known sequence's blocks, the state and the copy the next step needs
