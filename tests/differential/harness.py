@@ -350,9 +350,9 @@ def _hybrid_scenario(rng: random.Random, scn: dict[str, Any], rank: dict[str, An
     prefix-match unit dividing the block size, fixed or polynomial timing, tiny pools (a state
     takes a good part of them, so requests wait, are preempted and outgrow the pool), sessions,
     outputs of 1-6 tokens (up to 40 under fixed timing).
-    Prefix caching is on in 7 scenarios of 10 (state checkpoints); a match unit is drawn only
-    without it (with it, hits ending inside a block are not executed yet). Sometimes the KV
-    router places the requests; 3 scenarios in 10 are sampled (telemetry)."""
+    Prefix caching is on in 7 scenarios of 10 (state checkpoints); with it only a match unit of
+    the block size is drawn (aligned states; hits ending inside a block are not executed yet).
+    Sometimes the KV router places the requests; 3 scenarios in 10 are sampled (telemetry)."""
     bs = scn["block_size"]
     block_bytes = bs * rank["kv_cache_bytes_per_token"]
     state_blocks = rng.choice([1, 1, 1, 2, 2, 3])
