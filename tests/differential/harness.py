@@ -379,8 +379,11 @@ def _hybrid_scenario(rng: random.Random, scn: dict[str, Any], rank: dict[str, An
     scn["rows"] = _rows(rng, bs, blocks, delta=False, outputs=[1, 1, 2, 3, 4, 6] if polynomial
                         else [1, 1, 2, 3, 4, 6, 8, 12, 20, 32, 40])
     # Now and then the KV router with its queue over one scheduler (the reference breaks
-    # placement ties at random; its events carry token blocks only).
-    if "prefix_match_unit" not in rank and rng.random() < 0.2:
+    # placement ties at random; its events carry token blocks only). It drops an aligned
+    # state's match unit (the reference refuses a unit with KV events: HYBRID-MATCH-UNIT), so
+    # the draws stay those of the kind before aligned states (kind hybrid-mtp's included).
+    if ("prefix_match_unit" not in rank or rank["enable_prefix_caching"]) and rng.random() < 0.2:
+        rank.pop("prefix_match_unit", None)
         scn["workers"] = scn["dp"] = 1
         scn["router"] = {"queue_threshold": rng.choice([None, 0.0, 0.5, 1.0]),
                          "queue_policy": rng.choice(["fcfs", "lcfs", "wspt"])}
