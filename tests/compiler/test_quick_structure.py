@@ -8,13 +8,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_quick_valid import CONFIGS, INVALID, _mutations, _native, _yaml
 
 from kvreplay.compiler.model import Config
 from kvreplay.schema import native_model as n
 from kvreplay.schema.convert import converter, native_converter
 from kvreplay.schema.quick_structure import quick_structure
 from kvreplay.schema.scaling import ScalingOptions
-from tests.compiler.test_quick_valid import CONFIGS, INVALID, _mutations, _native, _yaml
 
 REPO = Path(__file__).resolve().parents[2]
 
