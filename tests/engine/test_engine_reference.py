@@ -118,15 +118,29 @@ def test_long_decodes_match_the_reference_per_request(tmp_path: Path, workers: i
 @pytest.mark.parametrize("backend", ["sglang", "trtllm"])
 def test_backends_match_the_reference_on_round_robin(rows: list[dict[str, Any]],
                                                      trace_file: Path, backend: str) -> None:
-    """SGLang and TensorRT-LLM under their own schedulers (issue 26), round robin: reuse, mean
-    TTFT, mean TPOT and duration equal the reference's (to 1e-6)."""
+    """SGLang and TensorRT-LLM under their own schedulers (issue 26), round robin, the first
+    2,000 conversation rows: every request's arrival, TTFT, E2E, output length and reuse, and
+    the summary's reuse, mean TTFT, mean TPOT and duration equal the reference's (to 1e-6)."""
+    from kvreplay.engine.report import report_from_run
+
     replay = pytest.importorskip("dynamo.replay")
     rank = {**RANK, "backend": backend}
     report = replay.run_trace_replay([str(trace_file)], extra_engine_args={"engine": rank},
                                      num_workers=4, router_mode="round_robin",
-                                     trace_format="mooncake", trace_block_size=512)
+                                     trace_format="mooncake", trace_block_size=512,
+                                     capture_per_request=True)
     ref = dict(report.summary if hasattr(report, "summary") else report["summary"])
     result = run_native(native(dict(rank), workers=4), workload=mooncake_workload(rows, 512))
     mine = summary(result.records)
     for key in ("prefix_cache_reused_ratio", "mean_ttft_ms", "mean_tpot_ms", "duration_ms"):
         assert mine[key] == pytest.approx(ref[key], rel=1e-6), key
+    keys = ("arrival_time_ms", "ttft_ms", "e2e_latency_ms", "output_length",
+            "reused_input_tokens", "readmission_count", "terminal_status")
+
+    def per_request(report_rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+        return sorted(tuple(row[k] for k in keys) for row in report_rows)
+
+    ours = per_request(report_from_run(result)["per_request"])
+    theirs = per_request(report.per_request)
+    assert len(ours) == len(theirs) == len(rows)
+    assert ours == [tuple(pytest.approx(v, abs=1e-6) for v in row) for row in theirs]
