@@ -64,7 +64,7 @@ from kvreplay.engine.scheduler import PassOutcome, RankStats
 from kvreplay.engine.sequence import Seq
 from kvreplay.engine.simtime import check_ns, limit_to_ns, ms_to_ns, ns_to_ms
 from kvreplay.engine.speculation_report import merged_draws
-from kvreplay.engine.telemetry import Telemetry
+from kvreplay.engine.telemetry import Telemetry, pass_forwards, stretch_forwards
 from kvreplay.engine.traces.request import TraceRequest, Workload
 from kvreplay.engine.worker import Worker, stamp_bursts, stamp_tokens
 from kvreplay.schema.spec import Spec
@@ -616,15 +616,18 @@ class Simulation:
             return  # superseded by a cut stretch
         now = self.now
         k = worker.stretch_k
-        forwards = 0
+        forwards = visible = 0
         if k:
             self.facts.fast_forwarded_passes += k
-            if worker.mtp_plan is None:  # an MTP step counts no forwards (speculation.py)
-                forwards = k * sum(len(rank.running) for rank in worker.ranks)
+            plan = worker.mtp_plan
+            if plan is None:
+                forwards = visible = k * sum(len(rank.running) for rank in worker.ranks)
+            else:
+                forwards, visible = stretch_forwards(plan, k)
         else:
             self.facts.passes += 1
             if worker.outcome is not None:
-                forwards = worker.outcome.forwards
+                forwards, visible = pass_forwards(worker.outcome)
         scaling = self.scaling
         wall = -1 if scaling is None else scaling.pass_ending(worker)
         if self.telemetry is not None and worker.pass_start == now and not k:
@@ -638,7 +641,7 @@ class Simulation:
             self.events.push(now, WORKER_READY, worker.gid, worker)
         pool = self.pool_of[worker.pool_name]
         if scaling is not None:
-            scaling.pass_done(pool, worker, wall, k, outcome)
+            scaling.pass_done(pool, worker, wall, k, outcome, (forwards, visible))
         if outcome is not None:
             self._deliver(pool, outcome, worker.series)
         if pool.index is not None:
@@ -653,7 +656,7 @@ class Simulation:
             for rank in worker.ranks:
                 tele.refresh(rank)
                 tele.pass_ended(rank)
-            tele.decoded(forwards, forwards)
+            tele.decoded(forwards, visible)
         handoff = self.handoff
         if handoff is not None:
             if pool.name == "decode":

@@ -323,14 +323,17 @@ class ScalingRuntime:
         return stretch_wall(worker)
 
     def pass_done(self, pool: Pool, worker: Worker, wall: int, k: int,
-                  outcome: PassOutcome | None) -> None:
-        """A pass (or a k-pass stretch) completed: its FPM, and its visible tokens."""
+                  outcome: PassOutcome | None, decoded: tuple[int, int]) -> None:
+        """A pass (or a k-pass stretch) completed: its FPM, and its visible tokens (on MTP
+        ranks `decoded`, its decode forwards and their tokens as telemetry counts them)."""
         i = self.pools.index(pool)
         captured = worker.fpm
         self.buffers[i].publish(worker, wall, self.loop.now)
         if pool.name == "prefill":
             return
-        if outcome is not None:
+        if worker.ranks[0].mtp is not None:
+            self.traffic.tokens(decoded[1], decoded[0])
+        elif outcome is not None:
             # Decode forwards only: a first token riding its prompt's last chunk is not one.
             tokens = outcome.tokens
             chunked = prompted(captured) if isinstance(captured, tuple) else set()

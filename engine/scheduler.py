@@ -43,7 +43,8 @@ DECODE_TOKEN = (1, 0, 0)  # a scheduled decode step: (tokens used, prompt tokens
 class PassOutcome:
     """What one worker pass produced, delivered at its end."""
 
-    __slots__ = ("bursts", "changes", "finished", "forwards", "held", "rejected", "tokens")
+    __slots__ = ("accepted", "bursts", "changes", "finished", "forwards", "held", "rejected",
+                 "tokens")
 
     def __init__(self) -> None:
         self.tokens: list[Seq] = []  # visible tokens, in emission order
@@ -53,6 +54,7 @@ class PassOutcome:
         self.held: list[Seq] = []  # P/D prefill side: prompt done, source KV held
         self.changes = 0  # tokens computed, admissions, preemptions, emissions
         self.forwards = 0  # decode steps of requests (a first token rides its prefill)
+        self.accepted = 0  # MTP: the accepted drafts those steps emitted beside their token
 
     def effective(self) -> bool:
         """False for a pass that changed nothing (the worker then sleeps until poked)."""

@@ -554,6 +554,7 @@ class SglangRank:
             for i in range(burst):
                 self._step(seq, outcome, last=i == left - 1)
             del tokens[mark:]
+            outcome.accepted += sampler.drawn - 1
             reserved -= seq.pages - pages
             if not seq.hidden:
                 outcome.bursts.append((seq, burst))

@@ -54,7 +54,8 @@ class MtpSampler:
     (`lookahead`, for a fast-forwarded stretch, mtp_stretch.py): `ahead[ahead_at:]` are drawn
     and not yet used, and the next verifications (`burst`, `take`) use them first, in order."""
 
-    __slots__ = ("_rng", "accepted_hist", "ahead", "ahead_at", "nextn", "rates", "stall_check",
+    __slots__ = ("_rng", "accepted_hist", "ahead", "ahead_at", "drawn", "nextn", "rates",
+                 "stall_check",
                  "thresholds")
 
     def __init__(self, nextn: int, rates: tuple[float, ...], seed: int) -> None:
@@ -66,6 +67,7 @@ class MtpSampler:
         self.stall_check = True  # without a time cap, a step that can never fit fails the run
         self.ahead = b""
         self.ahead_at = 0
+        self.drawn = 0  # the last verification's tokens before the cap at the tokens left
 
     def burst(self, left: int) -> int:
         """Tokens one verification emits for a request with `left` tokens to go (no draw when
@@ -78,7 +80,7 @@ class MtpSampler:
         else:
             accepted = self._rng.accepted(self.thresholds)
         self.accepted_hist[accepted] += 1
-        burst = accepted + 1
+        burst = self.drawn = accepted + 1
         return burst if burst < left else left
 
     def lookahead(self, count: int) -> bytes:
@@ -259,6 +261,18 @@ def _append(rank: Rank, sampler: MtpSampler, seq: Seq, burst: int,
     return False
 
 
+def _count_forward(rank: Rank, seq: Seq, drawn: int, outcome: PassOutcome) -> None:
+    """A decode forward and the drafts it accepted (telemetry's accept length, before the cap
+    at the tokens left, as the reference counts them): a request emitting in a pass that
+    computed no prompt token of it (a first token too on a P/D decode rank, or on a
+    TensorRT-LLM rank whose prompt was all cached); a burst riding a prompt chunk is none."""
+    entry = rank._scheduled.get(seq)
+    prompt = 0 if entry is None else entry[1]
+    if prompt == 0 and (seq.generated or rank.is_decode or not rank.recompute_last):
+        outcome.forwards += 1
+        outcome.accepted += drawn - 1
+
+
 def emit_speculative(rank: Rank, sampler: MtpSampler, outcome: PassOutcome) -> int:
     """The rank's emission step with MTP (see the module docstring); returns its decode
     duration (ns). Bursts go to `outcome.bursts` as (request, tokens)."""
@@ -275,9 +289,14 @@ def emit_speculative(rank: Rank, sampler: MtpSampler, outcome: PassOutcome) -> i
     decode_ns = 0
     if not prefill:
         decode_ns = rank.timer.decode_ns(sum(s.input_length + s.generated for s in ready))
-    bursts = [(seq, 1 if prefill else sampler.burst(_left(seq, seq.input_length + seq.generated,
-                                                           limit)))
-              for seq in ready]
+    if prefill:
+        bursts = [(seq, 1) for seq in ready]
+    else:
+        bursts = []
+        for seq in ready:
+            bursts.append((seq, sampler.burst(_left(seq, seq.input_length + seq.generated,
+                                                    limit))))
+            _count_forward(rank, seq, sampler.drawn, outcome)
     finished = [seq for seq, burst in bursts if _append(rank, sampler, seq, burst, outcome)]
     if finished:
         gone = set(finished)

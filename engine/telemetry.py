@@ -32,10 +32,27 @@ from kvreplay.engine.simtime import ms_to_ns, ns_to_ms
 if TYPE_CHECKING:
     from kvreplay.engine.deployment import Pool
     from kvreplay.engine.fleet import Fleet
+    from kvreplay.engine.mtp_stretch import MtpPlan
     from kvreplay.engine.ranks import RankScheduler
     from kvreplay.engine.records import RequestRecord
+    from kvreplay.engine.scheduler import PassOutcome
 
 BASELINE, PERIODIC, FINAL = "baseline", "periodic", "final"
+
+
+def pass_forwards(outcome: PassOutcome) -> tuple[int, int]:
+    """A pass's decode forwards and their visible tokens: one each, and on an MTP rank the
+    drafts each accepted."""
+    return outcome.forwards, outcome.forwards + outcome.accepted
+
+
+def stretch_forwards(plan: MtpPlan, k: int) -> tuple[int, int]:
+    """An MTP stretch's first k passes: each request's burst in each pass."""
+    forwards = visible = 0
+    for lane in plan.lanes:
+        forwards += k * len(lane.cums)
+        visible += sum(cum[k - 1] for cum in lane.cums)
+    return forwards, visible
 
 
 class Traffic:

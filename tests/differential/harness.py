@@ -220,7 +220,19 @@ def generate(kind: str, seed: int) -> dict[str, Any]:
         _fit_outputs(scn["rows"], (blocks - 1) * bs, delta)
     if kind == "mtp-pd":
         _pd_bounds(scn, blocks)
+    if mtp:
+        _mtp_telemetry(scn)
     return scn
+
+
+def _mtp_telemetry(scn: dict[str, Any]) -> None:
+    """Telemetry samples on 3 MTP scenarios in 10 (cadences 0.5-10 ms), from a stream of their
+    own (the other draws unchanged); not on TensorRT-LLM P/D, whose decode gauges differ from
+    the reference's without MTP too (docs/engine.md, "Telemetry")."""
+    sampled = random.Random(f"mtp-telemetry:{scn['kind']}:{scn['seed']}")
+    if sampled.random() < 0.3 and not ("decode" in scn and "trtllm" in (
+            scn["prefill"]["backend"], scn["decode"]["backend"])):
+        scn["telemetry_ms"] = sampled.choice([0.5, 1.0, 2.0, 2.5, 3.0, 5.0, 10.0])
 
 
 def _pd_bounds(scn: dict[str, Any], blocks: int) -> None:
@@ -257,6 +269,7 @@ def _mtp_agentic_scenario(rng: random.Random, seed: int) -> dict[str, Any]:
     scn.update(kind="mtp-agentic", seed=seed)
     scn["rank"].pop("native_host_offload", None)
     _draft(rng, scn["rank"])
+    _mtp_telemetry(scn)
     return scn
 
 
@@ -267,9 +280,6 @@ def _hybrid_mtp_scenario(rng: random.Random, seed: int) -> dict[str, Any]:
     past the scenario's end (tiny pools can make two requests preempt each other forever)."""
     scn = generate("hybrid", 3_000_000 + seed)
     scn.update(kind="hybrid-mtp", seed=seed)
-    # No telemetry: kvreplay's accept-length fields of MTP samples are not the reference's
-    # (docs/engine.md, "Hybrid KV"; any MTP rank, with or without a state cache).
-    scn.pop("telemetry_ms", None)
     rank = scn["rank"]
     rank.pop("prefix_match_unit", None)
     _draft(rng, rank)

@@ -391,3 +391,17 @@ def test_sglang_ranks_publish_forward_pass_metrics() -> None:
                  "accept_length_forward_count"])
             for s in policy.snapshots for fpm in s["decode_fpm_snapshots"]]
     assert seen == [(2, 34, 2, 32, 0.001, 2), (2, 38, 1, 16, 0.001, 10)]
+
+
+def test_mtp_decode_forwards_count_their_drafts_in_the_traffic() -> None:
+    """With MTP (nextn 2 accepting both) a decode forward's visible tokens are its
+    verification's: a 16-token prompt, 8 output tokens; its pass (prefill 2 + decode 1 ms)
+    emits a burst of 3, no forward; the forwards ending at 4 and 5 ms emit 3, then the 2 left
+    (3 drawn, as the reference counts). Tick 0 at 4.5 ms: 1 forward of 3; before, MTP steps
+    counted none."""
+    doc = native({**RANK, "aic_nextn": 2, "aic_nextn_accept_rates": "1.0,1.0",
+                  "aic_mtp_seed": 3})
+    policy = Plan(4.5, [(None, None, 10.0), (None, None, None)])
+    run_native(doc, workload=requests([0.0], 8), scaling_policy=policy)
+    assert [(s["now_ms"], s["traffic"]["accept_length_forward_count"],
+             s["traffic"]["avg_accept_length"]) for s in policy.snapshots] == [(4.5, 1, 3.0)]

@@ -189,3 +189,22 @@ def test_sglang_disaggregated_telemetry_is_refused_by_name() -> None:
     with pytest.raises(Unsupported, match=r"telemetry samples .* SGLang scheduler in "
                                           r"disaggregated mode"):
         run_native(doc, workload=ListWorkload([long_request()]))
+
+
+@pytest.mark.parametrize("backend", ["vllm", "trtllm", "sglang"])
+def test_mtp_decode_forwards_count_their_drafts_before_the_cap(backend: str) -> None:
+    """With MTP, a decode forward's visible tokens are its token and the drafts it accepted:
+    nextn 2 accepting both, 8 output tokens. vLLM-shaped ranks emit a burst of 3 with the
+    prefill (no forward), then two forwards: 3 tokens, and 2 left (the reference counts the 3
+    drawn, not the 2 emitted): 2 forwards of 3. SGLang's prefill emits one token, then
+    forwards of 3, 3 and 1 (3 drawn): 3 forwards of 3."""
+    args = rank(block_size=16, num_gpu_blocks=50, backend=backend, aic_nextn=2,
+                aic_nextn_accept_rates="1.0,1.0", aic_mtp_seed=3,
+                timing_model={"type": "fixed", "prefill_ms": 20.0, "decode_ms": 5.0})
+    if backend == "sglang":
+        args["enable_chunked_prefill"] = True
+    samples = sampled([request(0, 0.0, 32, 8, [1, 2], 16)], 1000.0, doc=native(args))
+    traffic = samples[-1]["traffic"]
+    forwards = 3 if backend == "sglang" else 2
+    assert (traffic["accept_length_forward_count"], traffic["avg_accept_length"]) == (
+        forwards, 3.0)
