@@ -95,14 +95,18 @@ def _hybrid(spec: Spec) -> list[str]:
     return out
 
 
+SCHEDULER_NAMES = {"sglang": "SGLang", "trtllm": "TensorRT-LLM"}
+
+
 def _telemetry(spec: Spec) -> list[str]:
-    # Aggregated SGLang ranks are sampled as the reference samples them (telemetry.py); the
-    # gauges of SGLang's destination-first P/D handoffs are not reproduced yet.
+    # Aggregated SGLang and TRT-LLM ranks are sampled as the reference samples them
+    # (telemetry.py); in P/D, the gauges of SGLang's destination-first handoffs and of TRT-LLM's
+    # decode ranks (one block or waiting request apart at some samples) are not reproduced yet.
     if spec.telemetry is None or spec.mode != "disaggregated":
         return []
-    return [f"telemetry samples (report.telemetry) with the SGLang scheduler in disaggregated "
-            f"mode (role {role.name}): not executed by the bundled engine yet"
-            for role in spec.roles if role.backend == "sglang"]
+    return [f"telemetry samples (report.telemetry) with the {SCHEDULER_NAMES[role.backend]} "
+            f"scheduler in disaggregated mode (role {role.name}): not executed by the bundled "
+            f"engine yet" for role in spec.roles if role.backend in SCHEDULER_NAMES]
 
 
 def _speculation(spec: Spec) -> list[str]:

@@ -178,15 +178,17 @@ def test_sglang_ranks_are_sampled_as_the_reference_samples_them() -> None:
          {"cache_hit_tokens": 16, "cache_total_tokens": 32, "preemptions": 0}, 1)]
 
 
-def test_sglang_disaggregated_telemetry_is_refused_by_name() -> None:
-    """SGLang P/D (destination-first handoffs) with telemetry is refused by name before the
-    run."""
+@pytest.mark.parametrize(("backend", "name"), [("sglang", "SGLang"), ("trtllm", "TensorRT-LLM")])
+def test_sglang_and_trtllm_disaggregated_telemetry_is_refused_by_name(backend: str,
+                                                                       name: str) -> None:
+    """SGLang P/D (destination-first handoffs) and TRT-LLM P/D (decode gauges one block or
+    waiting request apart at some samples) with telemetry are refused by name before the run."""
     from kvreplay.engine.errors import Unsupported
 
-    sglang = rank(block_size=16, num_gpu_blocks=50, backend="sglang", enable_chunked_prefill=True)
-    doc = native_pd(dict(sglang), dict(sglang))
+    ranked = rank(block_size=16, num_gpu_blocks=50, backend=backend, enable_chunked_prefill=True)
+    doc = native_pd(dict(ranked), dict(ranked))
     doc["spec"]["telemetry"] = {"sample_interval_ms": 10.0}
-    with pytest.raises(Unsupported, match=r"telemetry samples .* SGLang scheduler in "
+    with pytest.raises(Unsupported, match=rf"telemetry samples .* {name} scheduler in "
                                           r"disaggregated mode"):
         run_native(doc, workload=ListWorkload([long_request()]))
 
