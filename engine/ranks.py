@@ -98,6 +98,10 @@ class RankScheduler(Protocol):
         """Blocks (pages) in use, and cached ones nobody holds (telemetry)."""
         ...
 
+    def queued_gauge(self) -> int:
+        """Requests waiting on the rank, as telemetry's gauge counts them."""
+        ...
+
     def connector_ready(self) -> bool: ...
 
     def plan(self, now_ns: int, outcome: PassOutcome, throttle: bool = False) -> int:

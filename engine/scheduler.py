@@ -219,6 +219,10 @@ class Rank:
         pool = self.pool
         return pool.n_copies - pool.idle, pool.idle
 
+    def queued_gauge(self) -> int:
+        """The waiting queue and the G2 connector's (telemetry)."""
+        return len(self.waiting) + len(self.connector)
+
     def has_work(self) -> bool:
         return bool(self.running or self.waiting) or (
             bool(self.connector) and self.connector_ready())

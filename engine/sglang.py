@@ -238,6 +238,11 @@ class SglangRank:
         reference's SGLang gauges)."""
         return self.cache.total - self.cache.free, 0
 
+    def queued_gauge(self) -> int:
+        """The waiting queue and, on a P/D decode rank, the activated handoffs waiting to run
+        (the reference counts them waiting)."""
+        return len(self.waiting) + len(self.connector) + len(self.ready)
+
     def connector_ready(self) -> bool:
         return False
 

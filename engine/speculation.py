@@ -55,8 +55,7 @@ class MtpSampler:
     and not yet used, and the next verifications (`burst`, `take`) use them first, in order."""
 
     __slots__ = ("_rng", "accepted_hist", "ahead", "ahead_at", "drawn", "nextn", "rates",
-                 "stall_check",
-                 "thresholds")
+                 "stall_check", "thresholds")
 
     def __init__(self, nextn: int, rates: tuple[float, ...], seed: int) -> None:
         self.nextn = nextn

@@ -207,20 +207,25 @@ class WorkingStates:
         if self.align:
             self._prepare_aligned(seq, state, target)
             return
+        self._copy_checkpoint(state)
+        state.snapshot_owned = True
+
+    def _copy_checkpoint(self, state: StateRequest) -> list[int]:
+        """Move the published checkpoint's keys from the working blocks to fresh copies."""
         key = state.snapshot_key
         assert key is not None
         pool = self.pool
-        preserved: list[int] = []
-        pool.allocate(self.blocks, preserved)
-        for handle, ident in zip(preserved, self._keys(key), strict=True):
+        copy: list[int] = []
+        pool.allocate(self.blocks, copy)
+        for handle, ident in zip(copy, self._keys(key), strict=True):
             pool.register(handle, ident)
         for handle in state.working:
             pool.unregister(handle)
-        state.snapshot = preserved
-        state.snapshot_stamps = self._stamp(preserved)
-        state.snapshot_owned = True
+        state.snapshot = copy
+        state.snapshot_stamps = self._stamp(copy)
         state.snapshot_step = self.step
         self.published.add(key)
+        return copy
 
     def _prepare_aligned(self, seq: object, state: StateRequest, target: int) -> None:
         """A write into a new slot moves the state to new blocks (the old ones held until the
@@ -236,19 +241,7 @@ class WorkingStates:
             state.working = fresh
             state.slot = slot
             return
-        key = state.snapshot_key
-        assert key is not None
-        saved: list[int] = []
-        pool.allocate(self.blocks, saved)
-        for handle, ident in zip(saved, self._keys(key), strict=True):
-            pool.register(handle, ident)
-            self.copies.append((seq, handle))
-        for handle in state.working:
-            pool.unregister(handle)
-        state.snapshot = saved
-        state.snapshot_stamps = self._stamp(saved)
-        state.snapshot_step = self.step
-        self.published.add(key)
+        self.copies.extend((seq, handle) for handle in self._copy_checkpoint(state))
 
     def commit(self, seq: object, computed: int, boundary: int | None) -> None:
         """The pass computes seq's state through `computed` tokens; `boundary`: the identity of

@@ -26,7 +26,6 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from kvreplay.engine.fleet import ACTIVE, DRAINING, REMOVED, STARTING
-from kvreplay.engine.sglang import SglangRank
 from kvreplay.engine.simtime import ms_to_ns, ns_to_ms
 
 if TYPE_CHECKING:
@@ -165,9 +164,7 @@ class Telemetry:
             self.late.append((key, gauge))
         gauge[0], gauge[1] = rank.kv_gauges()
         gauge[2] = len(rank.running)
-        gauge[3] = len(rank.waiting) + len(rank.connector) + self.destinations[key]
-        if isinstance(rank, SglangRank):  # activated handoffs wait in its queue (ref)
-            gauge[3] += len(rank.ready)
+        gauge[3] = rank.queued_gauge() + self.destinations[key]
         seen = rank.preemptions
         if seen != self.preemptions_seen[key]:
             self.preempted["prefill" if rank.pool_name == "prefill" else "decode"] += (
