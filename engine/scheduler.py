@@ -656,6 +656,8 @@ class Rank:
         if desired == 0 and remaining > 0:
             return BLOCKED
         target = self._aligned(seq, before, before + desired, known)
+        if target == before < known:  # aligned states: a chunk computing nothing waits a pass,
+            return BLOCKED    # taking no state and no blocks (checked against the reference)
         states = self.states
         need = -(-target // bs)
         if not from_waiting and self._outgrown(seq, target):
