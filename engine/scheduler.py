@@ -685,11 +685,7 @@ class Rank:
         prompt_tokens = prompt_after - prompt_before
         self._scheduled[seq] = (used, prompt_tokens, prompt_before)
         if prompt_tokens > 0:
-            self._prefill_tokens += used  # committed: the whole chunk, recomputed output included
-            if not self.is_decode:  # a decode worker's recompute is not timed as prefill
-                self._prefills += 1
-                self._prefill_isl += prompt_after
-                self._prefill_prefix += prompt_before
+            self._count_prefill(used, prompt_after, prompt_before)
         if from_waiting:
             self.unqueue(seq)
             seq.status = RUNNING
@@ -698,6 +694,15 @@ class Rank:
         self._last_used = used
         outcome.changes += used
         return SCHEDULED
+
+    def _count_prefill(self, used: int, prompt_after: int, prompt_before: int) -> None:
+        """A chunk that computes prompt tokens: committed prefill (the whole chunk, recomputed
+        output included) and, off a decode worker, the pass's prefill timing inputs."""
+        self._prefill_tokens += used
+        if not self.is_decode:  # a decode worker's recompute is not timed as prefill
+            self._prefills += 1
+            self._prefill_isl += prompt_after
+            self._prefill_prefix += prompt_before
 
     def _aligned(self, seq: Seq, before: int, target: int, known: int) -> int:
         """Aligned states (a match unit of the block size): where the chunk ends, after the
