@@ -656,8 +656,9 @@ class Rank:
         if desired == 0 and remaining > 0:
             return BLOCKED
         target = self._aligned(seq, before, before + desired, known)
-        if target == before < known:  # aligned states: a chunk computing nothing waits a pass,
-            return BLOCKED    # taking no state and no blocks (checked against the reference)
+        # Aligned states: a chunk computing nothing waits the pass, taking no state or blocks.
+        if target == before < known:
+            return BLOCKED
         states = self.states
         need = -(-target // bs)
         if not from_waiting and self._outgrown(seq, target):
