@@ -78,23 +78,6 @@ def _spec(source: Spec | Mapping[str, Any]) -> Spec | None:
         return None
 
 
-def _hybrid(spec: Spec) -> list[str]:
-    """A state cache runs (engine/state_cache.py: each request's working state beside its token
-    blocks, checkpoints under prefix caching; with MTP too, speculation.py; a prefix-match
-    unit of the block size aligns them to block slots); a smaller unit under prefix caching
-    (hits ending inside a block) is not executed yet. Without prefix caching nothing is
-    matched, so a match unit changes nothing (checked against the reference)."""
-    out = []
-    for role in spec.roles:
-        caching = role.enable_prefix_caching
-        if (role.prefix_match_unit is not None and caching
-                and role.prefix_match_unit != role.block_size):
-            out.append(f"prefix match unit (prefix_match_unit) smaller than the block size "
-                       f"with prefix caching on role {role.name}: not executed by the bundled "
-                       f"engine")
-    return out
-
-
 SCHEDULER_NAMES = {"sglang": "SGLang", "trtllm": "TensorRT-LLM"}
 
 
@@ -147,7 +130,6 @@ def scaling_refusals(spec: Spec) -> list[str]:
 # Checked in this order; each returns one message per occurrence. (Timing models other than
 # fixed and polynomial, which the engine runs, are not in the native schema.)
 REFUSAL_CHECKS: tuple[tuple[str, Callable[[Spec], list[str]]], ...] = (
-    ("hybrid", _hybrid),
     ("telemetry", _telemetry),
     ("speculation", _speculation),
     ("scaling", _scaling),

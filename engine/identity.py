@@ -78,6 +78,27 @@ class BlockIdentities:
         content: object = parts[0] if len(parts) == 2 else tuple(parts)
         return self.intern(parent, content)[0]
 
+    def unit_key(self, runs: Sequence[tuple[int, int]], start: int, count: int, parent: int,
+                 create: bool) -> int | None:
+        """The identity of the `count` tokens of the runs from `start` (a block's start) after
+        `parent`, a page ending inside its block (a hybrid rank's unit alias, never equal to a
+        full block's identity); None when the runs end first, or when it was never interned
+        and `create` is False."""
+        parts = _content(runs, start, count)
+        if parts is None:
+            return None
+        key = block_key(parent, ("unit", *parts))
+        if not create:
+            found = self._ids.get(key)
+            return found
+        ident = self._ids.get(key)
+        if ident is None:
+            ident = len(self._ids)
+            self._ids[key] = ident
+            if self.keys is not None:
+                self.keys.append((parent, ("unit", *parts)))
+        return ident
+
     def fresh(self) -> int:
         """A new identity no other block will ever share."""
         ident = self._next_fresh
@@ -175,6 +196,26 @@ class BlockIdentities:
                     keys.append((parent, content))
             out.append(ident)
             parent = ident
+
+
+def _content(runs: Sequence[tuple[int, int]], start: int, count: int) -> list[int] | None:
+    """The (value, count, ...) runs of `count` tokens from `start` (None: the runs end first)."""
+    parts: list[int] = []
+    pos = 0
+    need = count
+    for value, length in runs:
+        end = pos + length
+        if end <= start:
+            pos = end
+            continue
+        offset = start - pos if start > pos else 0
+        take = length - offset if length - offset < need else need
+        _extend(parts, value, take)
+        need -= take
+        pos = end
+        if need == 0:
+            return parts
+    return None
 
 
 def _next_run(runs: Iterator[tuple[int, int]], input_length: int) -> tuple[int, int]:

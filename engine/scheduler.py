@@ -30,6 +30,7 @@ from kvreplay.engine.simtime import ns_to_ms
 from kvreplay.engine.speculation import emit_speculative, rank_sampler
 from kvreplay.engine.state_cache import WorkingStates, state_blocks
 from kvreplay.engine.timing import PassTimer
+from kvreplay.engine.unit_pages import UnitPages
 from kvreplay.schema.spec import Role
 
 if TYPE_CHECKING:
@@ -117,6 +118,7 @@ class Rank:
         "mtp_prefix",
         "next_order",
         "num_blocks",
+        "pages",
         "pending",
         "pool",
         "pool_name",
@@ -207,11 +209,15 @@ class Rank:
         Decode steps inside a request's last block skip the general path, except on a rank
         whose states are checkpointed (a step may first have to preserve a checkpoint)."""
         self.state_blocks = state_blocks(cfg)
-        # A match unit of the block size under prefix caching aligns states to block slots
-        # (smaller units are refused by name: engine/capabilities.py).
-        align = self.block_size if self.caching and cfg.prefix_match_unit else 0
+        # A match unit under prefix caching aligns states to block slots; one below the block
+        # also lets hits end inside a block, at a page cached under a unit alias.
+        unit = cfg.prefix_match_unit
+        align = self.block_size if self.caching and unit else 0
         self.states = WorkingStates(self.pool, self.state_blocks, self.caching,
                                     identities, align) if self.state_blocks else None
+        self.pages = (UnitPages(self.pool, identities, self.block_size, unit)
+                      if self.states is not None and align and unit and unit < self.block_size
+                      else None)
         self.fast_decode = self.states is None or not self.caching
 
     def kv_gauges(self) -> tuple[int, int]:
@@ -402,13 +408,13 @@ class Rank:
                     continue
                 active_hits = 0
                 if self.caching:
-                    hits, active_hits = self._prompt_hit(seq, known)
-                    cached = hits * bs
+                    cached, active_hits = self._prompt_hit(seq, known)
                 if cached and self.states is not None:
                     # Restoring a checkpoint pins it while the new working state is written
-                    # (an aligned checkpoint still in use costs nothing more).
-                    known_blocks += self.state_blocks
-                    active_hits += self.states.active_source(seq.block_ids[hits - 1])
+                    # (an aligned checkpoint still in use costs nothing more; a unit hit also
+                    # pins the page it copies).
+                    known_blocks, active_hits = self._restore_charge(seq, cached, known_blocks,
+                                                                     active_hits)
                     if seq.pool_admissions == 0 and self._never_fits(seq, known_blocks):
                         self._reject(seq, outcome, "kv_cache", self._token_room())
                         continue
@@ -420,12 +426,14 @@ class Rank:
                 break
 
     def _prompt_hit(self, seq: Seq, known: int) -> tuple[int, int]:
-        """The cached prefix a waiting request takes: (blocks, of which active)."""
+        """The cached prefix a waiting request takes: (tokens, of its blocks active)."""
         bs = self.block_size
         pool = self.pool
         hits, active_hits = pool.lookup(seq.block_ids, known // bs)
+        cap_tokens = known
         if self.recompute_last and seq.generated < seq.max_output:
             # needs logits: recompute the last token
+            cap_tokens = known - 1
             cap = (known - 1) // bs
             if hits > cap:
                 hits = cap
@@ -433,12 +441,58 @@ class Rank:
                 hits -= 1
             if active_hits > hits:
                 active_hits = hits
+        if self.pages is not None:
+            return self._unit_hit(seq, hits, cap_tokens)
         if self.states is not None and hits:
             # Hybrid KV: the hit ends at the longest prefix with a checkpoint; the active blocks
             # counted are the hit's own (not those of a tail the caps dropped).
             hits = self.states.restorable(seq.block_ids, hits)
             active_hits = pool.lookup(seq.block_ids, hits)[1]
-        return hits, active_hits
+        return hits * bs, active_hits
+
+    def _unit_hit(self, seq: Seq, hits: int, cap: int) -> tuple[int, int]:
+        """_prompt_hit with a match unit below the block (unit_pages.py): the longest kept
+        state within the cached prefix, at a block boundary or a unit alias inside a block
+        (the one after the `hits` cached blocks included), at most `cap` prompt tokens."""
+        states, pages = self.states, self.pages
+        assert states is not None and pages is not None
+        bs = self.block_size
+        ids = seq.block_ids
+        cap = min(cap, seq.input_length)
+        end = 0
+        for j in range(hits, -1, -1):
+            end = pages.hit(seq, j, cap, states.has_snapshot)
+            if end:
+                break
+            if j and states.has_snapshot(ids[j - 1]):
+                end = j * bs
+                break
+        return end, self.pool.lookup(ids, end // bs)[1]
+
+    def _boundary(self, seq: Seq, cached: int) -> int:
+        """The key of the checkpoint a hit of `cached` tokens restores."""
+        bs = self.block_size
+        if cached % bs == 0:
+            return seq.block_ids[cached // bs - 1]
+        assert self.pages is not None
+        return self.pages.alias_of(seq, cached)
+
+    def _restore_charge(self, seq: Seq, cached: int, known_blocks: int,
+                        active_hits: int) -> tuple[int, int]:
+        """Admission's count of a restore: its checkpoint (the part not in use) and, for a hit
+        ending inside a block, the page it copies (probed: a prompt of 4 blocks, a 1-block
+        state and a 10-token unit hit is rejected by a 6-block pool, runs in 7)."""
+        states = self.states
+        assert states is not None
+        boundary = self._boundary(seq, cached)
+        known_blocks += self.state_blocks
+        active_hits += states.active_source(boundary)
+        if cached % self.block_size:
+            assert self.pages is not None
+            known_blocks += 1
+            if self.pages.page_active(boundary):
+                active_hits += 1
+        return known_blocks, active_hits
 
     def _never_fits(self, seq: Seq, known_blocks: int) -> bool:
         """A fresh request the pool can never hold (rejected)."""
@@ -713,7 +767,9 @@ class Rank:
             return target
         states.release_previous(seq)
         bs = self.block_size
-        return _aligned_end(before, target, known, seq.input_length, bs, self.budget < bs)
+        unit = self.pages.unit if self.pages is not None else 0
+        return _aligned_end(before, target, known, seq.input_length, bs, self.budget < bs,
+                            unit)
 
     def _outgrown(self, seq: Seq, target: int) -> bool:
         """Hybrid KV: the known sequence's blocks, the state and the copy the next step needs
@@ -735,10 +791,15 @@ class Rank:
         bs = self.block_size
         boundary = seq.block_ids[target // bs - 1] if self.caching and target % bs == 0 else None
         # Aligned states: only the start of the block holding the prompt's last token keeps a
-        # checkpoint (the unit is the block; a readmitted request's outputs included).
+        # checkpoint (a readmitted request's outputs included), and with a unit below the
+        # block the prompt's last unit boundary inside it (its page cached under an alias).
         if (boundary is not None and self.states.align
                 and target // bs != (seq.input_length - 1) // bs):
             boundary = None
+        pages = self.pages
+        if (pages is not None and target % bs and target == pages.last_unit(seq.input_length)
+                and seq in self.states.held):
+            boundary = pages.publish(seq, target)
         self.states.commit(seq, target, boundary)
 
     def _grow(self, seq: Seq, need: int, cached: int, target: int) -> bool:
@@ -782,11 +843,17 @@ class Rank:
         if not seq.blocks and cached:
             hit_ids = seq.block_ids[:cached // self.block_size]
             fresh = need - len(hit_ids)
-            keys = states.keys[hit_ids[-1]]
-            if not pool.can_allocate(fresh + extra, hit_ids + keys):
+            boundary = self._boundary(seq, cached)
+            keys = states.keys[boundary]
+            pages = self.pages
+            # a hit inside a block also pins that page (copied into a new block), held with
+            # the checkpoint until the request's next allocation (or its end)
+            page = [pages.page_key(boundary)] if pages is not None and cached % self.block_size \
+                else []
+            if not pool.can_allocate(fresh + extra, hit_ids + keys + page):
                 return False
             pool.acquire_hits(hit_ids, seq.blocks)
-            pool.acquire_hits(keys, pinned)
+            pool.acquire_hits(keys + page, pinned)
             seq.registered = len(hit_ids)
         else:
             fresh = max(need - len(seq.blocks), 0)
@@ -882,7 +949,11 @@ class Rank:
                     known = self.identities.block_at(seq.req.prompt + output, k,
                                                      self.block_size, ids[k - 1] if k else ROOT)
                 ids.append(self.identities.fresh() if known is None else known)
-            pool.register(seq.blocks[k], ids[k])
+            handle = seq.blocks[k]
+            if pool.ident[handle] is not None:  # a page cached under a unit alias fills
+                assert self.pages is not None
+                self.pages.filled(handle, ids[k])
+            pool.register(handle, ids[k])
         seq.registered = full
 
     # The hooks of a backend-independent emission step (speculation.emit_speculative).
@@ -1103,7 +1174,7 @@ def note_admission(seq: Seq, pool_name: str, is_decode: bool, at_ms: float, pool
 
 
 def _aligned_end(before: int, target: int, known: int, prompt: int, bs: int,
-                 small_budget: bool) -> int:
+                 small_budget: bool, unit: int = 0) -> int:
     """Where a chunk of aligned states ends (a match unit of the block size; the reference's
     block-aligned split, derived in tests/differential/test_match_unit_reference.py): while
     prefilling, a chunk stopping short of the sequence's last whole block ends on a block
@@ -1114,6 +1185,8 @@ def _aligned_end(before: int, target: int, known: int, prompt: int, bs: int,
     if before >= max(prompt, known - 1):
         return target
     last_block = known - known % bs
+    if before % bs and target > before - before % bs + bs:
+        return before - before % bs + bs  # after a hit inside a block: to its end first
     if target < last_block:
         if target == known - 1 >= prompt:
             return target  # a recompute one token short of its whole blocks: left unaligned
@@ -1123,4 +1196,8 @@ def _aligned_end(before: int, target: int, known: int, prompt: int, bs: int,
         return target if small_budget else before
     if before < last_block < target:
         return last_block
+    if unit:  # a match unit below the block: the chunk crossing the prompt's last unit ends there
+        last_unit = prompt - prompt % unit
+        if before < last_unit < target:
+            return last_unit
     return target

@@ -46,7 +46,7 @@ KINDS = ("agg", "agg-delta", "agg-dp", "pd", "pd-dp", "g2", "g2-pd", "synth", "k
 # Telemetry samples (the samples compared too) over scenarios of these kinds.
 TELEMETRY_BASES = ("agg", "agg-dp", "g2", "kv-queue", "pd", "pd-dp", "g2-pd")
 KINDS = KINDS + ("telemetry", "sglang-telemetry", "dynamo", "applied-compute", "hybrid",
-                 "hybrid-mtp")
+                 "hybrid-mtp", "match-unit")
 # Kinds tools/difftest.py draws on request (--kinds) but the suite does not replay (mtp-pd
 # joined the suite once its generator avoided the scenarios that livelock both engines).
 # sglang-pd-telemetry: the sglang-pd kind's scenarios, sampled; the engine refuses SGLang P/D
@@ -115,6 +115,8 @@ def generate(kind: str, seed: int) -> dict[str, Any]:
         return _mtp_agentic_scenario(rng, seed)
     if kind == "hybrid-mtp":
         return _hybrid_mtp_scenario(rng, seed)
+    if kind == "match-unit":
+        return _match_unit_scenario(rng, seed)
     if kind in ("sglang-telemetry", "sglang-pd-telemetry"):
         # The sglang (sglang-pd) kind's scenarios (its seeds), sampled.
         scn = generate(kind.removesuffix("-telemetry"), seed)
@@ -290,6 +292,32 @@ def _hybrid_mtp_scenario(rng: random.Random, seed: int) -> dict[str, Any]:
     _fit_outputs(scn["rows"], (rank["num_gpu_blocks"] - state - 1) * scn["block_size"], False)
     if scn.get("max_sim_time_ms") is None:
         scn["max_sim_time_ms"] = 2000.0
+    return scn
+
+
+def _match_unit_scenario(rng: random.Random, seed: int) -> dict[str, Any]:
+    """A hybrid scenario (kind hybrid's generator) with prefix caching and a match unit below
+    the block (hits ending inside a block, engine/unit_pages.py): 4-token blocks and a unit of
+    1 or 2, or, on 1 seed in 3, 8-token blocks over the trace's 4-token hash blocks (prompts
+    sharing half a block) and a unit of 1, 2 or 4, the pool and the state resized to the same
+    tokens. No KV router (the reference refuses a unit with KV events: HYBRID-MATCH-UNIT)."""
+    scn = generate("hybrid", 4_000_000 + seed)
+    scn.update(kind="match-unit", seed=seed)
+    rank = scn["rank"]
+    rank["enable_prefix_caching"] = True
+    if "router" in scn:
+        del scn["router"]
+    bs = scn["block_size"]
+    state = -(-rank["state_cache"]["bytes_per_request"] // (bs * rank["kv_cache_bytes_per_token"]))
+    if rng.random() < 1 / 3:
+        bs *= 2
+        rank["block_size"] = bs
+        rank["num_gpu_blocks"] = max(state + 2, -(-rank["num_gpu_blocks"] // 2))
+        state = -(-state // 2)
+        rank["state_cache"] = {"bytes_per_request": state * bs * rank["kv_cache_bytes_per_token"]
+                               - rng.choice([0, 1])}
+    rank["prefix_match_unit"] = rng.choice([u for u in (1, 2, 4) if u < bs])
+    _fit_outputs(scn["rows"], (rank["num_gpu_blocks"] - state - 1) * bs, False)
     return scn
 
 

@@ -167,6 +167,11 @@ PROBES: list[Probe] = [
     # prefill chunks end on block boundaries and only the last block's start keeps a state.
     ("rank.prefix_match_unit", lambda: agg(state_cache={"bytes_per_request": 2000000}),
      lambda: agg(state_cache={"bytes_per_request": 2000000}, prefix_match_unit=4)),
+    # A unit below the block lets a hit end inside a block (d reuses 10 of a's 11 tokens with
+    # a unit of 2, 8 with one of 4): at the page a's prompt cached under a unit alias.
+    ("rank.prefix_match_unit",
+     lambda: agg(state_cache={"bytes_per_request": 2000000}, prefix_match_unit=4),
+     lambda: agg(state_cache={"bytes_per_request": 2000000}, prefix_match_unit=2)),
 ]
 
 # Accepted and executed by both engines without changing a figure (a probe shows both unmoved).
@@ -176,7 +181,7 @@ INERT: list[Probe] = [
     ("role.tensor_parallel_size", lambda: agg(timing_model={"type": "polynomial"}),
      lambda: {**agg(timing_model={"type": "polynomial"}), "tp": 4}),
     # Without prefix caching nothing is matched, so a match unit moves nothing (with it, a unit
-    # of the block size is probed above; smaller ones are refused by name).
+    # of the block size and a smaller one are probed above).
     ("rank.prefix_match_unit",
      lambda: agg(enable_prefix_caching=False, state_cache={"bytes_per_request": 2000000}),
      lambda: agg(enable_prefix_caching=False, state_cache={"bytes_per_request": 2000000},

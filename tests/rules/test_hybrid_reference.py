@@ -63,26 +63,21 @@ def test_a_hybrid_rule_fires_exactly_when_the_reference_refuses(path: Path,
     assert (verdict is not None) == bool(ours), verdict
 
 
-def test_the_bundled_engine_refuses_a_match_unit_under_prefix_caching_by_name() -> None:
-    """Valid hybrid settings compile; `run` executes a state cache and a match unit of the block
-    size, and refuses a smaller unit with prefix caching by name (hits ending inside a block
-    are not executed yet)."""
+def test_the_bundled_engine_runs_a_match_unit_below_the_block_under_prefix_caching() -> None:
+    """Valid hybrid settings compile, and `run` executes them all: a state cache, a match unit
+    of the block size and a smaller one with prefix caching (hits ending inside a block,
+    engine/unit_pages.py), with or without prefix caching."""
     path = next(p for p in CASES if p.name == "pass-divisor-with-state-cache.yaml")
     native = kvreplay.compile_config(yaml.safe_load(path.read_text()), matrix=False).native()
     rank = native["spec"]["engine"]["rank"]
     assert rank["state_cache"] == {"bytes_per_request": 4096}
     assert rank["prefix_match_unit"] == 2
     assert rank["enable_prefix_caching"] is True
-    assert refusals(native) == [
-        "prefix match unit (prefix_match_unit) smaller than the block size with prefix caching "
-        "on role aggregated: not executed by the bundled engine"]
+    assert refusals(native) == []
     rank["prefix_match_unit"] = rank["block_size"]
     assert refusals(native) == []
     rank["prefix_match_unit"] = 2
     rank["enable_prefix_caching"] = False
-    assert refusals(native) == []
-    del rank["prefix_match_unit"]
-    rank["enable_prefix_caching"] = True
     assert refusals(native) == []
 
 
