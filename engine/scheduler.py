@@ -1196,7 +1196,9 @@ def _aligned_end(before: int, target: int, known: int, prompt: int, bs: int,
         return target if small_budget else before
     if before < last_block < target:
         return last_block
-    if unit:  # a match unit below the block: the chunk crossing the prompt's last unit ends there
+    if unit and known == prompt:
+        # a unit below the block: a prompt's chunk crossing its last unit boundary ends there (a
+        # recompute with outputs is not cut there: match-unit seed 253)
         last_unit = prompt - prompt % unit
         if before < last_unit < target:
             return last_unit
