@@ -415,7 +415,9 @@ class Rank:
                     # pins the page it copies).
                     known_blocks, active_hits = self._restore_charge(seq, cached, known_blocks,
                                                                      active_hits)
-                    if seq.pool_admissions == 0 and self._never_fits(seq, known_blocks):
+                    # (a readmission too when its hit ends inside a block: match-unit seed 391)
+                    if ((seq.pool_admissions == 0 or cached % bs)
+                            and self._never_fits(seq, known_blocks)):
                         self._reject(seq, outcome, "kv_cache", self._token_room())
                         continue
                 if self._must_wait(seq, known_blocks, active_hits):
