@@ -1177,19 +1177,23 @@ def note_admission(seq: Seq, pool_name: str, is_decode: bool, at_ms: float, pool
 
 def _aligned_end(before: int, target: int, known: int, prompt: int, bs: int,
                  small_budget: bool, unit: int = 0) -> int:
-    """Where a chunk of aligned states ends (a match unit of the block size; the reference's
-    block-aligned split, derived in tests/differential/test_match_unit_reference.py): while
-    prefilling, a chunk stopping short of the sequence's last whole block ends on a block
-    boundary (when that computes nothing, the request is not scheduled in this pass, unless
-    the whole budget is below a block: then it stays unaligned), and the one crossing it
-    ends on it. A readmitted request's recompute cut one token short of its known sequence,
-    a whole number of blocks, stays unaligned (hybrid seeds 2180, 2888, 2892)."""
+    """Where a chunk of aligned states ends (the reference's block-aligned split, derived in
+    tests/differential/test_match_unit_reference.py): while prefilling, a chunk stopping short
+    of the sequence's last whole block (a fresh prompt's last unit boundary, with a unit below
+    the block) ends on a block boundary (when that computes nothing, the request is not
+    scheduled in this pass, unless the whole budget is below a block: then it stays
+    unaligned), and the one crossing that block boundary ends on it, then the one crossing the
+    prompt's last unit boundary on that. A chunk after a hit inside a block ends at that
+    block's end first. A readmitted request's recompute cut one token short of its known
+    sequence, a whole number of blocks, stays unaligned (hybrid seeds 2180, 2888, 2892), and
+    is not cut at the prompt's last unit boundary (match-unit seed 253)."""
     if before >= max(prompt, known - 1):
         return target
     last_block = known - known % bs
     if before % bs and target > before - before % bs + bs:
         return before - before % bs + bs  # after a hit inside a block: to its end first
-    if target < last_block:
+    last_unit = prompt - prompt % unit if unit and known == prompt else last_block
+    if target < last_unit:
         if target == known - 1 >= prompt:
             return target  # a recompute one token short of its whole blocks: left unaligned
         end = target // bs * bs
@@ -1198,10 +1202,6 @@ def _aligned_end(before: int, target: int, known: int, prompt: int, bs: int,
         return target if small_budget else before
     if before < last_block < target:
         return last_block
-    if unit and known == prompt:
-        # a unit below the block: a prompt's chunk crossing its last unit boundary ends there (a
-        # recompute with outputs is not cut there: match-unit seed 253)
-        last_unit = prompt - prompt % unit
-        if before < last_unit < target:
-            return last_unit
+    if before < last_unit < target:
+        return last_unit
     return target

@@ -389,7 +389,8 @@ def _hybrid_scenario(rng: random.Random, scn: dict[str, Any], rank: dict[str, An
     takes a good part of them, so requests wait, are preempted and outgrow the pool), sessions,
     outputs of 1-6 tokens (up to 40 under fixed timing).
     Prefix caching is on in 7 scenarios of 10 (state checkpoints); with it only a match unit of
-    the block size is drawn (aligned states; hits ending inside a block are not executed yet).
+    the block size is drawn (aligned states; kind match-unit draws smaller ones, so this kind's
+    draws stay as they were).
     Sometimes the KV router places the requests; 3 scenarios in 10 are sampled (telemetry)."""
     bs = scn["block_size"]
     block_bytes = bs * rank["kv_cache_bytes_per_token"]

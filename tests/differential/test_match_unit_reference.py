@@ -1,7 +1,7 @@
 """What a prefix match unit does with prefix caching on in ai-dynamo 1.6.1 (skipped without it):
 the rules docs/engine.md ("Hybrid KV", "Match units with prefix caching") derives, checked on
-the reference pass by pass. kvreplay refuses the combination by name until it executes it
-(test_hybrid_reference.py); these are the figures that execution must give.
+the reference pass by pass; kvreplay executes them (engine/scheduler.py `_aligned_end`, with
+units below the block engine/unit_pages.py: test_match_unit_pages.py, difftest kind match-unit).
 
 One request computes a prompt of P tokens alone (fixed 1 ms passes: its first token's time
 counts its prefill passes), then a later one sharing its first min(P, Q) tokens of Q reports
