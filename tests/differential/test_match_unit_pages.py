@@ -129,6 +129,17 @@ def test_the_page_of_the_last_unit_boundary_is_cached_and_copied() -> None:
         assert harness.check(scn)[0] == "match"
 
 
+@pytest.mark.parametrize("outputs", [2, 3, 6])
+def test_the_alias_stays_when_the_page_fills(outputs: int) -> None:
+    """With outputs filling the first prompt's block of tokens 8-10 (and the next), the second
+    prompt still restores 10 tokens through the alias, as in the reference."""
+    rows = [{**PAGE_ROWS[0], "output_length": outputs}, PAGE_ROWS[1]]
+    scn = _scenario(4, 2, rows, 1, telemetry=1.0)
+    assert harness.run_kvreplay(scn)["per_request"][1]["reused_input_tokens"] == 10
+    if REFERENCE:
+        assert harness.check(scn)[0] == "match"
+
+
 @pytest.mark.parametrize(("blocks", "status"), [(6, "rejected"), (7, "completed")])
 def test_admission_charges_the_page_a_restore_copies(blocks: int, status: str) -> None:
     """The second prompt (4 blocks, a 1-block state, the restored state and the page it
