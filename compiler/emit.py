@@ -24,7 +24,7 @@ HOST_OFFLOAD_OMITTED = ("scope", "shared_d2h_bandwidth_gbps", "shared_h2d_bandwi
 # Rank keys written only when set (the native normalizer drops an unknown KV size).
 RANK_OPTIONAL = ("kv_cache_bytes_per_token", "native_host_offload", "g3_offload", "sglang",
                  "trtllm", "aic_nextn", "aic_nextn_accept_rates", "state_cache",
-                 "prefix_match_unit")
+                 "prefix_match_unit", "kv_cache_groups", "kv_cache_capacity_bytes")
 
 
 def _json(value: Any) -> Any:

@@ -165,12 +165,19 @@ class _Role:
         kv = worker.kv_cache
         self.block_size = kv.block_size or block_size_default(self.backend)
         if kv.bytes_per_token == "auto":
-            self.kv_bytes = estimate_bytes_per_token(lowering.config.engine.model,
-                                                     worker.parallelism.tensor)
+            # KV cache groups size their pages themselves: no per-token estimate is written
+            # (the reference refuses a linear KV size beside groups).
+            self.kv_bytes = None if kv.groups is not None else estimate_bytes_per_token(
+                lowering.config.engine.model, worker.parallelism.tensor)
         else:
             self.kv_bytes = kv.bytes_per_token
-        self.num_gpu_blocks, self.num_gpu_blocks_is_explicit = lowering.capacity(
-            name, kv.capacity, self.block_size, self.kv_bytes)
+        if kv.groups is not None and kv.capacity.blocks is None:
+            # The groups' byte budget is kv_cache_capacity_bytes; the block count stays the
+            # native default (the reference sizes nothing from it beside groups).
+            self.num_gpu_blocks, self.num_gpu_blocks_is_explicit = NUM_GPU_BLOCKS, False
+        else:
+            self.num_gpu_blocks, self.num_gpu_blocks_is_explicit = lowering.capacity(
+                name, kv.capacity, self.block_size, self.kv_bytes)
 
     def transfer_bytes(self, given: int | str | None) -> int | None:
         """kv_transfer.bytes_per_token: `auto` is the prefill role's KV bytes per token."""
@@ -290,6 +297,9 @@ ROLE: Mapping[str, From[_Role]] = {
     "g3_offload": From(("kv_cache", "g3_offload")),  # the config's G3 block is the native one
     "state_cache": From(("kv_cache", "state_cache")),  # the config's block is the native one
     "prefix_match_unit": From(("kv_cache", "prefix_match_unit")),
+    "kv_cache_groups": From(("kv_cache", "groups")),  # the config's groups are the native ones
+    "kv_cache_capacity_bytes": From(("kv_cache", "capacity"), lambda capacity, role: (
+        capacity.bytes if role.worker.kv_cache.groups is not None else None)),
     "sglang": From(("scheduler", "sglang"), lambda given, role: _sglang(given, role.backend)),
     "trtllm": From(("scheduler", "trtllm"), lambda given, role: given or (
         s.TrtllmOptions() if role.backend == "trtllm" else None)),

@@ -14,7 +14,9 @@ from typing import Any, Literal
 
 import attrs
 
+from kvreplay.schema.hybrid import KvCacheGroup as KvCacheGroup
 from kvreplay.schema.hybrid import StateCache as StateCache
+from kvreplay.schema.hybrid import kv_cache_groups_field
 from kvreplay.schema.native_defaults import TRAFFIC_DEFAULTS as TRAFFIC
 from kvreplay.schema.native_model import (
     BLOCK_SIZE_MAX,
@@ -150,6 +152,7 @@ class KvCache:
     prefix_match_unit: int | None = positive(
         None, "Tokens per prefix-match unit of a hybrid model (a divisor of block_size; needs "
         "state_cache).", BLOCK_SIZE_MAX)
+    groups: tuple[KvCacheGroup, ...] | None = kv_cache_groups_field()
 
 
 @described(

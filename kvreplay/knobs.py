@@ -51,6 +51,14 @@ def _rank(field: str, yaml: str, value: Any, expected: Any = None, *,
                 value, RANK + (field,) + sub, value if expected is None else expected, context)
 
 
+# A hybrid model's KV cache group (the reference runs groups with prefix caching off).
+GROUP = {"name": "full", "kind": "attention", "num_layers": 2, "block_size_tokens": 16,
+         "page_size_bytes": 1024}
+# Prefix caching off and a capacity in bytes (two default blocks' worth without the groups).
+GROUP_CONTEXT = ((f"{W}.kv_cache.prefix_caching", False),
+                 (f"{W}.kv_cache.capacity", {"type": "fixed", "bytes": 2 * 64 * 131072}))
+
+
 EXPOSED: tuple[Knob, ...] = (
     # --- rank --------------------------------------------------------------------------
     _rank("backend", "engine.backend", "sglang"),
@@ -81,6 +89,10 @@ EXPOSED: tuple[Knob, ...] = (
     _rank("state_cache", "kv_cache.state_cache", {"bytes_per_request": 4096}),
     _rank("prefix_match_unit", "kv_cache.prefix_match_unit", 2,
           context=((f"{W}.kv_cache.state_cache", {"bytes_per_request": 4096}),)),
+    _rank("kv_cache_groups", "kv_cache.groups", [GROUP], [{**GROUP, "sliding_window": None}],
+          context=GROUP_CONTEXT),
+    _rank("kv_cache_capacity_bytes", "kv_cache.capacity.bytes", 4096,
+          context=(*GROUP_CONTEXT, (f"{W}.kv_cache.groups", [GROUP]))),
     Knob("rank.kv_transfer_bytes_per_token", "engine.kv_transfer.bytes_per_token", 1000,
          PD_RANK + ("kv_transfer_bytes_per_token",), 1000, PD),
     Knob("rank.kv_transfer_bandwidth", "engine.kv_transfer.bandwidth_gb_per_second", 25,
@@ -204,18 +216,6 @@ EXPOSED: tuple[Knob, ...] = (
 
 _LIVE = ("live-deployment plumbing of a Dynamo frontend (ports, threads, indexer services, "
          "hashing keys); an offline replay has no such process and results do not depend on it")
-_HYBRID = ("per-group KV caches of hybrid-attention models: ai-dynamo 1.6.1 runs them only with "
-           "prefix caching off, vLLM aggregated, G1 alone and a byte capacity "
-           "(`kv_cache_capacity_bytes`), as a second allocator beside the block pool: each group "
-           "(attention or convolution, its layers, tokens per page, page bytes, an optional "
-           "sliding window whose expired pages are reused) takes pages for the history a "
-           "forward needs, and admission, growth and preemption are decided in bytes of one "
-           "budget, not in blocks; the bundled engine's scheduler admits and grows in blocks of "
-           "one uniform pool, so executing it means a byte allocator behind every scheduler "
-           "seam, and the reference aborts the whole replay (\"worker 0 is now poisoned\") when "
-           "one forward's chunk needs more bytes than the pool instead of rejecting the request "
-           "(probed: 2 groups, 450 bytes, a 12-token chunk of 480 bytes), which no YAML should "
-           "reach; kept unexposed (issue 28 item 1)")
 _MEMORY = ("sizes G1 from a GPU memory fraction, which needs device memory and weight sizes "
            "from a hardware profile; kvreplay sizes G1 as blocks or bytes "
            "(`kv_cache.capacity`), the quantity these fractions compute")
@@ -247,8 +247,6 @@ NOT_EXPOSED: dict[str, str] = {
                               "no effect on an offline replay",
     "rank.kv_bytes_per_token": "a legacy alias the reference normalizer drops (it normalizes to "
                                "null); `kv_cache.bytes_per_token` writes kv_cache_bytes_per_token",
-    "rank.kv_cache_groups": _HYBRID,
-    "rank.kv_cache_capacity_bytes": _HYBRID,
     "rank.sglang": "a block, exposed field by field as `scheduler.sglang.*`",
     "rank.trtllm": "a block, exposed field by field as `scheduler.trtllm.*`",
     "role.gpu_memory_utilization": _MEMORY,

@@ -26,7 +26,8 @@ _HEADER = '''\
 
 from kvreplay.rules.functions import (agentic_source, is_blank, key_ref, role_layout_id,
                                       role_ranks, show, to_json)
-from kvreplay.rules.functions import match_unit_divides, state_room
+from kvreplay.rules.functions import duplicate_group_name, match_unit_divides, state_room
+from kvreplay.rules.functions import windowless_convolution
 from kvreplay.rules.logic import any3, every3, not3, pairs
 '''
 

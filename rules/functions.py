@@ -76,6 +76,22 @@ def match_unit_divides(role: s.Role) -> bool | None:
     return None if unit is None else role.block_size % unit == 0
 
 
+def duplicate_group_name(role: s.Role) -> str | None:
+    """The first KV cache group name the role lists twice (None: none, or no groups)."""
+    seen: set[str | None] = set()
+    for group in role.kv_cache_groups or ():
+        if group.name in seen:
+            return group.name
+        seen.add(group.name)
+    return None
+
+
+def windowless_convolution(role: s.Role) -> str | None:
+    """The first convolution group of the role without a sliding window (None: none)."""
+    return next((g.name for g in role.kv_cache_groups or ()
+                 if g.kind == "convolution" and g.sliding_window is None), None)
+
+
 def is_blank(text: str | None) -> bool | None:
     return None if text is None else text.strip() == ""
 
@@ -98,6 +114,11 @@ BUILTINS: dict[str, Builtin] = {
                 "token; unknown while the bytes per token are unknown", "state_room"),
         Builtin("match_unit_divides", ("role",), "bool", "the role's prefix_match_unit divides "
                 "its block size", "match_unit_divides"),
+        Builtin("duplicate_group_name", ("role",), "str", "the first KV cache group name the "
+                "role lists twice; null when every name is unique", "duplicate_group_name"),
+        Builtin("windowless_convolution", ("role",), "str", "the first convolution KV cache "
+                "group of the role without a sliding_window; null when there is none",
+                "windowless_convolution"),
         Builtin("blank", ("str",), "bool", "the text is empty or only spaces", "is_blank"),
         Builtin("json", ("any",), "str", "the value written as JSON (for hints to paste)",
                 "to_json"),

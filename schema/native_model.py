@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 import attrs
 
-from kvreplay.schema.hybrid import StateCache
+from kvreplay.schema.hybrid import GROUP_BYTES_MAX, KvCacheGroup, StateCache, kv_cache_groups_field
 from kvreplay.schema.native_defaults import G3_OFFLOAD_DEFAULTS as G3
 from kvreplay.schema.native_defaults import HOST_OFFLOAD_DEFAULTS as G2
 from kvreplay.schema.native_defaults import RANK_DEFAULTS as RANK
@@ -217,6 +217,10 @@ class RankCore:
     prefix_match_unit: int | None = positive(
         None, "Tokens per prefix-match unit (a divisor of block_size; needs state_cache).",
         BLOCK_SIZE_MAX, nullable=True)
+    kv_cache_groups: tuple[KvCacheGroup, ...] | None = kv_cache_groups_field()
+    kv_cache_capacity_bytes: int | None = positive(
+        None, "Bytes of KV capacity the kv_cache_groups share on one rank.", GROUP_BYTES_MAX,
+        nullable=True)
 
 
 @described("Native per-rank engine arguments (missing fields take the native engine's defaults).")
