@@ -78,12 +78,6 @@ def _spec(source: Spec | Mapping[str, Any]) -> Spec | None:
         return None
 
 
-def _hybrid(spec: Spec) -> list[str]:
-    """KV cache groups (issue 28 item 1) are not executed yet: a byte allocator of their own."""
-    return [f"hybrid KV cache groups (kv_cache_groups) on role {role.name}: not executed by the "
-            "bundled engine" for role in spec.roles if role.kv_cache_groups is not None]
-
-
 SCHEDULER_NAMES = {"sglang": "SGLang", "trtllm": "TensorRT-LLM"}
 
 
@@ -137,7 +131,6 @@ def scaling_refusals(spec: Spec) -> list[str]:
 # fixed and polynomial, which the engine runs, are not in the native schema.)
 REFUSAL_CHECKS: tuple[tuple[str, Callable[[Spec], list[str]]], ...] = (
     ("telemetry", _telemetry),
-    ("hybrid", _hybrid),
     ("speculation", _speculation),
     ("scaling", _scaling),
 )

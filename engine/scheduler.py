@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from kvreplay.engine.host_client import DEFER, DEFERRED, MISS, QUEUED, RETRY
 from kvreplay.engine.identity import ROOT, BlockIdentities
+from kvreplay.engine.kv_groups import GroupedKv
 from kvreplay.engine.pool import BlockPool
 from kvreplay.engine.records import Admission
 from kvreplay.engine.sequence import PREEMPTED, RUNNING, WAITING, Seq
@@ -105,6 +106,7 @@ class Rank:
         "dp_rank",
         "fast_decode",
         "fpm",
+        "groups",
         "holding",
         "host",
         "identities",
@@ -219,6 +221,13 @@ class Rank:
                       if self.states is not None and align and unit and unit < self.block_size
                       else None)
         self.fast_decode = self.states is None or not self.caching
+        # KV cache groups (kv_groups.py): a byte budget of page ranges instead of blocks; every
+        # step takes the general path (its pages are checked per group).
+        self.groups = GroupedKv(
+            cfg, f"role {cfg.name}, worker {self.worker_id}, DP rank {self.dp_rank}",
+        ) if cfg.kv_cache_groups is not None else None
+        if self.groups is not None:
+            self.fast_decode = False
 
     def kv_gauges(self) -> tuple[int, int]:
         """Blocks in use and cached-but-reusable blocks (telemetry)."""
@@ -246,7 +255,10 @@ class Rank:
         self._release(seq)
 
     def _release(self, seq: Seq, preempted: bool = False) -> None:
-        """Give back a request's blocks (and its state, on a hybrid rank)."""
+        """Give back a request's blocks (and its state, on a hybrid rank; its pages, with KV
+        cache groups)."""
+        if self.groups is not None:
+            self.groups.release(seq)
         if self.states is not None:
             if preempted:
                 self.states.preempt(seq)
@@ -400,7 +412,14 @@ class Rank:
                 self._reject(seq, outcome, "max_model_len", self.max_model_len)
                 continue
             cached = 0
-            if not seq.materialized:
+            if self.groups is not None:
+                # KV cache groups: a fresh request whose last token alone needs more than the
+                # budget is rejected; the rest wait only when their chunk does not fit (_schedule).
+                if seq.pool_admissions == 0 and self.groups.never_fits(
+                        seq.input_length + seq.generated):
+                    self._reject(seq, outcome, "kv_cache", self.groups.capacity)
+                    continue
+            elif not seq.materialized:
                 known = seq.input_length + seq.generated
                 known_blocks = -(-known // bs)
                 if seq.pool_admissions == 0 and self._never_fits(seq, known_blocks):
@@ -716,20 +735,12 @@ class Rank:
         if target == before < known:
             return BLOCKED
         states = self.states
-        need = -(-target // bs)
         if not from_waiting and self._outgrown(seq, target):
             self._reject_running(seq, outcome)
             return CURRENT_PREEMPTED  # the running list shifted onto the next request
-        while need > len(seq.blocks) or self._state_short(seq, target):
-            if self._grow(seq, need, cached, target):
-                break
-            victim = self._pick_victim()
-            if victim is None:
-                target = before
-                break
-            self._preempt(victim, outcome)
-            if victim is seq:
-                return CURRENT_PREEMPTED
+        status, target = self._take(seq, cached, before, target, outcome)
+        if status != SCHEDULED:
+            return status
         used = target - before
         if used == 0 and target < known:
             return BLOCKED
@@ -833,6 +844,43 @@ class Rank:
             if deadline > self.compute_not_before:
                 self.compute_not_before = deadline
         return True
+
+    def _take(self, seq: Seq, cached: int, before: int, target: int,
+              outcome: PassOutcome) -> tuple[int, int]:
+        """Take what computing seq through `target` needs (blocks and a state, or pages of KV
+        cache groups), preempting as it must: (SCHEDULED, the target reached: `before` when
+        nothing could be taken) or (BLOCKED or CURRENT_PREEMPTED, target)."""
+        if self.groups is not None:
+            from_waiting = seq.status != RUNNING
+            return self._grow_grouped(seq, before, target, from_waiting, outcome), target
+        need = -(-target // self.block_size)
+        while need > len(seq.blocks) or self._state_short(seq, target):
+            if self._grow(seq, need, cached, target):
+                break
+            victim = self._pick_victim()
+            if victim is None:
+                return SCHEDULED, before
+            self._preempt(victim, outcome)
+            if victim is seq:
+                return CURRENT_PREEMPTED, target
+        return SCHEDULED, target
+
+    def _grow_grouped(self, seq: Seq, before: int, target: int, from_waiting: bool,
+                      outcome: PassOutcome) -> int:
+        """KV cache groups: take the pages computing [before, target) needs, preempting running
+        requests as the block pool does; a waiting request never preempts (BLOCKED: it waits)."""
+        groups = self.groups
+        assert groups is not None
+        while not groups.grow(seq, before, target):
+            if from_waiting:
+                return BLOCKED
+            victim = self._pick_victim()
+            if victim is None:
+                return BLOCKED
+            self._preempt(victim, outcome)
+            if victim is seq:
+                return CURRENT_PREEMPTED
+        return SCHEDULED
 
     def _grow_hybrid(self, seq: Seq, need: int, cached: int, target: int,
                      states: WorkingStates) -> bool:

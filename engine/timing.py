@@ -34,6 +34,10 @@ class PassTimer:
         self._prefill_div = speedup
         self._decode_div = speedup * (rank.decode_speedup_ratio or 1.0)
         self._capacity_tokens = rank.num_gpu_blocks * rank.block_size
+        if rank.kv_cache_groups is not None:
+            # KV cache groups: the reference's decode polynomial sees no token capacity and
+            # runs at its u = 1 value (34.01 ms) whatever the pool (probed: 10 to 10^12 bytes).
+            self._capacity_tokens = 1
         timing = rank.timing_model
         self.fixed = timing.type == "fixed"
         self._fixed_prefill_ns = ms_to_ns((timing.prefill_ms or 0.0) / self._prefill_div)

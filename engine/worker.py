@@ -649,6 +649,8 @@ def _holds_stretches(rank: Rank) -> bool:
     admit, a P/D destination waits, a G2 copy is due, or a prompt is still being computed."""
     if rank.states is not None and not rank.states.stretchable(rank.running):
         return True  # hybrid KV: a checkpoint awaits its copy (the general path takes it)
+    if rank.groups is not None:
+        return True  # KV cache groups: every step checks its pages (the general path)
     running = rank.running
     if (rank.waiting or (rank.connector and rank.connector_ready())) and (
             len(running) < rank.max_seqs):

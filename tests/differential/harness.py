@@ -34,6 +34,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+import kv_groups_kind
 import scaling_kind
 
 # SGLang and TensorRT-LLM ranks under their own schedulers (engine.md sections "SGLang" and
@@ -46,7 +47,7 @@ KINDS = ("agg", "agg-delta", "agg-dp", "pd", "pd-dp", "g2", "g2-pd", "synth", "k
 # Telemetry samples (the samples compared too) over scenarios of these kinds.
 TELEMETRY_BASES = ("agg", "agg-dp", "g2", "kv-queue", "pd", "pd-dp", "g2-pd")
 KINDS = KINDS + ("telemetry", "sglang-telemetry", "dynamo", "applied-compute", "hybrid",
-                 "hybrid-mtp", "match-unit")
+                 "hybrid-mtp", "match-unit", "kv-groups")
 # Kinds tools/difftest.py draws on request (--kinds) but the suite does not replay (mtp-pd
 # joined the suite once its generator avoided the scenarios that livelock both engines).
 # sglang-pd-telemetry: the sglang-pd kind's scenarios, sampled; the engine refuses SGLang P/D
@@ -160,6 +161,10 @@ def generate(kind: str, seed: int) -> dict[str, Any]:
         return _scaling_scenario(rng, scn, rank, blocks)
     if kind == "hybrid":
         return _hybrid_scenario(rng, scn, rank(), blocks)
+    if kind == "kv-groups":  # kv_groups_kind.py
+        rank_ = rank()
+        rows = _rows(rng, bs, blocks, delta=False, outputs=[1, 1, 2, 3, 4, 6, 8, 12, 20])
+        return kv_groups_kind.scenario(rng, scn, rank_, rows)
     if kind.endswith("pd") or kind == "pd-dp":
         scn["prefill"] = rank()
         scn["decode"] = rank()
@@ -403,15 +408,7 @@ def _hybrid_scenario(rng: random.Random, scn: dict[str, Any], rank: dict[str, An
     unit = rng.choice([None, None, 1, 2, bs])
     if unit is not None and (not rank["enable_prefix_caching"] or unit == bs):
         rank["prefix_match_unit"] = unit
-    if rng.random() < 0.2:
-        rank["timing_model"] = {"type": "polynomial"}
-    if rng.random() < 0.15:
-        rank["max_model_len"] = rng.choice([8, 12, 16, 20])
-    scn["rank"] = rank
-    scn["workers"] = rng.choice([1, 1, 2])
-    scn["dp"] = rng.choice([1, 1, 1, 2])
-    if rng.random() < 0.1:
-        scn["max_sim_time_ms"] = float(rng.choice([20, 50, 120]))
+    kv_groups_kind.deployment(rng, scn, rank)
     # Long outputs under fixed timing only: polynomial passes of a long run sum to a float
     # clock that drifts past 10 ns from kvreplay's whole nanoseconds (docs/engine.md).
     polynomial = rank.get("timing_model", {}).get("type") == "polynomial"
@@ -1297,7 +1294,7 @@ def run_reference_guarded(scn: dict[str, Any],
         try:
             answer: tuple[str, Any] = ("ok", run_reference(scn))
         except Exception as exc:
-            answer = ("error", f"{type(exc).__name__}: {str(exc)[:300]}")
+            answer = ("error", f"{type(exc).__name__}: {str(exc)[:800]}")
         with os.fdopen(write, "wb") as out:
             pickle.dump(answer, out)
         os._exit(0)
@@ -1324,6 +1321,8 @@ def check(scn: dict[str, Any]) -> tuple[str, list[str]]:
     try:
         ref = run_reference_guarded(scn)
     except Exception as exc:  # the reference refuses, aborts or hangs: nothing to compare
+        if kv_groups_kind.POISONED in str(exc):
+            return _check_abort(scn, str(exc))
         return "reference-error", [f"{type(exc).__name__}: {str(exc)[:300]}"]
     try:
         mine = run_kvreplay(scn)
@@ -1348,6 +1347,20 @@ def check(scn: dict[str, Any]) -> tuple[str, list[str]]:
         # worker acts), as G3's end-of-run figures (_unsettled).
         found = [line for line in found if not line.startswith("summary g2_domains:")]
     return ("differ" if found else "match"), found
+
+
+def _check_abort(scn: dict[str, Any], reference_error: str) -> tuple[str, list[str]]:
+    """The reference aborted the replay (KV cache groups: a forward larger than the pool):
+    kvreplay must stop at the same forward ("reference-error" then, else "differ")."""
+    from kvreplay.engine.kv_groups import GroupedKvOverflow
+
+    try:
+        run_kvreplay(scn)
+    except GroupedKvOverflow as exc:
+        if kv_groups_kind.same_abort(reference_error, str(exc)):
+            return "reference-error", [f"both abort: {exc}"]
+        return "differ", [f"abort: reference {reference_error[-300:]}", f"kvreplay {exc}"]
+    return "differ", [f"the reference aborts, kvreplay does not: {reference_error[-300:]}"]
 
 
 def _check_spread(scn: dict[str, Any]) -> tuple[str, list[str]]:

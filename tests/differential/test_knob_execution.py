@@ -236,13 +236,14 @@ PROBED_ELSEWHERE: dict[str, str] = {
     "rank.g3_offload": "test_differential.py (kinds g3, g3-kv)",
     "router.disk_cache_hit_weight": "test_differential.py (kind g3-kv)",
     "role.startup_time": "test_differential.py (kind scaling: random start-up delays)",
+    "rank.kv_cache_groups": "test_differential.py (kind kv-groups: 1-3 random groups)",
+    "rank.kv_cache_capacity_bytes": "test_differential.py (kind kv-groups: random budgets)",
 }
 
 # Features the bundled engine does not execute yet (refused at run time, or approximated and
 # said so in the report): their issue.
 PENDING: dict[str, int] = {
     "replay.planner_config": 27,
-    "rank.kv_cache_groups": 28, "rank.kv_cache_capacity_bytes": 28,
 }
 
 # Exposed knobs that are no input of the replay's figures, or that carry other rows.

@@ -139,7 +139,7 @@ def test_decode_series_equals_decode_ns_pass_by_pass() -> None:
         rank = SimpleNamespace(
             speedup_ratio=rnd.choice([0.0, 1.0, 2.0, 0.7, 3.1]),
             decode_speedup_ratio=rnd.choice([0.0, 1.0, 1.5, 0.33]),
-            num_gpu_blocks=blocks, block_size=block_size,
+            num_gpu_blocks=blocks, block_size=block_size, kv_cache_groups=None,
             timing_model=SimpleNamespace(type="polynomial", prefill_ms=1.0, decode_ms=1.0))
         timer = PassTimer(rank)  # type: ignore[arg-type]
         active = rnd.randint(0, blocks * block_size + 50)

@@ -132,3 +132,17 @@ def test_generated_hybrid_configs_agree_with_the_reference(tmp_path: Path) -> No
         compared += 1
         refused += verdict is not None
     assert compared >= 60 and 20 < refused < compared - 20, (compared, refused)  # 84, 55
+
+
+def test_kv_cache_groups_compile_and_run() -> None:
+    """Valid KV cache groups compile to the reference's keys, and `run` executes them (no
+    refusal; engine/kv_groups.py)."""
+    path = next(p for p in CASES if p.parent.name == "HYBRID-GROUPS-SUPPORT"
+                and p.name == "pass-vllm-aggregated.yaml")
+    native = kvreplay.compile_config(yaml.safe_load(path.read_text()), matrix=False).native()
+    rank = native["spec"]["engine"]["rank"]
+    assert rank["kv_cache_capacity_bytes"] == 1000
+    assert "kv_cache_bytes_per_token" not in rank  # no `auto` estimate beside groups
+    assert [g["name"] for g in rank["kv_cache_groups"]] == ["full", "swa"]
+    assert rank["kv_cache_groups"][1]["sliding_window"] == 8
+    assert refusals(native) == []
