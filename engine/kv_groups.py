@@ -27,7 +27,7 @@ class GroupedKvOverflow(EngineError):
 class GroupedKv:
     """One rank's KV cache groups: the byte budget and each request's page ranges."""
 
-    __slots__ = ("capacity", "groups", "leases", "rank_name", "role", "used")
+    __slots__ = ("capacity", "groups", "leases", "pages", "rank_name", "role", "used")
 
     def __init__(self, cfg: Role, rank_name: str) -> None:
         assert cfg.kv_cache_groups is not None and cfg.kv_cache_capacity_bytes is not None
@@ -36,6 +36,7 @@ class GroupedKv:
                         int(g.sliding_window or 0)) for g in cfg.kv_cache_groups]
         self.capacity = cfg.kv_cache_capacity_bytes
         self.used = 0
+        self.pages = 0  # pages held, every group's (telemetry's active blocks)
         self.rank_name = rank_name
         self.role = cfg.name
         # Per request: (its bytes, [lo, hi] of each group, flattened).
@@ -85,6 +86,7 @@ class GroupedKv:
         if self.used - had + total > self.capacity:
             return False
         self.used += total - had
+        self.pages += _pages(ranges) - (_pages(held) if held is not None else 0)
         self.leases[seq] = (total, ranges)
         return True
 
@@ -93,6 +95,7 @@ class GroupedKv:
         lease = self.leases.pop(seq, None)
         if lease is not None:
             self.used -= lease[0]
+            self.pages -= _pages(lease[1])
 
 
 def _named(seq: Seq) -> str:
@@ -101,3 +104,8 @@ def _named(seq: Seq) -> str:
     where = f"(session {rec.session_id}, turn {rec.turn_index}) " if rec.session_id else ""
     name = f"{rec.request_id!r} " if rec.request_id else ""
     return f"{name}{where.lstrip()}arriving at {rec.arrival_time_ms:g} ms"
+
+
+def _pages(ranges: list[int]) -> int:
+    """Pages of a lease's ranges ([lo, hi] per group, flattened)."""
+    return sum(ranges[1::2]) - sum(ranges[0::2])

@@ -230,7 +230,10 @@ class Rank:
             self.fast_decode = False
 
     def kv_gauges(self) -> tuple[int, int]:
-        """Blocks in use and cached-but-reusable blocks (telemetry)."""
+        """Blocks in use and cached-but-reusable blocks (telemetry): with KV cache groups, the
+        pages held (every group's) and none."""
+        if self.groups is not None:
+            return self.groups.pages, 0
         pool = self.pool
         return pool.n_copies - pool.idle, pool.idle
 

@@ -144,7 +144,7 @@ class Telemetry:
     def join(self, pool_name: str, rank: RankScheduler) -> None:
         """A rank to sample (at the start, or of a worker added by scaling): zeros so far."""
         key = (pool_name, rank.scheduler_id)
-        self.gauges[key] = [0, 0, 0, 0]
+        self.gauges[key] = [0, 0, 0, 0, 0]
         self.preemptions_seen[key] = 0
         self.destinations[key] = 0
         self.cache_seen[key] = (0, 0)
@@ -159,12 +159,15 @@ class Telemetry:
         key = (rank.pool_name, rank.scheduler_id)
         # After a late refresh of the rank, its later ones this instant come after it too.
         late = late or self.deferring or any(k == key for k, _ in self.late)
-        gauge = [0, 0, 0, 0] if late else self.gauges[key]
+        gauge = [0, 0, 0, 0, 0] if late else self.gauges[key]
         if late:
             self.late.append((key, gauge))
         gauge[0], gauge[1] = rank.kv_gauges()
         gauge[2] = len(rank.running)
         gauge[3] = rank.queued_gauge() + self.destinations[key]
+        groups = getattr(rank, "groups", None)  # KV cache groups (vLLM ranks): bytes in use
+        if groups is not None:
+            gauge[4] = groups.used
         seen = rank.preemptions
         if seen != self.preemptions_seen[key]:
             self.preempted["prefill" if rank.pool_name == "prefill" else "decode"] += (
@@ -331,7 +334,15 @@ class Telemetry:
         self.ordinal += 1
 
     def _gauge(self, pool: Pool, rank: RankScheduler) -> dict[str, Any]:
-        active, inactive, running, waiting = self.gauges[(pool.name, rank.scheduler_id)]
+        active, inactive, running, waiting, used = self.gauges[(pool.name, rank.scheduler_id)]
+        groups = getattr(rank, "groups", None)
+        if groups is not None:  # KV cache groups: no blocks, pages of a byte budget
+            capacity = groups.capacity
+            return {"worker_id": rank.worker_id, "dp_rank": rank.dp_rank,
+                    "active_blocks": active, "inactive_blocks": inactive, "total_blocks": 0,
+                    "kv_cache_used_bytes": used, "kv_cache_capacity_bytes": capacity,
+                    "active_cache_usage": used / capacity, "physical_cache_usage": used / capacity,
+                    "running_requests": running, "waiting_requests": waiting}
         total = rank.num_blocks
         return {
             "worker_id": rank.worker_id,

@@ -6,7 +6,8 @@ window), page sizes of 1-16 tokens (divisors of the block size or not), page byt
 1-16 tokens, and one byte capacity sized against the drawn requests' largest footprint (often
 enough for all, sometimes tight enough that requests wait, are preempted, are rejected or
 outgrow the pool, which the reference answers by aborting the replay), with chunked prefill,
-budgets, sequence caps, preemption order, timing, workers and attention DP drawn too.
+budgets, sequence caps, preemption order, timing, workers and attention DP drawn too, and
+telemetry samples on 3 scenarios in 10.
 """
 
 from __future__ import annotations
@@ -68,6 +69,11 @@ def scenario(rng: random.Random, scn: dict[str, Any], rank: dict[str, Any],
     rank["kv_cache_capacity_bytes"] = max(1, int(peak * share) - rng.choice([0, 0, 1, 7]))
     deployment(rng, scn, rank)
     scn["rows"] = rows
+    # Telemetry samples on 3 scenarios in 10, from a stream of their own (the other draws
+    # unchanged): a grouped rank's gauges are its pages and bytes.
+    sampled = random.Random(f"kv-groups-telemetry:{scn['seed']}")
+    if sampled.random() < 0.3:
+        scn["telemetry_ms"] = sampled.choice([0.5, 1.0, 2.0, 2.5, 3.0, 5.0, 10.0])
     return scn
 
 
