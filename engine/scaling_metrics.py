@@ -74,7 +74,10 @@ def capture_pass(worker: Worker, duration_ns: int, planned: list[RankScheduler])
             out.append(SILENT)
             continue
         scheduled = rank.fpm
-        if scheduled is None or (not scheduled and not rank.has_work() and not rank.connector):
+        if scheduled is None or (not scheduled and rank not in planned):
+            # A rank with no work of its own this pass publishes zeros, even with G2 waiters
+            # asleep on copies (a restore in flight, a pending store): they count in a pass
+            # the rank takes part in only (ref).
             out.append(IDLE)
             continue
         out.append((scheduled, *_queued(rank)))
@@ -98,7 +101,7 @@ def stretch_wall(worker: Worker) -> int:
 def capture_stretch(worker: Worker) -> Captured:
     """A stretch about to start: its queues (nothing joins them while it runs, or it is cut);
     its passes' decode lengths are known from the running requests when it ends."""
-    return -1, [([], *_queued(rank)) for rank in worker.ranks]
+    return -1, [([], *_queued(rank)) if rank.has_work() else IDLE for rank in worker.ranks]
 
 
 class Welford:
