@@ -226,7 +226,7 @@ def _news(worker: Worker) -> bool:
     for rank in worker.ranks:
         host = rank.host
         if host is not None and (host.delivered or (host.g3 is not None and host.g3.completed)
-                                 or (host.progress and any(s.sleeping for s in rank.connector))):
+                                 or host.wakes()):
             return True
     return False
 

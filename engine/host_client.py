@@ -54,7 +54,7 @@ class HostClient:
 
     __slots__ = ("d2h_gbps", "delivered", "events", "fifo", "g3", "h2d_gbps", "load_by_key",
                  "outbox", "pending", "pool", "prepared", "progress", "rank", "saw_copy",
-                 "ttfb_ns")
+                 "serial", "ttfb_ns")
 
     def __init__(self, pool: HostPool, rank: Rank, d2h_gbps: float, h2d_gbps: float,
                  ttfb_ns: int, subscribe: bool) -> None:
@@ -70,6 +70,10 @@ class HostClient:
         self.outbox: list[tuple[Transfer, int]] = []  # (copy, not before) for the loop to submit
         self.delivered: list[Transfer] = []  # completed copies of this rank, not yet seen
         self.progress = False  # something completed in the pool since this rank's last tick
+        # Progress events so far: a request asleep on transfer progress wakes only for one
+        # after it fell asleep (Seq.slept_at), not for one its rank had not yet seen then (the
+        # reference's waiters compare completion counts).
+        self.serial = 0
         # A copy completed in the pool and this rank has not seen it yet (P/D destinations; an
         # idle rank sees it at once, a busy one at its pass end).
         self.saw_copy = False
@@ -241,8 +245,7 @@ class HostClient:
             self.delivered = []
         if self.progress:
             self.progress = False
-            for seq in self.rank.connector:
-                seq.sleeping = False
+            self._wake()
         return activated
 
     def _tick_g3(self, g3: G3Client) -> list[Seq]:
@@ -259,7 +262,7 @@ class HostClient:
                 self.pending.pop(transfer.id, None)
                 g3.store(transfer)
         if g3.consume():
-            self.progress = True
+            self.advance()
         for transfer in delivered:
             if transfer.kind != STORE and not transfer.cancelled:
                 seq = transfer.seq
@@ -268,8 +271,7 @@ class HostClient:
                 activated.append(seq)
         if self.progress:
             self.progress = False
-            for seq in self.rank.connector:
-                seq.sleeping = False
+            self._wake()
         return activated
 
     def g3_reused(self, seq: Seq, host_tokens: int) -> int | None:
@@ -313,9 +315,25 @@ class HostClient:
         bs = self.rank.block_size
         return all(seq.store_cursor >= seq.input_length // bs for seq in running)
 
+    def advance(self) -> None:
+        """Something completed that wakes this rank's requests asleep on transfer progress."""
+        self.progress = True
+        self.serial += 1
+
+    def wakes(self) -> bool:
+        """Whether the rank's next tick wakes a request (progress after it fell asleep)."""
+        serial = self.serial
+        return self.progress and any(s.sleeping and s.slept_at < serial
+                                     for s in self.rank.connector)
+
+    def _wake(self) -> None:
+        serial = self.serial
+        for seq in self.rank.connector:
+            if seq.slept_at < serial:
+                seq.sleeping = False
+
     def has_deliveries(self) -> bool:
-        return bool(self.delivered) or (self.progress and any(
-            s.sleeping for s in self.rank.connector))
+        return bool(self.delivered) or self.wakes()
 
 
 def direction_of(transfer: Transfer) -> int:

@@ -322,11 +322,11 @@ class HostPool:
         # Progress wakes requests asleep on transfers: the owner's; in a shared pool a store
         # wakes every participant's too (entries they found pending turned resident), a load
         # only its owner's (checked against the reference with G3, which counts the lookups).
-        transfer.owner.progress = True
+        transfer.owner.advance()
         for client in self.clients:
             client.saw_copy = True
-            if transfer.kind == STORE:
-                client.progress = True
+            if transfer.kind == STORE and client is not transfer.owner:
+                client.advance()
 
     def _publish(self, kind: int, keys: list[int]) -> None:
         self.published = True

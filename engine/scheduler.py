@@ -666,6 +666,9 @@ class Rank:
             self.connector.append(seq)
             seq.in_connector = True
         seq.sleeping = True
+        host = self.host
+        if host is not None:
+            seq.slept_at = host.serial
         if not until_progress:
             self._retry_skipped.append(seq)
 

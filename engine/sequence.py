@@ -55,6 +55,7 @@ class Seq:
         "req",
         "scheduler",
         "sleeping",
+        "slept_at",
         "status",
         "store_cursor",
         "waiting_order",
@@ -93,6 +94,7 @@ class Seq:
         self.loaded_prefix = 0
         self.in_connector = False
         self.sleeping = False
+        self.slept_at = 0  # its pool client's progress serial when it fell asleep
         # SGLang (sglang.py): the pages the request holds and the radix node it locks.
         self.pages = 0
         self.node: Node | None = None

@@ -22,8 +22,13 @@ class Owner:
 
     def __init__(self, pool: HostPool, subscribe: bool = False) -> None:
         self.progress = False
+        self.serial = 0
         self.events: list[tuple[int, int]] | None = [] if subscribe else None
         pool.clients.append(self)  # type: ignore[arg-type]
+
+    def advance(self) -> None:
+        self.progress = True
+        self.serial += 1
 
 
 def pool(capacity: int, hash_of: Any = None) -> tuple[HostPool, Any]:
