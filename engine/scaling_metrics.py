@@ -4,7 +4,8 @@ Forward-pass metrics (FPM) *(ref)*: every pass of a worker publishes, for each o
 (an idle rank too), at the pass end: the prefill chunks it scheduled (prompt lengths, the prompt
 tokens computed before, the tokens computed), the decode steps (known lengths), the requests
 waiting after its admission (fresh prompts; preempted or handed-off requests as decode work;
-with G2, those waiting on a restore too) and the pass's duration. A tick sees the latest
+with G2, those waiting on a copy too, in a pass their rank takes part in: a rank whose only
+requests sleep on copies publishes zeros) and the pass's duration. A tick sees the latest
 publication of each (worker, rank) of the pool since the previous tick, and an idle one for a
 rank of an active worker that published nothing for a whole second (on a one-second cadence
 from its last publication).
