@@ -92,8 +92,8 @@ class HandoffLoop(Protocol):
 
 
 class Handoff:
-    __slots__ = ("actions", "actions_due", "arriving", "decode", "destination_first",
-                 "latency_ms", "loop", "prefill", "reserved", "settled_at")
+    __slots__ = ("actions", "actions_due", "arriving", "decode", "destination_first", "held",
+                 "holding", "latency_ms", "loop", "prefill", "reserved", "settled_at")
 
     def __init__(self, loop: HandoffLoop, prefill: Pool, decode: Pool,
                  latency_ms: float) -> None:
@@ -112,6 +112,10 @@ class Handoff:
         # Destination first: an arrival's placement on the decode pool comes after the
         # reference samples the instant (its gauges show from the next sample on).
         self.arriving = False
+        # A pass of no duration is completing (`holding`): the actions it issues wait in `held`
+        # until the instant's drive of the workers is over (release_held).
+        self.holding = False
+        self.held: list[Action] = []
 
     # -- the action queue --------------------------------------------------------------------
 
@@ -119,10 +123,29 @@ class Handoff:
         """A handoff action (accept a destination, activate it, release a source, or a command
         held until a pass end): run in FIFO order after the instant's pass completions and
         transfer completions, before the workers restart."""
+        if self.holding:
+            self.held.append(action)
+            return
         self.actions.append(action)
         if not self.actions_due:
             self.actions_due = True
             self.loop.push(self.loop.now, ACTIONS, 0, None)
+
+    def release_held(self) -> None:
+        """The instant's drive of the workers is over (every worker restarted at it has started
+        a pass with duration or gone idle): the actions the passes of no duration issued join
+        the queue, in a later round of the instant. The reference completes such a pass inside
+        its drive of the workers and runs the handoff actions it issues (a rejection's cancel,
+        a cached prompt's handoff) in the next iteration of its same-instant loop, so a command
+        reaching a worker that the drive started meets it busy *(ref: disagg.rs
+        `drain_current_timestamp`, `drive_prefill_workers`)*."""
+        held, self.held = self.held, []
+        for pool in (self.prefill, self.decode):
+            for worker in pool.workers:
+                if worker.busy:  # a stretch boundary now: that pass ended and restarted first
+                    self.loop.settle(worker)
+        for action in held:
+            self.enqueue(action)
 
     def run_actions(self, _: None) -> None:
         """The ACTIONS event: every action queued so far, and those they queue, in order."""
@@ -158,7 +181,15 @@ class Handoff:
             dseq.partner = seq
             self.enqueue(lambda: self._transfer(dseq, fresh))
             return
-        dseq = loop.place(self.decode, seq.req, rec, seq.req.output_length, False)
+        if self.holding:  # placed on the decode pool when the held actions run
+            self.held.append(lambda: self._place_source(seq))
+            return
+        self._place_source(seq)
+
+    def _place_source(self, seq: Seq) -> None:
+        """The held source's request is placed on the decode pool; its rank accepts it as a
+        destination (an action)."""
+        dseq = self.loop.place(self.decode, seq.req, seq.rec, seq.req.output_length, False)
         dseq.partner = seq
         rank = dseq.scheduler
         dseq.waiting_order = rank.next_order

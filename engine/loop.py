@@ -237,6 +237,8 @@ class Simulation:
         self.round_in_place = False
         if self.dirty:  # phase 5
             self._start_dirty()
+        if self.handoff is not None and self.handoff.held:
+            self.handoff.release_held()
         if settle is not None:
             settle(heap, now)
 
@@ -643,7 +645,7 @@ class Simulation:
         if scaling is not None:
             scaling.pass_done(pool, worker, wall, k, outcome, (forwards, visible))
         if outcome is not None:
-            self._deliver(pool, outcome, worker.series)
+            self._deliver_pass(pool, worker, outcome)
         if pool.index is not None:
             for rank in worker.ranks:
                 events = rank.take_events()
@@ -657,16 +659,33 @@ class Simulation:
                 tele.refresh(rank)
                 tele.pass_ended(rank)
             tele.decoded(forwards, visible)
+        if self.handoff is not None:
+            self._handoff_at_pass_end(pool, worker, self.handoff)
+
+    def _deliver_pass(self, pool: Pool, worker: Worker, outcome: PassOutcome) -> None:
+        """Deliver a single pass's outcome; P/D: the handoff actions a pass of no duration
+        issues wait until the instant's drive of the workers is over (handoff.release_held)."""
         handoff = self.handoff
-        if handoff is not None:
-            if pool.name == "decode":
-                for rank in worker.ranks:
-                    handoff.retry_destinations(rank)
-            if worker.deferred:
-                # Commands held for this pass end rejoin the handoff action queue.
-                deferred, worker.deferred = worker.deferred, []
-                for action in deferred:
-                    handoff.enqueue(action)
+        if handoff is None or worker.pass_start != self.now:
+            self._deliver(pool, outcome, worker.series)
+            return
+        handoff.holding = True
+        try:
+            self._deliver(pool, outcome, worker.series)
+        finally:
+            handoff.holding = False
+
+    @staticmethod
+    def _handoff_at_pass_end(pool: Pool, worker: Worker, handoff: Handoff) -> None:
+        """P/D at a pass end: a decode rank retries its pending destinations, then the commands
+        held for this pass end rejoin the handoff action queue."""
+        if pool.name == "decode":
+            for rank in worker.ranks:
+                handoff.retry_destinations(rank)
+        if worker.deferred:
+            deferred, worker.deferred = worker.deferred, []
+            for action in deferred:
+                handoff.enqueue(action)
 
     def _deliver(self, pool: Pool, outcome: PassOutcome, series: PassSeries) -> None:
         router = pool.router
