@@ -101,7 +101,7 @@ class Simulation:
         self.live = 0  # released and not yet terminal
         self.notices = 0  # terminals the workload heard of (its next release may have moved)
         self.dirty: set[int] = set()  # workers to start after the instant's arrivals (gids)
-        self.completed_in_place = self.round_in_place = False  # a 0-duration pass ended in place
+        self.completed_in_place = self.round_in_place = self.instant_pass_ended = False
         # The (kind, key) of the event being handled; after every event kind while the
         # instant's arrivals and restarts run (cut() orders a stretch boundary against it).
         self.handling: tuple[int, int] = AFTER_EVENTS
@@ -228,6 +228,8 @@ class Simulation:
                       settle: Callable[[list[Event], int], None] | None) -> None:
         """Phases 4-5 of an instant: the workload asked and released, a P/D scaling tick, the
         workers the instant touched started, then the instant's scaling settlement."""
+        if self.instant_pass_ended:
+            self._sample_after_instant_pass(now)
         if self._asked != self.notices or always_ask:
             self._ask()
         if self._next_ms is not None and self._release_at <= now:
@@ -578,8 +580,6 @@ class Simulation:
             return False
         # Same-instant completions go by worker order (P/D: prefill workers first).
         self.events.push(end, PASS_DONE, worker.order, (worker, worker.version))
-        if end == self.now and self.handoff is not None and self.handoff.destination_first:
-            self.completed_in_place = True  # SGLang P/D: the tick comes before its end (ref)
         if self.host is not None:
             self.host.after_start(worker)
         return True
@@ -605,12 +605,25 @@ class Simulation:
         return end
 
     def _instant_pass_ends(self) -> None:
-        """SGLang P/D: the reference ends a pass of no duration after the instant's sample;
-        what it changes shows from the next one on."""
+        """SGLang P/D: a pass of no duration ended in this round of the instant (the tick due
+        now is sampled after the round's events, _sample_after_instant_pass)."""
         handoff = self.handoff
         if handoff is not None and handoff.destination_first:
-            assert self.telemetry is not None
-            self.telemetry.deferring = True
+            self.instant_pass_ended = True
+
+    def _sample_after_instant_pass(self, now: int) -> None:
+        """SGLang P/D: a round of the instant ended a pass of no duration; the tick due now is
+        sampled here, after what that pass changed and before what it releases (a session's
+        next turn its terminal frees, the handoff actions it issued: section "Event loop",
+        step 6). The reference completes such a pass inside its drive of the workers and
+        samples once that iteration of its same-instant loop is over (probed: draft seeds
+        86, 101, 138, 10025)."""
+        self.instant_pass_ended = False
+        tele = self.telemetry
+        assert tele is not None
+        if tele.started and tele.next_ns == now:
+            tele.periodic(workload_done=False)
+            tele.settle_late()
 
     def _pass_done(self, payload: tuple[Worker, int]) -> None:
         worker, version = payload

@@ -103,7 +103,7 @@ class Traffic:
 class Telemetry:
     """The sampler of one run."""
 
-    __slots__ = ("ahead", "cache_counts", "cache_seen", "deferring", "destinations", "done",
+    __slots__ = ("ahead", "cache_counts", "cache_seen", "destinations", "done",
                  "fleets", "gauges", "interval_ms",
                  "interval_start_ms", "late", "next_ns", "ordinal", "pools", "preempted",
                  "preemptions_seen", "samples", "started", "traffic")
@@ -128,8 +128,6 @@ class Telemetry:
         self.destinations: dict[tuple[str, int], int] = {}
         # Gauges read now but shown only after this instant's sample (settle_late).
         self.late: list[tuple[tuple[str, int], list[int]]] = []
-        # SGLang P/D: a pass of no duration ended this instant; every later read is late.
-        self.deferring = False
         self.preempted = {"prefill": 0, "decode": 0}
         # SGLang ranks' scheduler cache-hit counters: per rank as last read, per role the
         # interval's [hit tokens, total tokens].
@@ -158,7 +156,7 @@ class Telemetry:
         rank = scheduler
         key = (rank.pool_name, rank.scheduler_id)
         # After a late refresh of the rank, its later ones this instant come after it too.
-        late = late or self.deferring or any(k == key for k, _ in self.late)
+        late = late or any(k == key for k, _ in self.late)
         gauge = [0, 0, 0, 0, 0] if late else self.gauges[key]
         if late:
             self.late.append((key, gauge))
@@ -187,7 +185,6 @@ class Telemetry:
             self.cache_seen[key] = (hits, total)
 
     def settle_late(self) -> None:
-        self.deferring = False
         for key, gauge in self.late:
             self.gauges[key] = gauge
         self.late.clear()
