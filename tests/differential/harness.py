@@ -47,13 +47,12 @@ KINDS = ("agg", "agg-delta", "agg-dp", "pd", "pd-dp", "g2", "g2-pd", "synth", "k
 # Telemetry samples (the samples compared too) over scenarios of these kinds.
 TELEMETRY_BASES = ("agg", "agg-dp", "g2", "kv-queue", "pd", "pd-dp", "g2-pd")
 KINDS = KINDS + ("telemetry", "sglang-telemetry", "dynamo", "applied-compute", "hybrid",
-                 "hybrid-mtp", "match-unit", "kv-groups")
+                 "hybrid-mtp", "match-unit", "kv-groups", "sglang-pd-telemetry")
 # Kinds tools/difftest.py draws on request (--kinds) but the suite does not replay (mtp-pd
 # joined the suite once its generator avoided the scenarios that livelock both engines).
-# sglang-pd-telemetry: the sglang-pd kind's scenarios, sampled; the engine refuses SGLang P/D
-# telemetry by name (engine.md, "Telemetry"), and the kind runs it past that refusal to measure
-# what is left.
-DRAFT_KINDS: tuple[str, ...] = ("sglang-pd-telemetry",)
+# (sglang-pd-telemetry, the sglang-pd kind's scenarios sampled, was one until SGLang P/D
+# telemetry matched the reference; engine.md, "Telemetry".)
+DRAFT_KINDS: tuple[str, ...] = ()
 # Backends the MTP kinds draw (one per scenario): vLLM, SGLang under its own scheduler (its
 # decode step's bursts), TensorRT-LLM through the vLLM-shaped core.
 MTP_BACKENDS = ("vllm", "vllm", "sglang", "trtllm")
@@ -1016,9 +1015,6 @@ def run_kvreplay(scn: dict[str, Any]) -> dict[str, Any]:
         doc = native_document(scn, paths)
         workload = workload_from_traffic(doc["traffic"], base_dir=tmp,
                                          block_size=scn["block_size"], model=AGENTIC_MODEL)
-        if scn["kind"] == "sglang-pd-telemetry":
-            return _past_the_telemetry_refusal(lambda: report_from_run(
-                run_native(doc, workload=workload)))
         if "scaling" not in scn:
             return report_from_run(run_native(doc, workload=workload))
         policy = scaling_kind.Recorder(scn["scaling"])
@@ -1026,18 +1022,6 @@ def run_kvreplay(scn: dict[str, Any]) -> dict[str, Any]:
         report["snapshots"] = policy.snapshots
         report["lifecycle_operations"] = report["summary"]["scaling"]["lifecycle_operations"]
         return report
-
-
-def _past_the_telemetry_refusal(run: Callable[[], dict[str, Any]]) -> dict[str, Any]:
-    """The draft kind's run with the engine's telemetry refusal lifted (SGLang P/D)."""
-    from kvreplay.engine import capabilities
-
-    checks = capabilities.REFUSAL_CHECKS
-    capabilities.REFUSAL_CHECKS = tuple(c for c in checks if c[0] != "telemetry")
-    try:
-        return run()
-    finally:
-        capabilities.REFUSAL_CHECKS = checks
 
 
 # -- comparing ------------------------------------------------------------------------------------
