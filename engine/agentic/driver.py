@@ -97,7 +97,6 @@ class AgenticWorkload:
     """The Workload of an agentic graph (see the module docstring)."""
 
     dense_tokens = True  # prompt token values are the reference's dense u32 ids
-    acts_at_instants = True  # feedback, the warmup barrier and profile deadlines (at_instant)
 
     def __init__(self, graph: AgenticGraph, *, lanes: int | None, target_model: str,
                  speedup: float = 1.0, snapshot_seed: int | None = None, warmup: bool = False,
@@ -132,8 +131,13 @@ class AgenticWorkload:
         self.prepares = warmup  # the engine measures (and streams records) from the barrier
         self._graph_identity: dict[str, Any] | None = None
         # Plain runs: the next release only moves with release(), feedback and its flush, so
-        # the answer is kept until one of them (the loop asks at every instant).
+        # the answer is kept until one of them.
         self._known_next: tuple[float | None] | None = None
+        # Snapshot runs act at instants (the warmup barrier, profile deadlines: at_instant).
+        # A plain run is event-driven: only a release or a terminal (`notices`) can move what
+        # it does next, and the loop asks it again then; its feedback is flushed when asked,
+        # at the point of the instant at_instant would have flushed it (before the release).
+        self.acts_at_instants = snapshot_seed is not None
         if snapshot_seed is None:
             graph.speed_up(speedup)  # the reference digests the sped-up graph here
             self._digest = graph.digest()

@@ -7,6 +7,7 @@ runs the same deployment from an equivalent native document through its own traf
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -83,9 +84,10 @@ def run_case(name: str, **overrides: Any) -> dict[str, Any]:
 
 
 def run_trace(trace: Path, lifecycle: list[str] | None = None, defaults: bool = True,
-              **params: Any) -> dict[str, Any]:
+              adjust: Callable[[Any], None] | None = None, **params: Any) -> dict[str, Any]:
     """kvreplay's report of a reference call (BASE_PARAMS and BASE_RANK unless given, when
-    `defaults`); `lifecycle` collects the transcript lines."""
+    `defaults`); `lifecycle` collects the transcript lines; `adjust` sees the workload before
+    the run."""
     if defaults:
         params = {**BASE_PARAMS, **params}
         params.setdefault("extra_engine_args", {"engine": dict(BASE_RANK)})
@@ -97,6 +99,8 @@ def run_trace(trace: Path, lifecycle: list[str] | None = None, defaults: bool = 
                                      block_size=min(r["block_size"] for r in ranks))
     if lifecycle is not None:
         workload.lifecycle.sink = lifecycle.append  # type: ignore[union-attr]
+    if adjust is not None:
+        adjust(workload)
     return report_from_run(run_native(doc, workload=workload))
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agentic_support import BASE_RANK, CASES_DIR, run_case, run_trace
+from agentic_support import BASE_RANK, CASES_DIR, cases, run_case, run_trace
 
 import kvreplay
 
@@ -196,8 +196,8 @@ def test_weka_and_its_v2_form_replay_identically(tmp_path: Path) -> None:
 
 
 def test_a_plain_run_keeps_its_next_release_until_something_moves_it() -> None:
-    """The loop asks at every instant: a plain run answers from memory until a release or
-    feedback (here the heap is emptied behind its back: only a release makes it look again)."""
+    """A plain run answers from memory until a release or feedback (here the heap is emptied
+    behind its back: only a release makes it look again)."""
     from kvreplay.engine.agentic.driver import AgenticWorkload
     from kvreplay.engine.traces.agentic.weka import read_weka
 
@@ -211,3 +211,36 @@ def test_a_plain_run_keeps_its_next_release_until_something_moves_it() -> None:
     assert workload.next_release_ms() == first
     assert workload.release(first) == []
     assert workload.next_release_ms() is None
+
+
+def test_a_plain_run_is_event_driven_and_reports_as_when_acting_at_every_instant() -> None:
+    """A plain run (no snapshot) does not act at instants: the loop never calls its at_instant,
+    and every plain corpus case reports byte for byte what it reports when the workload is made
+    to act at every instant (feedback flushed there, the next release asked at each)."""
+    from kvreplay.engine.report import dumps_report
+
+    calls: list[float] = []
+
+    def counted(workload: Any) -> None:
+        assert workload.acts_at_instants is False
+        inner = workload.at_instant
+        workload.at_instant = lambda now: calls.append(now) or inner(now)
+
+    def acting(workload: Any) -> None:
+        workload.acts_at_instants = True
+
+    loads = ("agentic_snapshot_seed", "agentic_warmup", "agentic_profile")
+    compared = 0
+    for name, case in cases().items():
+        if any(key in case["params"] for key in loads):
+            continue
+        trace = CASES_DIR / case["trace"]
+        event_driven = run_trace(trace, defaults=False, adjust=counted, **case["params"])
+        every = run_trace(trace, defaults=False, adjust=acting, **case["params"])
+        for report in (event_driven, every):
+            report.pop("meta", None)
+            report["summary"].pop("wall_time_ms", None)
+        assert dumps_report(event_driven) == dumps_report(every), name
+        compared += 1
+    assert calls == []
+    assert compared >= 40
