@@ -24,3 +24,17 @@ def fewer_collections() -> Iterator[None]:
         yield
     finally:
         gc.set_threshold(*old)
+
+
+@contextmanager
+def no_collections() -> Iterator[None]:
+    """No cyclic collection inside (a bulk load: reading and lowering an agentic corpus builds
+    hundreds of thousands of objects that all live on, and the collector would rescan them
+    several times over), the collector's previous state restored afterwards."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()

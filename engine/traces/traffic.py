@@ -186,6 +186,7 @@ def _agentic(f: _Fields, traffic: Mapping[str, Any], *, base_dir: str,
              trace_paths: Sequence[str] | None, model: str | None,
              engine_block_size: int | None) -> AgenticWorkload | None:
     """Weka plays or an Agentic Mooncake v2 file, lowered to a graph and executed by lanes."""
+    from kvreplay.engine.collect import no_collections
     from kvreplay.engine.traces.agentic.v2 import read_agentic_mooncake
     from kvreplay.engine.traces.agentic.weka import read_weka
 
@@ -199,17 +200,18 @@ def _agentic(f: _Fields, traffic: Mapping[str, Any], *, base_dir: str,
     if any(d.severity == "error" for d in f.found):
         return None
     path, display = paths[0]
-    if fmt == "weka":
-        graph, found = read_weka(path, display, basis=str(options.basis),
-                                 expected_block_size=options.block_size)
-    else:
-        graph, found = read_agentic_mooncake(path, display,
-                                             legacy_block_size=options.block_size)
-    f.found.extend(found)
-    if graph is None:
-        return None
-    return agentic_workload(f, graph, options, display, model=model,
-                            engine_block_size=engine_block_size)
+    with no_collections():  # a bulk load: every object it builds lives on
+        if fmt == "weka":
+            graph, found = read_weka(path, display, basis=str(options.basis),
+                                     expected_block_size=options.block_size)
+        else:
+            graph, found = read_agentic_mooncake(path, display,
+                                                 legacy_block_size=options.block_size)
+        f.found.extend(found)
+        if graph is None:
+            return None
+        return agentic_workload(f, graph, options, display, model=model,
+                                engine_block_size=engine_block_size)
 
 
 def agentic_workload(f: _Fields, graph: AgenticGraph, options: _AgenticOptions, display: str, *,

@@ -244,3 +244,66 @@ def test_a_plain_run_is_event_driven_and_reports_as_when_acting_at_every_instant
         compared += 1
     assert calls == []
     assert compared >= 40
+
+
+def test_the_lifecycle_digest_hashes_its_lines_in_chunks_as_one_stream() -> None:
+    """Past several chunks of lines, with a digest asked in the middle, the digest is still
+    BLAKE3 over the domain and every line written, in order."""
+    import blake3
+
+    from kvreplay.engine.agentic.lifecycle import CHUNK, DOMAIN, Lifecycle
+
+    lines: list[str] = []
+    life = Lifecycle(lines.append)
+    middle = None
+    for k in range(3 * CHUNK + 7):
+        life.event(k * 0.5, f"play-{k % 5}", f"r{k}" if k % 9 else None, "dispatch")
+        if k == CHUNK + 3:
+            middle = life.digest()
+    assert middle == blake3.blake3(DOMAIN + "".join(lines[:CHUNK + 4]).encode()).hexdigest()
+    assert life.digest() == blake3.blake3(DOMAIN + "".join(lines).encode()).hexdigest()
+    assert life.count == len(lines) == 3 * CHUNK + 7
+
+
+def test_the_graph_digest_does_not_depend_on_its_chunk_size(monkeypatch: Any) -> None:
+    """The graph digest hashes its nodes in chunks: one node a chunk, three, or all of them at
+    once give the same digest (the reference's, tests/engine/test_agentic_reference.py)."""
+    from kvreplay.engine.traces.agentic import graph as graphs
+    from kvreplay.engine.traces.agentic.weka import read_weka
+
+    graph, found = read_weka(str(CASES_DIR / "w11_multi_play.jsonl"))
+    assert graph is not None, found
+    assert len(graph.nodes) > 3
+    digests = set()
+    for size in (1, 3, len(graph.nodes), 256):
+        monkeypatch.setattr(graphs, "DIGEST_CHUNK", size)
+        digests.add(graph.digest())
+    assert len(digests) == 1
+
+
+def test_an_agentic_corpus_is_read_without_collections_and_the_collector_restored(
+        monkeypatch: Any) -> None:
+    """Reading and lowering the plays runs with the cyclic collector off (a bulk load), and
+    the collector is left as it was found, on or off."""
+    import gc
+
+    from kvreplay.engine.traces.agentic import weka
+
+    seen: list[bool] = []
+    real = weka.read_weka
+
+    def recording(*args: Any, **kwargs: Any) -> Any:
+        seen.append(gc.isenabled())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(weka, "read_weka", recording)
+    was = gc.isenabled()
+    try:
+        for enabled in (True, False):
+            (gc.enable if enabled else gc.disable)()
+            report = run_trace(CASES_DIR / "w03_async.jsonl")
+            assert report["summary"]["completed_requests"] > 0
+            assert gc.isenabled() is enabled
+    finally:
+        (gc.enable if was else gc.disable)()
+    assert seen == [False, False]

@@ -35,6 +35,7 @@ TRIGGERS = ("dispatch", "completion")
 RELATIONS = ("sequence", "spawn", "join", "replay_barrier")
 _TRIGGER_ORDER = {name: i for i, name in enumerate(TRIGGERS)}
 _RELATION_ORDER = {name: i for i, name in enumerate(RELATIONS)}
+DIGEST_CHUNK = 256  # nodes hashed per update of the graph digest
 
 
 class GraphError(ValueError):
@@ -171,10 +172,10 @@ def graph_digest(block_size: int, nodes: Sequence[GraphRow]) -> str:
             out = quoted[text] = _quote(text)
         return out
 
-    first = True
-    for n in sorted(nodes, key=lambda r: r.request_id.encode()):
-        h.update((_node_json(n, q) if first else "," + _node_json(n, q)).encode())
-        first = False
+    ordered = sorted(nodes, key=lambda r: r.request_id.encode())
+    for start in range(0, len(ordered), DIGEST_CHUNK):  # one update per chunk of nodes
+        text = ",".join(_node_json(n, q) for n in ordered[start:start + DIGEST_CHUNK])
+        h.update((text if start == 0 else "," + text).encode())
     h.update(b"]}")
     return h.hexdigest()
 
