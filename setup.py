@@ -50,7 +50,7 @@ def core_extensions() -> list[Extension]:
             entry.unlink() if entry.is_symlink() or entry.is_file() else entry.rmdir()
     tree.mkdir(parents=True, exist_ok=True)
     package_tree.stage(tree)
-    paths = [str(tree / "kvreplay" / "engine" / f"{name}.py") for name in CORE.MODULES]
+    paths = [str(tree / "kvreplay" / "engine" / CORE.source(name)) for name in CORE.MODULES]
     try:
         extensions = mypycify(paths, group_name=CORE.GROUP,
                               target_dir=str(REPO / "build" / "mypyc"))

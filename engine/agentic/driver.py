@@ -18,6 +18,11 @@ Three ways to run a corpus:
 - profile (`agentic_profile`): profile.py; a lane whose play finished takes a fresh instance of
   the next corpus play (whole play, fresh identities) until the admission cutoff.
 
+A plain run is event-driven (`acts_at_instants` False): only a release or a terminal can move
+what it does next, and the loop asks it again only then; its feedback is flushed when asked, at
+the point of the instant where at_instant flushed it before the release. Snapshot runs act at
+instants (the warmup barrier, the profile's deadlines).
+
 The lifecycle transcript (`aisimulate.agentic.lifecycle.v1`: dispatch, causal_terminal,
 quiescent, skipped, play_quiescent) and its digest are the reference's, byte for byte. Each
 node emits with the authored (source) request id; instances use their own play id.
@@ -133,10 +138,8 @@ class AgenticWorkload:
         # Plain runs: the next release only moves with release(), feedback and its flush, so
         # the answer is kept until one of them.
         self._known_next: tuple[float | None] | None = None
-        # Snapshot runs act at instants (the warmup barrier, profile deadlines: at_instant).
-        # A plain run is event-driven: only a release or a terminal (`notices`) can move what
-        # it does next, and the loop asks it again then; its feedback is flushed when asked,
-        # at the point of the instant at_instant would have flushed it (before the release).
+        # Snapshot runs act at instants (barrier, profile deadlines); plain runs are
+        # event-driven (the module docstring).
         self.acts_at_instants = snapshot_seed is not None
         if snapshot_seed is None:
             graph.speed_up(speedup)  # the reference digests the sped-up graph here

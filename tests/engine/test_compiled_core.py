@@ -76,7 +76,9 @@ def test_pure_python_is_chosen_by_the_environment(variable: str) -> None:
 
 def _sources(folder: Path) -> None:
     for name in compiled.MODULES:
-        (folder / f"{name}.py").write_text(f"NAME = {name!r}\n", encoding="utf-8")
+        path = folder / compiled.source(name)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"NAME = {name!r}\n", encoding="utf-8")
 
 
 def test_a_build_is_used_only_with_the_sources_it_was_built_from(tmp_path: Path) -> None:
@@ -121,7 +123,7 @@ def test_the_core_lists_engine_sources_only() -> None:
     drop out of the build unnoticed, or fail it)."""
     engine = REPO / "engine"
     assert sorted(compiled.MODULES) == list(compiled.MODULES)
-    assert all((engine / f"{name}.py").is_file() for name in compiled.MODULES)
+    assert all((engine / compiled.source(name)).is_file() for name in compiled.MODULES)
 
 
 def test_the_compiled_core_is_built_where_it_must_be() -> None:
@@ -130,3 +132,19 @@ def test_the_compiled_core_is_built_where_it_must_be() -> None:
     if not os.environ.get("KVREPLAY_REQUIRE_COMPILED"):
         pytest.skip("KVREPLAY_REQUIRE_COMPILED is not set")
     assert compiled.built()
+
+
+def test_a_subpackage_module_can_be_listed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A dotted name in MODULES is a subpackage's module: its source is found under its folder
+    for the stamp, and the pure-Python finder loads it from there."""
+    monkeypatch.setattr(compiled, "MODULES", (*compiled.MODULES, "agentic.driver"))
+    assert compiled.source("agentic.driver") == "agentic/driver.py"
+    spec = compiled._Sources().find_spec("kvreplay.engine.agentic.driver")
+    assert spec is not None and spec.origin == str(compiled.HERE / "agentic" / "driver.py")
+    assert compiled._Sources().find_spec("kvreplay.engine.agentic.profile") is None
+    assert compiled._Sources().find_spec("kvreplay.engine_other.agentic.driver") is None
+    _sources(tmp_path)
+    compiled.write_stamp(tmp_path, tmp_path)
+    assert compiled.built(tmp_path)
+    (tmp_path / "agentic" / "driver.py").write_text("NAME = 'edited driver'\n", encoding="utf-8")
+    assert not compiled.built(tmp_path)

@@ -74,9 +74,10 @@ def test_a_wheel_without_the_compiled_core_ships_the_engine_as_python(
     from kvreplay.engine import compiled
 
     engine = [n for n in wheel_files if n.startswith("kvreplay/engine/")]
-    assert all(f"kvreplay/engine/{name}.py" in engine for name in compiled.MODULES)
+    assert all(f"kvreplay/engine/{compiled.source(name)}" in engine for name in compiled.MODULES)
     assert f"kvreplay/engine/{compiled.STAMP}" not in engine
-    binaries = [n.split("/")[-1].split(".")[0] for n in engine if n.endswith((".so", ".pyd"))]
+    binaries = [n.removeprefix("kvreplay/engine/").split(".")[0].replace("/", ".")
+                for n in engine if n.endswith((".so", ".pyd"))]
     assert not [n for n in binaries if n in compiled.MODULES or n.endswith("__mypyc")]
 
 
