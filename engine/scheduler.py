@@ -94,6 +94,7 @@ class Rank:
         "_prefills",
         "_retry_skipped",
         "_scheduled",
+        "_serial",
         "_unsorted",
         "arrived",
         "block_size",
@@ -178,7 +179,12 @@ class Rank:
         self.compute_not_before = 0
         self._retry_skipped: list[Seq] = []
         # The requests the pass being planned scheduled: (tokens, prompt tokens, prompt before).
+        # Decode steps of the fast path are not entered (a miss reads DECODE_TOKEN) unless
+        # something reads the whole dict (G2's stores, scaling's metrics, MTP): each such
+        # request carries the pass's serial instead (Seq.decoded_at), so a pass costs no dict
+        # write or read per decoding request.
         self._scheduled: dict[Seq, tuple[int, int, int]] = {}
+        self._serial = 0  # this rank's passes so far (Seq.decoded_at)
         self._capacity_bound = False  # the last undeferred pass left requests waiting
         self.preemptions = 0  # this rank's (telemetry reports them per interval)
         self._defer = False  # this pass defers prefill work (DP cadence)
@@ -307,6 +313,7 @@ class Rank:
         self._prefill_prefix = 0
         self._prefills = 0
         self._preempted = False
+        self._serial += 1
         self._budget = self._schedule_running(outcome, defer)
         host = self.host
         if host is not None:
@@ -353,21 +360,27 @@ class Rank:
         scheduled = self._scheduled  # empty between passes
         caching = self.caching
         budget = self._budget = self.budget
+        serial = self._serial
+        listed = self.host is not None or self.fpm is not None or self.mtp is not None
         # Fast path, over the leading run of decoding requests whose next token fits their
         # last block (the general loop below takes over at the first other one).
+        fast = self.fast_decode
         cursor = 0
         for seq in running:
             generated = seq.generated
             computed = seq.computed
-            if (budget <= 0 or not generated or computed != seq.input_length + generated - 1
-                    or computed >= len(seq.blocks) * bs or not self.fast_decode):
+            if (not fast or budget <= 0 or not generated
+                    or computed != seq.input_length + generated - 1
+                    or computed >= len(seq.blocks) * bs):
                 break
             computed += 1
             seq.computed = computed
             if caching and computed % bs == 0:
                 self.register_through(seq, computed // bs)
             budget -= 1
-            scheduled[seq] = DECODE_TOKEN
+            seq.decoded_at = serial
+            if listed:
+                scheduled[seq] = DECODE_TOKEN
             cursor += 1
         decoded = cursor
         while cursor < len(running) and budget > 0:
@@ -378,13 +391,15 @@ class Rank:
                 continue
             # The same fast path for the requests after it.
             if (seq.generated and computed == seq.input_length + seq.generated - 1
-                    and computed < len(seq.blocks) * bs and self.fast_decode):
+                    and computed < len(seq.blocks) * bs and fast):
                 computed += 1
                 seq.computed = computed
                 if caching and computed % bs == 0:
                     self.register_through(seq, computed // bs)
                 budget -= 1
-                scheduled[seq] = DECODE_TOKEN
+                seq.decoded_at = serial
+                if listed:
+                    scheduled[seq] = DECODE_TOKEN
                 decoded += 1
                 cursor += 1
                 continue
@@ -1041,6 +1056,9 @@ class Rank:
         self.running.remove(victim)
         self._preempted = True
         undone = self._scheduled.pop(victim, None)
+        if undone is None and victim.decoded_at == self._serial:
+            undone = DECODE_TOKEN
+        victim.decoded_at = -1
         if undone is not None:
             used, prompt_tokens, prompt_before = undone
             self._budget += used
@@ -1131,6 +1149,7 @@ class Rank:
         # a pass that computed no prompt tokens for it: it is timed as decode.
         cached_prompts = not self.recompute_last
         scheduled = self._scheduled
+        serial = self._serial
         tokens = outcome.tokens
         decoders = forwards = active = emitted = 0
         for seq in running:
@@ -1151,7 +1170,8 @@ class Rank:
                 decoders += 1
                 active += known
                 # A decode forward computes no prompt token (a recomputed prompt is a prefill).
-                if not generated or scheduled.get(seq, DECODE_TOKEN)[1] == 0:
+                if (not generated or seq.decoded_at == serial
+                        or scheduled.get(seq, DECODE_TOKEN)[1] == 0):
                     forwards += 1
             # It emits its token; one that reaches its output length (or max_model_len) ends.
             seq.generated = generated + 1

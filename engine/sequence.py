@@ -33,6 +33,7 @@ class Seq:
         "block_ids",
         "blocks",
         "computed",
+        "decoded_at",
         "g3",
         "generated",
         "hidden",
@@ -70,6 +71,7 @@ class Seq:
         self.block_ids = block_ids
         self.blocks: list[int] = []
         self.computed = 0
+        self.decoded_at = -1  # the serial of its rank's pass whose fast path decoded it
         self.generated = 0
         self.registered = 0
         self.status = WAITING

@@ -73,6 +73,21 @@ def test_lifo_preemption_and_readmission_recompute() -> None:
                                                                          (28.0, True)]
 
 
+def test_fifo_preemption_gives_back_a_decode_token_scheduled_earlier_in_the_pass() -> None:
+    """FIFO, a 4-token budget: a request preempted after the pass's fast path scheduled its
+    decode token gives that token back to the budget, so the chunk that preempted it is one
+    token longer (times checked against the reference, ai-dynamo 1.6.1; kvreplay at the commit
+    that stopped entering decode steps in the pass's dict, without the give-back, differed)."""
+    records = run([request(0, 0.0, 9, 9, [13, 16, 27]), request(1, 0.0, 3, 3, [15]),
+                   request(2, 10.0, 1, 6, [10]), request(3, 12.0, 4, 5, [22]),
+                   request(4, 12.0, 10, 2, [7, 17, 25])],
+                  num_gpu_blocks=6, max_num_batched_tokens=4, preemption_mode="fifo",
+                  enable_chunked_prefill=True)
+    assert [(r.first_token_ms, r.terminal_time_ms, r.readmission_count, r.output_length)
+            for r in records] == [(30.0, 90.0, 1, 9), (30.0, 54.0, 0, 3), (42.0, 88.0, 1, 6),
+                                  (54.0, 72.0, 0, 5), (120.0, 122.0, 0, 2)]
+
+
 def test_readmission_hits_its_own_cached_output_blocks() -> None:
     """A preempted request's prompt and output blocks stay cached: it readmits reusing 8 tokens
     (5 prompt + 3 output) and, with no prompt token left to compute, its readmission pass is
