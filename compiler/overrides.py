@@ -27,6 +27,7 @@ from kvreplay.compiler.source import (
     parse_path,
 )
 from kvreplay.schema.diagnostics import Diagnostic, Span
+from kvreplay.schema.frozen import evolve
 
 # The JSON loader's nesting bound: a deeper document would overflow the recursive validators.
 MAX_DEPTH = 200
@@ -136,7 +137,7 @@ def apply_overrides(loaded: Loaded, assignments: Sequence[str]) -> Loaded:
     source = attrs.evolve(loaded.source, overlays=list(loaded.source.overlays))
     for argument, path, parsed in parsed_all:
         diagnostics.extend(
-            attrs.evolve(d, span=attrs.evolve(d.span, path=format_path(
+            evolve(d, span=evolve(d.span, path=format_path(
                 path + parse_jsonpath(d.span.path or "$"), loaded.source.style)))
             for d in parsed.diagnostics
         )

@@ -9,6 +9,7 @@ from typing import Any, Literal
 import attrs
 
 from kvreplay.schema.diagnostics import Diagnostic, Span
+from kvreplay.schema.frozen import evolve
 
 Path = tuple[str | int, ...]
 PathStyle = Literal["jsonpath", "pointer"]
@@ -91,7 +92,7 @@ class SourceMap:
         for prefix, overlay in reversed(self.overlays):
             if path[: len(prefix)] == prefix:
                 inner = overlay.span(path[len(prefix) :], key=key)
-                return attrs.evolve(inner, path=format_path(path, self.style))
+                return evolve(inner, path=format_path(path, self.style))
         probe = path
         while True:
             pos = (self.keys.get(probe) if key else None) or self.values.get(probe)

@@ -14,11 +14,9 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterable
 from typing import Any, TypeVar
 
-import attrs
-from attrs import AttrsInstance
-
 from kvreplay.compiler.source import Path, parse_path
 from kvreplay.schema.diagnostics import Diagnostic
+from kvreplay.schema.frozen import Frozen, evolve, fields_of, is_frozen
 from kvreplay.schema.origin import Origin, SpecPath
 from kvreplay.schema.spec import Spec
 
@@ -29,7 +27,7 @@ REFUSING = frozenset({"SCHEMA-TYPE", "SCHEMA-ENUM", "SCHEMA-RANGE", "SCHEMA-LENG
 # A role's name identifies it (its worker type is the same name): never a refused value.
 _KEEP = frozenset({"name", "worker_type"})
 
-T = TypeVar("T", bound=AttrsInstance)
+T = TypeVar("T", bound=Frozen)
 
 
 def refused_paths(diagnostics: Iterable[Diagnostic]) -> set[Path]:
@@ -52,22 +50,22 @@ def forget_refused(spec: Spec, origin: Origin, refused: Collection[Path]) -> Spe
                    for p in refused)
 
     roles = tuple(_forget(role, ("roles", role.name), gone) for role in spec.roles)
-    return attrs.evolve(_forget(spec, (), gone, skip=("roles",)), roles=roles)
+    return evolve(_forget(spec, (), gone, skip=("roles",)), roles=roles)
 
 
 def _forget(value: T, at: SpecPath, gone: Callable[[SpecPath, bool], bool],
             skip: tuple[str, ...] = ()) -> T:
     changes: dict[str, Any] = {}
-    for field in attrs.fields(type(value)):
-        if field.name in _KEEP or field.name in skip:
+    for name in fields_of(type(value)):
+        if name in _KEEP or name in skip:
             continue
-        child = getattr(value, field.name)
-        path = at + (field.name,)
-        nested = attrs.has(type(child))
+        child = getattr(value, name)
+        path = at + (name,)
+        nested = is_frozen(type(child))
         if gone(path, not nested):
-            changes[field.name] = None
+            changes[name] = None
         elif nested:
             updated = _forget(child, path, gone)
             if updated is not child:
-                changes[field.name] = updated
-    return attrs.evolve(value, **changes) if changes else value  # type: ignore[misc]
+                changes[name] = updated
+    return evolve(value, **changes) if changes else value

@@ -14,6 +14,7 @@ import attrs
 
 from kvreplay.compiler.source import Path, SourceMap, format_path, parse_path
 from kvreplay.schema.diagnostics import Diagnostic
+from kvreplay.schema.frozen import evolve
 from kvreplay.schema.json_schemas import known_valid
 from kvreplay.schema.json_schemas import load_schema as load_schema
 from kvreplay.schema.json_schemas import validator as _validator
@@ -161,7 +162,7 @@ class _Mapper:
         """A finding about `path`, located at `at` when given (a key a --set removed)."""
         span = self.source.span(path if at is None else at, key=key)
         if at is not None:
-            span = attrs.evolve(span, path=format_path(path, self.source.style))
+            span = evolve(span, path=format_path(path, self.source.style))
         self.out.append(Diagnostic(rule, "error", message, span, hint=hint))
 
     def handle(self, err: ValidationError) -> None:

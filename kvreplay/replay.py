@@ -16,6 +16,7 @@ import attrs
 
 from kvreplay.compiler.pipeline import Compiled
 from kvreplay.schema.diagnostics import Diagnostic, has_errors, sort_unique
+from kvreplay.schema.frozen import evolve
 
 # Where a config (False) or a native spec (True) sets the trace block size and format.
 _TRAFFIC_KEYS = {False: ("traffic.source.block_size", "traffic.source.format"),
@@ -152,5 +153,5 @@ def explain_trace_paths(diagnostics: Sequence[Diagnostic], kind: str, traffic: d
         hint = "give the trace with `kvreplay run CONFIG --trace PATH`, or fix the path"
     lost = {shown for given, shown in written
             if not os.path.isabs(given) and not os.path.lexists(shown)}
-    return [attrs.evolve(d, message=f"{d.message} ({why})", hint=d.hint or hint)
+    return [evolve(d, message=f"{d.message} ({why})", hint=d.hint or hint)
             if d.rule == "TRACE-PATH" and d.span.file in lost else d for d in diagnostics]

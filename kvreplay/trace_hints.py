@@ -8,10 +8,9 @@ import json
 from collections.abc import Iterator, Sequence
 from typing import Any, BinaryIO
 
-import attrs
-
 from kvreplay.schema.diagnostics import Diagnostic, Span, sort_unique
 from kvreplay.schema.files import open_regular
+from kvreplay.schema.frozen import evolve
 
 # Rows read back to derive the block size: a few hundred rows pin it; more only cost reading.
 _SAMPLE_ROWS = 1024
@@ -48,7 +47,7 @@ def explain_trace_findings(diagnostics: Sequence[Diagnostic], traffic: dict[str,
         sized = _block_size_hint(file, [n for n in capacity if n is not None], block_size_key) \
             if capacity and fmt in _MOONCAKE else None
         if sized is not None:
-            out = [attrs.evolve(d, hint=sized) if d.span.file == file and d.hint is None
+            out = [evolve(d, hint=sized) if d.span.file == file and d.hint is None
                    and d.rule == "TRACE-CAPACITY" else d for d in out]
     return sort_unique(out)
 

@@ -45,6 +45,7 @@ KEY_MODULES = (
     "kvreplay.schema.telemetry",
     "kvreplay.schema.hybrid",
     "kvreplay.schema.schema_facts",  # kvreplay.schema.sla's field helpers
+    "kvreplay.schema.frozen",  # the Frozen base of the Spec's classes
     "kvreplay.schema.suggest",
     "kvreplay.schema.layout",
     "kvreplay.schema.scaling",  # the Spec's scaling options

@@ -16,10 +16,9 @@ from collections.abc import Callable
 from functools import cache
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_args, get_origin
 
-import attrs
-
+from kvreplay.schema.frozen import field_facts, is_frozen
 from kvreplay.schema.quick_structure import quick_structure
-from kvreplay.schema.schema_facts import KEY, json_key
+from kvreplay.schema.schema_facts import KEY
 
 if TYPE_CHECKING:
     import cattrs
@@ -80,6 +79,7 @@ def _dict(value: Any, _t: Any) -> dict[str, Any]:
 
 
 def _renames(cls: type) -> dict[str, Any]:
+    import attrs
     from cattrs.gen import override
 
     return {f.name: override(rename=f.metadata[KEY]) for f in attrs.fields(cls)
@@ -87,6 +87,7 @@ def _renames(cls: type) -> dict[str, Any]:
 
 
 def _strict(conv: cattrs.Converter, forbid_extra_keys: bool) -> cattrs.Converter:
+    import attrs
     from cattrs.gen import make_dict_structure_fn
 
     conv.register_structure_hook(int, _int)
@@ -147,20 +148,20 @@ def structure_native(data: Any, cls: type[T], strict: bool = True) -> T:
 def _numbers(cls: type) -> frozenset[str]:
     """The fields of `cls` annotated as numbers (float, or float | None)."""
     hints = typing.get_type_hints(cls)
-    return frozenset(f.name for f in attrs.fields(cls) if hints[f.name] in (float, float | None))
+    return frozenset(name for name, *_ in field_facts(cls) if hints[name] in (float, float | None))
 
 
 def to_json(value: Any) -> Any:
     """An attrs value as plain JSON data under its JSON keys (the inverse of structuring).
     A number field holds a float even when it was given an integer (canonical bytes)."""
     cls: type = type(value)
-    if attrs.has(cls):
+    if is_frozen(cls):
         numbers = _numbers(cls)
         out = {}
-        for field in attrs.fields(cls):
-            item = getattr(value, field.name)
-            number = field.name in numbers and type(item) is int
-            out[json_key(field)] = float(item) if number else to_json(item)
+        for name, _, _, _, metadata in field_facts(cls):
+            item = getattr(value, name)
+            number = name in numbers and type(item) is int
+            out[metadata.get(KEY, name)] = float(item) if number else to_json(item)
         return out
     if isinstance(value, tuple | list):
         return [to_json(v) for v in value]

@@ -19,8 +19,7 @@ import typing
 from functools import cache
 from typing import Any, Literal, TypeVar, Union, get_args, get_origin
 
-import attrs
-
+from kvreplay.schema.frozen import field_facts, is_frozen
 from kvreplay.schema.schema_facts import KEY
 
 T = TypeVar("T")
@@ -49,8 +48,8 @@ Plan = tuple[tuple[tuple[str, str, Any, bool], ...], frozenset[str]]
 @cache
 def _plan(cls: Any) -> Plan:
     hints = typing.get_type_hints(cls)
-    fields = tuple((f.metadata.get(KEY, f.name), f.alias, hints[f.name],
-                    f.default is attrs.NOTHING) for f in attrs.fields(cls) if f.init)
+    fields = tuple((metadata.get(KEY, name), alias, hints[name], required)
+                   for name, alias, init, required, metadata in field_facts(cls) if init)
     return fields, frozenset(key for key, _, _, _ in fields)
 
 
@@ -104,7 +103,7 @@ class _Walk:
             if not isinstance(v, dict):
                 raise _Unsure
             return dict(v)
-        if attrs.has(t):
+        if is_frozen(t):
             return self.attrs_class(v, t)
         origin, args = get_origin(t), get_args(t)
         if origin is Literal:

@@ -13,6 +13,7 @@ import pytest
 from kvreplay.compiler import model as m
 from kvreplay.compiler import schema_gen
 from kvreplay.schema import native_model as n
+from kvreplay.schema.frozen import Frozen
 from kvreplay.schema.schema_facts import (
     OBJECTS,
     SCHEMA,
@@ -62,8 +63,7 @@ def test_the_walker_reproduces_the_committed_properties() -> None:
 
 def test_the_walker_refuses_overlays_on_unknown_keys() -> None:
     @described("Broken.", overlays=[only_keys("type", "a", ["missing"])])
-    @attrs.frozen
-    class Broken:
+    class Broken(Frozen):
         type: Literal["a"] = choice("a", "Kind.")
 
     with pytest.raises(ValueError, match="missing"):
@@ -73,8 +73,7 @@ def test_the_walker_refuses_overlays_on_unknown_keys() -> None:
 
 def test_the_walker_refuses_a_field_without_facts() -> None:
     @described("Bare.")
-    @attrs.frozen
-    class Bare:
+    class Bare(Frozen):
         count: int = 1
         ok: int = positive(1, "Fine.")
 
@@ -87,8 +86,7 @@ def test_numbers_take_their_bounds_from_the_annotation() -> None:
     """`positive` is minimum 1 on an integer, exclusiveMinimum 0 on a number; an integer's own
     maximum is stated in its description."""
     @described("Numbers.")
-    @attrs.frozen
-    class Numbers:
+    class Numbers(Frozen):
         whole: int = positive(2, "W.", 9)
         real: float | None = positive(None, "R.")
 
@@ -101,21 +99,18 @@ def test_numbers_take_their_bounds_from_the_annotation() -> None:
 
 
 @described("Leaf.", define="leaf")
-@attrs.frozen
-class _Leaf:
+class _Leaf(Frozen):
     size: int | None = positive(None, "S.", 7, nullable=True)
 
 
 @described("Bud.")
-@attrs.frozen
-class _Bud:
+class _Bud(Frozen):
     size: int | None = positive(None, "S.")
     age: int = positive(1, "A.")
 
 
 @described("Tree.")
-@attrs.frozen
-class _Tree:
+class _Tree(Frozen):
     left: _Leaf | None = None
     right: _Leaf | None = nested(nullable=True)
     bud: _Bud | None = nested(unset_null=True)
