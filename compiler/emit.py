@@ -11,11 +11,10 @@ import json
 import re
 from typing import Any
 
-import attrs
-
 from kvreplay.schema import native_model as n
 from kvreplay.schema import spec as s
 from kvreplay.schema.convert import to_json
+from kvreplay.schema.frozen import fields_of
 from kvreplay.schema.spec import TOPOLOGY_KEY as TOPOLOGY_KEY
 
 # `native_host_offload` keys the native normalizer leaves out at their defaults.
@@ -45,7 +44,7 @@ def host_offload(g2: s.HostOffload) -> dict[str, Any]:
 
 def native_rank(role: s.Role) -> n.Rank:
     """The native rank of a Spec role (MTP speculation written as `aic_*`)."""
-    fields = {f.name: getattr(role, f.name) for f in attrs.fields(n.RankCore)}
+    fields = {name: getattr(role, name) for name in fields_of(n.RankCore)}
     spec = role.speculation
     if spec is not None and spec.kind == "mtp":
         fields |= {"aic_nextn": spec.num_speculative_tokens, "aic_mtp_seed": spec.seed,
@@ -74,7 +73,7 @@ def rank(role: s.Role) -> dict[str, Any]:
 
 def role(r: s.Role) -> dict[str, Any]:
     ngram = r.speculation if r.speculation is not None and r.speculation.kind != "mtp" else None
-    out: dict[str, Any] = {f.name: getattr(r, f.name) for f in attrs.fields(n.RoleCore)}
+    out: dict[str, Any] = {name: getattr(r, name) for name in fields_of(n.RoleCore)}
     out = _json(n.Role(**out | {"speculation": ngram}))
     out["rank"] = rank(r)
     return out

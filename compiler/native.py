@@ -11,22 +11,21 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import attrs
-
 from kvreplay.compiler.origin import SourceOrigin
 from kvreplay.compiler.source import Path, SourceMap
 from kvreplay.schema import native_model as n
 from kvreplay.schema import spec as s
 from kvreplay.schema.convert import structure_native
 from kvreplay.schema.diagnostics import Diagnostic
+from kvreplay.schema.frozen import field_facts, fields_of
 from kvreplay.schema.origin import SpecPath
 from kvreplay.schema.scaling import KVREPLAY_POLICIES, POLICY_KEYS, ScalingOptions
-from kvreplay.schema.schema_facts import json_key
+from kvreplay.schema.schema_facts import KEY
 from kvreplay.schema.spec import TOPOLOGY_KEY
 
 # The keys a native role states itself (the rest of a Spec role is its rank's).
-ROLE_LEVEL = tuple(f.name for f in attrs.fields(n.RoleCore))
-RANK_KEYS = {f.name: json_key(f) for f in attrs.fields(n.RankCore)}
+ROLE_LEVEL = fields_of(n.RoleCore)
+RANK_KEYS = {name: metadata.get(KEY, name) for name, _, _, _, metadata in field_facts(n.RankCore)}
 
 
 def roles_of(engine: Mapping[str, Any]) -> tuple[bool, list[tuple[str, Mapping[str, Any]]]]:

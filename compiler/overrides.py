@@ -15,8 +15,6 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-import attrs
-
 from kvreplay.compiler.source import (
     Loaded,
     Path,
@@ -134,7 +132,7 @@ def apply_overrides(loaded: Loaded, assignments: Sequence[str]) -> Loaded:
         return loaded
     data: Any = copy.deepcopy(loaded.data)
     diagnostics = list(loaded.diagnostics)
-    source = attrs.evolve(loaded.source, overlays=list(loaded.source.overlays))
+    source = evolve(loaded.source, overlays=list(loaded.source.overlays))
     for argument, path, parsed in parsed_all:
         diagnostics.extend(
             evolve(d, span=evolve(d.span, path=format_path(
@@ -216,7 +214,7 @@ def _unknown_keys(data: dict[str, Any], source: SourceMap, path: Path,
     if assign(probe, path, None) is not None:
         return []
     created = {path[:depth] for depth in range(len(overlay[0]), len(path) + 1)}
-    located = attrs.evolve(source, overlays=[*source.overlays, overlay])
+    located = evolve(source, overlays=[*source.overlays, overlay])
     found = validate(probe, located, "native" if looks_like_native(data) else "config")
     return [d for d in found.diagnostics if d.rule in _KEY_PROBLEMS
             and d.span.path is not None and parse_path(d.span.path) in created]

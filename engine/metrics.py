@@ -19,27 +19,50 @@ from collections.abc import Iterable
 from itertools import islice
 from operator import itemgetter
 
-import attrs
-
 from kvreplay.engine.sketch import Sketch
 
 PERCENTILES = (("median", 50.0), ("p75", 75.0), ("p90", 90.0), ("p95", 95.0), ("p99", 99.0))
 
 
-@attrs.frozen
-class Distribution:
-    """mean, min, max, median, p75, p90, p95, p99 and std of one metric (all 0.0 when empty)."""
+_STATS = ("count", "mean", "min", "max", "median", "p75", "p90", "p95", "p99", "std")
 
-    count: int = 0
-    mean: float = 0.0
-    min: float = 0.0
-    max: float = 0.0
-    median: float = 0.0
-    p75: float = 0.0
-    p90: float = 0.0
-    p95: float = 0.0
-    p99: float = 0.0
-    std: float = 0.0
+
+class Distribution:
+    """mean, min, max, median, p75, p90, p95, p99 and std of one metric (all 0.0 when empty).
+
+    A plain value class (what `@attrs.frozen` gave it: equality, hashing, repr; not importing
+    attrs at each run's start, issue 29), compiled by mypyc with the engine core."""
+
+
+    def __init__(self, count: int = 0, mean: float = 0.0, min: float = 0.0, max: float = 0.0,
+                 median: float = 0.0, p75: float = 0.0, p90: float = 0.0, p95: float = 0.0,
+                 p99: float = 0.0, std: float = 0.0) -> None:
+        self.count = count
+        self.mean = mean
+        self.min = min
+        self.max = max
+        self.median = median
+        self.p75 = p75
+        self.p90 = p90
+        self.p95 = p95
+        self.p99 = p99
+        self.std = std
+
+    def _values(self) -> tuple[float, ...]:
+        return (self.count, self.mean, self.min, self.max, self.median, self.p75, self.p90,
+                self.p95, self.p99, self.std)
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not Distribution:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{k}={v!r}" for k, v in zip(_STATS, self._values(), strict=True))
+        return f"Distribution({shown})"
 
     def summary(self, name: str, unit: str = "_ms") -> dict[str, float]:
         """Summary keys `{stat}_{name}{unit}`, e.g. `p90_ttft_ms`."""

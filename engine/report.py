@@ -18,8 +18,6 @@ from collections.abc import Iterable, Iterator, Mapping
 from itertools import accumulate, chain, islice
 from typing import Any
 
-import attrs
-
 from kvreplay.engine.canonical_json import canonical_json
 from kvreplay.engine.collect import fewer_collections
 from kvreplay.engine.metrics import Distribution, StreamingDistribution, exact_distribution
@@ -39,7 +37,12 @@ class ReportError(ValueError):
     """Records that cannot be reported consistently (a bug upstream, named by request uuid)."""
 
 
-@attrs.frozen
+_FACTS = ("decode_workers", "prefill_workers", "decode_gpus_per_worker",
+          "prefill_gpus_per_worker", "decode_worker_seconds", "prefill_worker_seconds",
+          "committed_prefill_tokens", "duration_ms", "sla", "kv_eviction_policy", "wall_time_ms",
+          "summary_extra", "meta", "telemetry", "speculation_draws")
+
+
 class ReportFacts:
     """What the report needs of a run beyond its request records (from the core's RunFacts).
 
@@ -51,21 +54,50 @@ class ReportFacts:
     engine-specific summary keys (e.g. `g2_domains`); `meta` adds run switches (never compared).
     """
 
-    decode_workers: int = 0
-    prefill_workers: int = 0
-    decode_gpus_per_worker: int = 0
-    prefill_gpus_per_worker: int = 0
-    decode_worker_seconds: float | None = None
-    prefill_worker_seconds: float | None = None
-    committed_prefill_tokens: int | None = None
-    duration_ms: float | None = None
-    sla: Sla | None = None
-    kv_eviction_policy: str = "lru"
-    wall_time_ms: float | None = None
-    summary_extra: Mapping[str, Any] = attrs.field(factory=dict)
-    meta: Mapping[str, Any] = attrs.field(factory=dict)
-    telemetry: Mapping[str, Any] | None = None  # the report's `telemetry`, when sampled
-    speculation_draws: tuple[int, ...] | None = None  # MTP ranks' draw histogram (merged)
+    # A plain class (keyword construction, equality and repr as `@attrs.frozen` gave them),
+    # not importing attrs at each run's start (issue 29); compiled by mypyc with the core.
+
+    def __init__(self, decode_workers: int = 0, prefill_workers: int = 0,
+                 decode_gpus_per_worker: int = 0, prefill_gpus_per_worker: int = 0,
+                 decode_worker_seconds: float | None = None,
+                 prefill_worker_seconds: float | None = None,
+                 committed_prefill_tokens: int | None = None, duration_ms: float | None = None,
+                 sla: Sla | None = None, kv_eviction_policy: str = "lru",
+                 wall_time_ms: float | None = None,
+                 summary_extra: Mapping[str, Any] | None = None,
+                 meta: Mapping[str, Any] | None = None,
+                 telemetry: Mapping[str, Any] | None = None,
+                 speculation_draws: tuple[int, ...] | None = None) -> None:
+        self.decode_workers = decode_workers
+        self.prefill_workers = prefill_workers
+        self.decode_gpus_per_worker = decode_gpus_per_worker
+        self.prefill_gpus_per_worker = prefill_gpus_per_worker
+        self.decode_worker_seconds = decode_worker_seconds
+        self.prefill_worker_seconds = prefill_worker_seconds
+        self.committed_prefill_tokens = committed_prefill_tokens
+        self.duration_ms = duration_ms
+        self.sla = sla
+        self.kv_eviction_policy = kv_eviction_policy
+        self.wall_time_ms = wall_time_ms
+        self.summary_extra: Mapping[str, Any] = {} if summary_extra is None else summary_extra
+        self.meta: Mapping[str, Any] = {} if meta is None else meta
+        self.telemetry = telemetry  # the report's `telemetry`, when sampled
+        self.speculation_draws = speculation_draws  # MTP ranks' draw histogram (merged)
+
+    def _values(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, name) for name in _FACTS)
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not ReportFacts:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{k}={v!r}" for k, v in zip(_FACTS, self._values(), strict=True))
+        return f"ReportFacts({shown})"
 
 
 def _check_gaps(record: RequestRecord, produced: int, negative: bool) -> None:

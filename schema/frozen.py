@@ -128,7 +128,8 @@ def _shadow(cls: Any) -> type:
     import attrs
 
     bases = tuple(_shadow_class(b) if isinstance(b, _FrozenMeta) else b
-                  for b in cls.__bases__ if b is not Frozen and b is not Mutable) or (object,)
+                  for b in cls.__dict__.get("__orig_bases__", cls.__bases__)
+                  if b is not Frozen and b is not Mutable) or (object,)
     ns: dict[str, Any] = {"__module__": cls.__module__, "__qualname__": cls.__qualname__,
                           "__annotations__": {k: cls.__annotations__[k] for k in cls.__kv_own__}}
     for key in cls.__kv_own__:
@@ -144,7 +145,10 @@ def _shadow(cls: Any) -> type:
             ns[key] = definition
     slots = cls.__dict__.get("__kv_slots__", True)
     make = attrs.define if issubclass(cls, Mutable) else attrs.frozen
-    built: type = make(slots=slots)(type(cls.__name__, bases, ns))
+    import types
+
+    built: type = make(slots=slots)(types.new_class(cls.__name__, bases, {},
+                                                   lambda body: body.update(ns)))
     return built
 
 

@@ -9,13 +9,12 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-import attrs
-
 from kvreplay import HOMEPAGE, __version__
 from kvreplay.cli import exits
 from kvreplay.cli.rule_select import keeps, unknown_patterns
 from kvreplay.io.output import Output, say, write_stderr
 from kvreplay.schema.diagnostics import Diagnostic, Span, collapse_repeats, sort_unique
+from kvreplay.schema.frozen import evolve
 
 if TYPE_CHECKING:  # kept out of start-up
     from kvreplay.cli.selection import Selection
@@ -114,7 +113,7 @@ def _lint(args: argparse.Namespace, resolver: Resolver, paths: Sequence[str]) ->
 
             text = render_statistics(results, as_json=name == "json")
         else:
-            shown = [attrs.evolve(r, diagnostics=tuple(collapse_repeats(r.diagnostics)))
+            shown = [evolve(r, diagnostics=tuple(collapse_repeats(r.diagnostics)))
                      for r in results]
             text = render(name, shown, color=use_color(is_tty, args.no_color, os.environ),
                           root=args.root or os.getcwd(), cwd=os.getcwd(),

@@ -26,6 +26,7 @@ from kvreplay.compiler.pipeline import (
 )
 from kvreplay.compiler.source import Loaded, Path, SourceMap
 from kvreplay.schema.diagnostics import Diagnostic, Severity, has_errors, sort_unique
+from kvreplay.schema.frozen import evolve
 from kvreplay.schema.json_schemas import ValidMemo, remembering
 from kvreplay.schema.suggest import hint_for
 from kvreplay.sweep.checks import (
@@ -285,7 +286,7 @@ def _compile_point(index: int, settings: tuple[Setting, ...], base: _Base,
     """Apply the settings to the base, sharing what they leave alone, and compile it; classify
     what went wrong."""
     data = dict(base.loaded.data)
-    source = attrs.evolve(base.loaded.source, overlays=list(base.loaded.source.overlays))
+    source = evolve(base.loaded.source, overlays=list(base.loaded.source.overlays))
     point = Point(index, settings, "ok")
     for s in settings:
         parts = split_path(s.path) or ()

@@ -60,13 +60,15 @@ def test_import_kvreplay_loads_nothing_heavy(cache: Path) -> None:
 
 def test_clean_lint_loads_no_engine_no_jsonschema(cache: Path, tmp_path: Path) -> None:
     """Linting a valid config loads the config model but no engine module, no jsonschema, no
-    lark (warm cache), no cattrs (the quick structuring walk), no rich and none of the errors'
-    hints (difflib, number hints); an invalid one does load jsonschema, for its diagnostics."""
+    lark (warm cache), no cattrs (the quick structuring walk), no attrs (the models are Frozen
+    classes, schema/frozen.py), no rich and none of the errors' hints (difflib, number hints);
+    an invalid one does load jsonschema, for its diagnostics."""
     code, names = _loaded(cache, ["lint", "--format", "concise", str(EXAMPLE)])
     assert code == 0
-    assert {"kvreplay.compiler.model", "ruamel.yaml", "attrs"} <= names
-    assert not names & {"jsonschema", "lark", "rich", "cattrs", "hashlib", "kvreplay.engine",
-                        "kvreplay.rules.syntax", "difflib", "kvreplay.compiler.number_hints"}
+    assert {"kvreplay.compiler.model", "ruamel.yaml"} <= names
+    assert not names & {"jsonschema", "lark", "rich", "cattrs", "attrs", "hashlib",
+                        "kvreplay.engine", "kvreplay.rules.syntax", "difflib",
+                        "kvreplay.compiler.number_hints"}
     bad = tmp_path / "bad.yaml"
     bad.write_text(EXAMPLE.read_text(encoding="utf-8").replace("replicas: 4", "replicas: -4"),
                    encoding="utf-8")
@@ -77,8 +79,9 @@ def test_clean_lint_loads_no_engine_no_jsonschema(cache: Path, tmp_path: Path) -
 def test_run_of_a_native_spec_loads_only_what_it_replays(cache: Path, tmp_path: Path) -> None:
     """`kvreplay run` of a native spec over a one-row Mooncake trace loads the engine, but not
     ruamel (no YAML to read), jsonschema (the spec is valid), cattrs (the quick structuring
-    walk), hashlib (OpenSSL: small inputs are hashed by schema/digest.py), the row printer and
-    tempfile (no rows are kept) or the agentic modules."""
+    walk), attrs (Frozen models, plain engine records), hashlib (OpenSSL: small inputs are
+    hashed by schema/digest.py), the row printer and tempfile (no rows are kept) or the agentic
+    modules."""
     spec = tmp_path / "spec.json"
     spec.write_text(json.dumps(kvreplay.compile_config(EXAMPLE, matrix=False).native()),
                     encoding="utf-8")
@@ -89,7 +92,7 @@ def test_run_of_a_native_spec_loads_only_what_it_replays(cache: Path, tmp_path: 
     code, names = _loaded(cache, argv)
     assert code == 0
     assert {"kvreplay.engine", "kvreplay.engine.loop", "kvreplay.schema.native_model"} <= names
-    assert not names & {"ruamel.yaml", "jsonschema", "lark", "rich", "cattrs", "hashlib",
+    assert not names & {"ruamel.yaml", "jsonschema", "lark", "rich", "cattrs", "attrs", "hashlib",
                         "tempfile", "kvreplay.engine.row_text", "difflib",
                         "kvreplay.trace_hints", "kvreplay.engine.agentic.driver",
                         "kvreplay.compiler.model"}
