@@ -17,7 +17,8 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from kvreplay.schema.frozen import Frozen, default_of, fields_of, inherited
-from kvreplay.schema.hybrid import GROUP_BYTES_MAX, KvCacheGroup, StateCache, kv_cache_groups_field
+from kvreplay.schema.hybrid import GROUP_BYTES_MAX, StateCache, kv_cache_groups_field
+from kvreplay.schema.hybrid import KvCacheGroup as KvCacheGroup
 from kvreplay.schema.native_defaults import G3_OFFLOAD_DEFAULTS as G3
 from kvreplay.schema.native_defaults import HOST_OFFLOAD_DEFAULTS as G2
 from kvreplay.schema.native_defaults import RANK_DEFAULTS as RANK
