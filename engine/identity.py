@@ -57,23 +57,8 @@ class BlockIdentities:
                  parent: int) -> int | None:
         """The identity of block `index` of the token runs after `parent` (as prompt_blocks
         would give it), or None when the runs end before the block does."""
-        start = index * block_size
-        parts: list[int] = []
-        pos = 0
-        need = block_size
-        for value, count in runs:
-            end = pos + count
-            if end <= start:
-                pos = end
-                continue
-            offset = start - pos if start > pos else 0
-            take = count - offset if count - offset < need else need
-            _extend(parts, value, take)
-            need -= take
-            pos = end
-            if need == 0:
-                break
-        if need:
+        parts = _content(runs, index * block_size, block_size)
+        if parts is None:
             return None
         content: object = parts[0] if len(parts) == 2 else tuple(parts)
         return self.intern(parent, content)[0]
