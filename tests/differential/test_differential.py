@@ -98,3 +98,21 @@ def test_scaling_seeds_fixed_beyond_the_suite_range(seed: int) -> None:
     pytest.importorskip("dynamo.replay")
     status, details = harness.check(harness.generate("scaling", seed))
     assert status == "match", details[:3]
+
+
+def test_kv_groups_under_a_scaling_policy_match_the_reference() -> None:
+    """KV cache groups under a scaling plan (not drawn by the kind, refused by no rule) match."""
+    # kv-groups seeds 0..11 with a scaling plan: a match, or both engines abort at one forward.
+    pytest.importorskip("dynamo.replay")
+    import random
+
+    import scaling_kind
+
+    statuses = []
+    for seed in range(12):
+        scn = harness.generate("kv-groups", seed)
+        scn["scaling"] = scaling_kind.plan(random.Random(f"kv-groups-scaling:{seed}"), False)
+        status, details = harness.check(scn)
+        assert status in ("match", "reference-error"), (seed, status, details[:3])
+        statuses.append(status)
+    assert statuses.count("match") >= 6
