@@ -78,20 +78,6 @@ def _spec(source: Spec | Mapping[str, Any]) -> Spec | None:
         return None
 
 
-SCHEDULER_NAMES = {"sglang": "SGLang", "trtllm": "TensorRT-LLM"}
-
-
-def _telemetry(spec: Spec) -> list[str]:
-    # SGLang and TRT-LLM ranks are sampled as the reference samples them (telemetry.py),
-    # SGLang P/D too (difftest kind sglang-pd-telemetry); in P/D, TRT-LLM's decode ranks (one
-    # block, running or waiting request apart at some samples) are not reproduced yet.
-    if spec.telemetry is None or spec.mode != "disaggregated":
-        return []
-    return [f"telemetry samples (report.telemetry) with the {SCHEDULER_NAMES[role.backend]} "
-            f"scheduler in disaggregated mode (role {role.name}): not executed by the bundled "
-            f"engine yet" for role in spec.roles if role.backend == "trtllm"]
-
-
 def _speculation(spec: Spec) -> list[str]:
     """MTP runs (speculation.py); n-gram drafting has no reference run to be checked against:
     1.6.1's engine refuses it at launch ("engine launch does not implement ngram draft
@@ -130,7 +116,6 @@ def scaling_refusals(spec: Spec) -> list[str]:
 # Checked in this order; each returns one message per occurrence. (Timing models other than
 # fixed and polynomial, which the engine runs, are not in the native schema.)
 REFUSAL_CHECKS: tuple[tuple[str, Callable[[Spec], list[str]]], ...] = (
-    ("telemetry", _telemetry),
     ("speculation", _speculation),
     ("scaling", _scaling),
 )

@@ -228,12 +228,17 @@ class Simulation:
                       settle: Callable[[list[Event], int], None] | None) -> None:
         """Phases 4-5 of an instant: the workload asked and released, a P/D scaling tick, the
         workers the instant touched started, then the instant's scaling settlement."""
-        if self.instant_pass_ended:
+        asks = self._asked != self.notices or always_ask
+        if self.instant_pass_ended and (asks or self._next_ms is None or self._release_at > now):
             self._sample_after_instant_pass(now)
-        if self._asked != self.notices or always_ask:
+        if asks:
             self._ask()
         if self._next_ms is not None and self._release_at <= now:
             self._release(now)
+        if self.instant_pass_ended:
+            # Arrivals announced for `now` before the instant ran count in its sample (the
+            # reference counts them before it drives the workers); their gauges show after it.
+            self._sample_after_instant_pass(now)
         if early is not None:
             early(now)
         self.round_in_place = False
@@ -605,19 +610,19 @@ class Simulation:
         return end
 
     def _instant_pass_ends(self) -> None:
-        """SGLang P/D: a pass of no duration ended in this round of the instant (the tick due
-        now is sampled after the round's events, _sample_after_instant_pass)."""
-        handoff = self.handoff
-        if handoff is not None and handoff.destination_first:
+        """P/D: a pass of no duration ended in this round of the instant (the tick due now is
+        sampled after the round's events, _sample_after_instant_pass)."""
+        if self.handoff is not None:
             self.instant_pass_ended = True
 
     def _sample_after_instant_pass(self, now: int) -> None:
-        """SGLang P/D: a round of the instant ended a pass of no duration; the tick due now is
-        sampled here, after what that pass changed and before what it releases (a session's
-        next turn its terminal frees, the handoff actions it issued: section "Event loop",
-        step 6). The reference completes such a pass inside its drive of the workers and
-        samples once that iteration of its same-instant loop is over (probed: draft seeds
-        86, 101, 138, 10025)."""
+        """P/D: a round of the instant ended a pass of no duration; the tick due now is sampled
+        here, after what that pass changed and before what it releases (a session's next turn
+        its terminal frees, the handoff actions it issued: section "Event loop", step 6). The
+        reference completes such a pass inside its drive of the workers and samples once that
+        iteration of its same-instant loop is over (probed: SGLang draft seeds 86, 101, 138,
+        10025; TensorRT-LLM: a prompt found whole in the prefill rank's cache hands off to the
+        decode rank after the sample, trtllm-pd-telemetry seed 4)."""
         self.instant_pass_ended = False
         tele = self.telemetry
         assert tele is not None

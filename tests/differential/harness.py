@@ -47,11 +47,13 @@ KINDS = ("agg", "agg-delta", "agg-dp", "pd", "pd-dp", "g2", "g2-pd", "synth", "k
 # Telemetry samples (the samples compared too) over scenarios of these kinds.
 TELEMETRY_BASES = ("agg", "agg-dp", "g2", "kv-queue", "pd", "pd-dp", "g2-pd")
 KINDS = KINDS + ("telemetry", "sglang-telemetry", "dynamo", "applied-compute", "hybrid",
-                 "hybrid-mtp", "match-unit", "kv-groups", "sglang-pd-telemetry")
+                 "hybrid-mtp", "match-unit", "kv-groups", "sglang-pd-telemetry",
+                 "trtllm-pd-telemetry")
 # Kinds tools/difftest.py draws on request (--kinds) but the suite does not replay (mtp-pd
 # joined the suite once its generator avoided the scenarios that livelock both engines).
 # (sglang-pd-telemetry, the sglang-pd kind's scenarios sampled, was one until SGLang P/D
 # telemetry matched the reference; engine.md, "Telemetry".)
+# trtllm-pd-telemetry: the trtllm kind's scenarios, P/D on every seed, sampled.
 DRAFT_KINDS: tuple[str, ...] = ()
 # Backends the MTP kinds draw (one per scenario): vLLM, SGLang under its own scheduler (its
 # decode step's bursts), TensorRT-LLM through the vLLM-shaped core.
@@ -156,6 +158,11 @@ def generate(kind: str, seed: int) -> dict[str, Any]:
         return _agentic_shared_g2_scenario(rng, scn, rank(), blocks)
     if kind in BACKEND_KINDS:
         return _backend_scenario(rng, scn, kind, rank, blocks)
+    if kind == "trtllm-pd-telemetry":
+        # The trtllm kind's scenarios, P/D on every seed, sampled.
+        scn = _backend_scenario(rng, scn, kind, rank, blocks)
+        scn["telemetry_ms"] = rng.choice([0.5, 1.0, 2.0, 2.5, 3.0, 5.0, 10.0])
+        return scn
     if kind == "scaling":
         return _scaling_scenario(rng, scn, rank, blocks)
     if kind == "hybrid":
@@ -233,8 +240,9 @@ def generate(kind: str, seed: int) -> dict[str, Any]:
 
 def _mtp_telemetry(scn: dict[str, Any]) -> None:
     """Telemetry samples on 3 MTP scenarios in 10 (cadences 0.5-10 ms), from a stream of their
-    own (the other draws unchanged); not on TensorRT-LLM P/D, whose decode gauges differ from
-    the reference's without MTP too (docs/engine.md, "Telemetry")."""
+    own (the other draws unchanged); not on TensorRT-LLM P/D, left out while its decode gauges
+    differed and kept out so that the kind's seeds stay as they were (trtllm-pd-telemetry
+    samples it; docs/engine.md, "Telemetry")."""
     sampled = random.Random(f"mtp-telemetry:{scn['kind']}:{scn['seed']}")
     if sampled.random() < 0.3 and not ("decode" in scn and "trtllm" in (
             scn["prefill"]["backend"], scn["decode"]["backend"])):
@@ -331,7 +339,7 @@ def _backend_scenario(rng: random.Random, scn: dict[str, Any], kind: str,
     Mooncake trace (sessions, sometimes mooncake-delta); one worker of an aggregated SGLang
     deployment is now and then placed by the KV router with its queue (its events feed the
     queue's cached-prefix order)."""
-    backend = "trtllm" if kind == "trtllm" else "sglang"
+    backend = "trtllm" if kind.startswith("trtllm") else "sglang"
     bs = scn["block_size"]
     pages: list[int] = []  # one page size: P/D needs the same on both sides
 
@@ -362,7 +370,7 @@ def _backend_scenario(rng: random.Random, scn: dict[str, Any], kind: str,
 
     delta = rng.random() < 0.3
     scn["trace_format"] = "mooncake-delta" if delta else "mooncake"
-    if kind == "sglang-pd" or (kind == "trtllm" and rng.random() < 0.3):
+    if kind in ("sglang-pd", "trtllm-pd-telemetry") or (kind == "trtllm" and rng.random() < 0.3):
         scn["prefill"] = rank()
         scn["decode"] = rank()
         scn["prefill_workers"] = rng.choice([1, 1, 2])

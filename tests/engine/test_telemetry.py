@@ -178,23 +178,12 @@ def test_sglang_ranks_are_sampled_as_the_reference_samples_them() -> None:
          {"cache_hit_tokens": 16, "cache_total_tokens": 32, "preemptions": 0}, 1)]
 
 
-def test_trtllm_disaggregated_telemetry_is_refused_by_name() -> None:
-    """TRT-LLM P/D (decode gauges one block, running or waiting request apart at some samples)
-    with telemetry is refused by name before the run."""
-    from kvreplay.engine.errors import Unsupported
-
-    ranked = rank(block_size=16, num_gpu_blocks=50, backend="trtllm", enable_chunked_prefill=True)
-    doc = native_pd(dict(ranked), dict(ranked))
-    doc["spec"]["telemetry"] = {"sample_interval_ms": 10.0}
-    with pytest.raises(Unsupported, match=r"telemetry samples .* TensorRT-LLM scheduler in "
-                                          r"disaggregated mode"):
-        run_native(doc, workload=ListWorkload([long_request()]))
-
-
-def test_sglang_disaggregated_telemetry_runs() -> None:
-    """SGLang P/D with telemetry runs (its samples are checked against the reference by the
-    difftest kind sglang-pd-telemetry): a baseline, periodic ticks and a final sample."""
-    ranked = rank(block_size=16, num_gpu_blocks=50, backend="sglang", enable_chunked_prefill=True)
+@pytest.mark.parametrize("backend", ["sglang", "trtllm"])
+def test_disaggregated_telemetry_runs(backend: str) -> None:
+    """SGLang and TensorRT-LLM P/D with telemetry run (their samples are checked against the
+    reference by the difftest kinds sglang-pd-telemetry and trtllm-pd-telemetry): a baseline,
+    periodic ticks and a final sample."""
+    ranked = rank(block_size=16, num_gpu_blocks=50, backend=backend, enable_chunked_prefill=True)
     doc = native_pd(dict(ranked), dict(ranked))
     doc["spec"]["telemetry"] = {"sample_interval_ms": 10.0}
     facts = run_native(doc, workload=ListWorkload([long_request()])).facts
