@@ -71,6 +71,9 @@ class BuildExt(build_ext):
         names = {e.name for e in self.extensions}
         core = [f"{CORE.PACKAGE}.{name}" for name in CORE.MODULES] + [f"{CORE.GROUP}__mypyc"]
         stamp = Path(self.get_ext_fullpath(core[-1])).parent / CORE.STAMP
+        for stale in CORE.stale_binaries(stamp.parent, {n[len(CORE.PACKAGE) + 1:] for n in names}):
+            print(f"setup.py: removing {stale} (no longer compiled: it would shadow its source)")
+            stale.unlink()
         if not set(core) <= names:  # not built this time: no earlier build's binaries ship
             for path in [stamp, *(Path(self.get_ext_fullpath(name)) for name in core)]:
                 path.unlink(missing_ok=True)

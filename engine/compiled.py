@@ -90,6 +90,22 @@ def built(folder: Path = HERE) -> bool:
         return False
 
 
+def stale_binaries(folder: Path, built: set[str]) -> list[Path]:
+    """Extension modules in `folder` (and its subfolders) that shadow a Python source beside
+    them but were not built this time: the shims of modules that left MODULES. The import
+    system tries extension modules before sources, so one left behind would replace the
+    module's source by an earlier build's shim (whose group no longer holds it)."""
+    from importlib.machinery import EXTENSION_SUFFIXES
+    found = []
+    for suffix in EXTENSION_SUFFIXES:
+        for path in sorted(folder.rglob("*" + suffix)):
+            relative = path.relative_to(folder).as_posix()[:-len(suffix)]
+            name = relative.replace("/", ".")
+            if name not in built and (folder / (relative + ".py")).is_file():
+                found.append(path)
+    return sorted(set(found))
+
+
 class _Sources:
     """A meta path finder: the compiled modules from their Python sources (the pure-Python
     engine)."""

@@ -148,3 +148,20 @@ def test_a_subpackage_module_can_be_listed(tmp_path: Path, monkeypatch: pytest.M
     assert compiled.built(tmp_path)
     (tmp_path / "agentic" / "driver.py").write_text("NAME = 'edited driver'\n", encoding="utf-8")
     assert not compiled.built(tmp_path)
+
+
+def test_a_shim_of_a_module_no_longer_compiled_is_found_stale(tmp_path: Path) -> None:
+    """A build lists the extension modules that shadow a source but were not built this time
+    (a module that left MODULES): those setup.py removes; the group library, the C helpers
+    without a source and the shims just built stay."""
+    from importlib.machinery import EXTENSION_SUFFIXES
+    suffix = EXTENSION_SUFFIXES[0]
+    (tmp_path / "agentic").mkdir()
+    for name in ("loop", "host_timeline", "agentic/driver", "_core__mypyc", "_rowtext"):
+        (tmp_path / (name + suffix)).write_bytes(b"")
+    for name in ("loop", "host_timeline", "agentic/driver"):
+        (tmp_path / (name + ".py")).write_text("", encoding="utf-8")
+    stale = compiled.stale_binaries(tmp_path, {"loop", "_core__mypyc"})
+    assert stale == sorted([tmp_path / ("host_timeline" + suffix),
+                            tmp_path / "agentic" / ("driver" + suffix)])
+    assert compiled.stale_binaries(tmp_path, {"loop", "host_timeline", "agentic.driver"}) == []
