@@ -229,6 +229,8 @@ class Simulation:
         """Phases 4-5 of an instant: the workload asked and released, a P/D scaling tick, the
         workers the instant touched started, then the instant's scaling settlement."""
         asks = self._asked != self.notices or always_ask
+        # The sample of an instant-pass round is taken once: here, or (when no ask and a due
+        # release follow) after the release below; the call clears the flag.
         if self.instant_pass_ended and (asks or self._next_ms is None or self._release_at > now):
             self._sample_after_instant_pass(now)
         if asks:

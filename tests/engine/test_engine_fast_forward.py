@@ -361,6 +361,55 @@ def test_token_distributions_of_distinct_shared_gaps_use_bounded_memory(
     assert summary["mean_itl_ms"] == pytest.approx((5_000_000 + 3.5 * (n - 1)) / 1e6, rel=1e-12)
 
 
+def _itl_summary(records: list[RequestRecord]) -> dict[str, Any]:
+    core = RunFacts()
+    core.pools = [PoolFacts("aggregated", 1, 1, 1, 1, "vllm", 16, 100)]
+    core.end_ms = max(rec.last_token_ms for rec in records)
+    summary = report_from_run(RunResult(records, core), version="t", per_request=False)["summary"]
+    return {k: v for k, v in summary.items() if "itl" in k or "per_user" in k}
+
+
+def _shared_gap_record(i: int, durations: list[int]) -> RequestRecord:
+    rec = RequestRecord(i, f"r{i}", 0.0, 10, len(durations) + 1)
+    rec.first_admit_ms = rec.first_token_ms = 1.0
+    rec.itl_gaps.append(SharedGaps(array("i", durations), 0))
+    rec.output_length = len(durations) + 1
+    rec.last_token_ms = rec.first_token_ms + sum(durations) / 1e6
+    rec.terminal_time_ms = rec.last_token_ms
+    rec.terminal_status = "completed"
+    return rec
+
+
+@pytest.mark.parametrize(("at_once", "batches"), [(2, 1), (3, 2), (1 << 16, 4)])
+def test_token_distributions_do_not_depend_on_how_gaps_merge(
+        monkeypatch: pytest.MonkeyPatch, at_once: int, batches: int) -> None:
+    """Shared gaps repeated across records are merged by value before the ITL and rate
+    distributions see them; however small the batches, the figures equal those of every gap
+    added one at a time."""
+    from kvreplay.engine import report
+    from kvreplay.engine.metrics import StreamingDistribution
+
+    rnd = random.Random(7)
+    lists = [[rnd.choice([5_000_000, 5_000_001, 7_250_000, 0, 12_345_678, 40_000_000])
+              for _ in range(rnd.randint(1, 30))] for _ in range(6)]
+    monkeypatch.setattr(report, "_SHARED_AT_ONCE", at_once)
+    monkeypatch.setattr(report, "_MERGED_BATCHES", batches)
+    summary = _itl_summary([_shared_gap_record(i, d) for i, d in enumerate(lists)])
+    itl, rate = StreamingDistribution(), StreamingDistribution()
+    for durations in lists:
+        for d in durations:
+            itl.add(d / 1e6)
+            if d:
+                rate.add(1000.0 / (d / 1e6))
+    want_itl, want_rate = itl.finish(), rate.finish()
+    assert summary["mean_itl_ms"] == want_itl.mean and summary["p99_itl_ms"] == want_itl.p99
+    assert (summary["min_itl_ms"], summary["max_itl_ms"], summary["median_itl_ms"]) == (
+        want_itl.min, want_itl.max, want_itl.median)
+    assert summary["std_itl_ms"] == want_itl.std
+    rates = {k: v for k, v in summary.items() if "per_user" in k}
+    assert rates == want_rate.summary("output_token_throughput_per_user", "")
+
+
 @pytest.mark.parametrize("caching", [True, False])
 def test_hybrid_ranks_fast_forward_inside_blocks_only(caching: bool) -> None:
     """With a state cache (1 block a request, 8 blocks of 4 tokens), stretches run inside
