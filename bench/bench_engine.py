@@ -438,6 +438,10 @@ def spawn(python: str, engine: str, regime: str, trace: Path, digest: bool = Fal
     if cli:
         cmd = cli_command(python, REGIMES[regime], trace)
     env = dict(os.environ, DYN_LOG="error")
+    # Both engines' children may cache their bytecode, as an installed package has it: with
+    # PYTHONDONTWRITEBYTECODE (set on some machines) every child would compile kvreplay's
+    # sources again, about 0.08 s of the floor regime's CPU.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     if pure:
         env["KVREPLAY_PURE_PYTHON"] = "1"
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
@@ -748,6 +752,9 @@ def main() -> None:
     print(f"The machine is shared ({os.cpu_count()} CPUs, load average {load}): CPU time (user "
           "+ system of the child, from wait4) is the fair comparison; wall time runs from launch "
           "to exit. Ratios are kvreplay / reference (below 1: kvreplay cheaper).")
+    if os.environ.get("PYTHONDONTWRITEBYTECODE"):
+        print("PYTHONDONTWRITEBYTECODE is set here; the children run without it (bytecode "
+              "cached as an installed package has it)")
     from kvreplay.engine.compiled import built
 
     print("kvreplay's compiled core: " + ("built and current" if built() else
