@@ -157,12 +157,14 @@ class Fleet:
 
 def idle(pool: Pool, worker_id: int) -> bool:
     """The worker holds nothing: no pass in flight, no request on any rank (waiting, running,
-    pending or in transfer as a P/D destination), no held P/D source."""
+    pending, reserved or in transfer as a P/D destination, or, on SGLang, activated and not yet
+    running: `has_work`), no held P/D source."""
     worker = pool.workers[worker_id]
     if worker.busy or worker.deferred:
         return False
     return all(not (rank.running or rank.waiting or rank.pending or rank.connector
-                    or rank.holding or rank.inbound or _copying(rank.host))
+                    or rank.holding or rank.inbound or rank.has_work()
+                    or _copying(rank.host))
                for rank in worker.ranks)
 
 

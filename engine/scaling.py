@@ -97,8 +97,8 @@ class ScalingLoop(Protocol):
 class ScalingRuntime:
     """The policy, its ticks, and the pools' fleets (one per role, in role order)."""
 
-    __slots__ = ("aggregated", "buffers", "due", "fleets", "horizon", "log", "loop", "policy",
-                 "pools", "replicas", "tick_ms", "ticks", "traffic")
+    __slots__ = ("aggregated", "buffers", "due", "fleets", "horizon", "last_tick", "log", "loop",
+                 "policy", "pools", "replicas", "tick_ms", "ticks", "traffic")
 
     def __init__(self, loop: ScalingLoop, pools: list[Pool], policy: ScalingPolicy) -> None:
         self.loop = loop
@@ -112,6 +112,7 @@ class ScalingRuntime:
         self.traffic = Traffic()
         self.ticks = 0
         self.tick_ms = 0.0
+        self.last_tick = 0  # the instant of the last tick run (ns): the billing runs to it
         self.due = False
         self.horizon = NO_HORIZON
         self.replicas: dict[str, list[list[float]]] = {
@@ -162,6 +163,7 @@ class ScalingRuntime:
             return  # the reference drops a tick once nothing is left to do
         ordinal = self.ticks
         self.ticks += 1
+        self.last_tick = loop.now
         now_ms = self.tick_ms
         snapshot = self.snapshot(ordinal, now_ms)
         try:
@@ -346,8 +348,11 @@ class ScalingRuntime:
 
     def finish(self, end_ns: int) -> dict[str, Any]:
         """What the report carries of the run's scaling: ticks, lifecycle operations, replicas
-        over time, and the provisioned worker time per pool (s)."""
+        over time, and the provisioned worker time per pool (s), to the run's last engine event
+        or its last tick, whichever is later (a run stopped at its time cap may tick past its
+        last engine event: the reference bills workers to that tick, not in the duration)."""
         name = getattr(self.policy, "name", None)
+        end_ns = max(end_ns, self.last_tick)
         return {
             "policy": name if isinstance(name, str) else type(self.policy).__name__,
             "ticks": self.ticks,

@@ -43,13 +43,15 @@ DECODE_STEP = (1, 0, 0)
 
 def _queued(rank: RankScheduler) -> tuple[list[int], list[int]]:
     """The rank's waiting work: fresh prompts, and decode work (preempted requests, P/D
-    handoffs waiting for admission or for their reservation)."""
+    handoffs waiting for admission or for their reservation; on SGLang, reserved ones whose
+    prefill runs too, and activated ones not yet running)."""
     waiting = rank.waiting
     if rank.is_decode:  # a P/D destination counts its prompt, even once preempted (ref)
         decodes = [seq.input_length for seq in waiting]
         decodes.extend(seq.input_length for seq in rank.pending)
         decodes.extend(seq.input_length for seq in rank.inbound)
         decodes.extend(seq.input_length for seq in rank.connector)
+        decodes.extend(seq.input_length for seq in getattr(rank, "ready", ()))
         return [], decodes
     if getattr(rank, "retracts", False):  # SGLang: a retracted request waits with its tokens
         return ([seq.input_length for seq in waiting if not seq.generated],

@@ -188,8 +188,10 @@ class SglangRank:
         self.is_decode = cfg.name == "decode"
         # MTP (the decode step's bursts, as the reference's SGLang decode draws them).
         self.mtp: MtpSampler | None = rank_sampler(cfg, scheduler_id)
-        # The scheduler seam's scaling fields: scaling is refused with SGLang ranks, but the
-        # P/D handoff counts held sources on every rank.
+        # The scheduler seam's scaling fields: the policy's forward-pass metrics, the held P/D
+        # sources, and (P/D decode) the reserved destinations whose KV has not arrived (their
+        # prefill running or their transfer in flight): queued decode work for the metrics, and
+        # what keeps a draining worker (scaling_metrics.py, fleet.idle).
         self.fpm: list[tuple[Seq, int, tuple[int, int, int]]] | None = None
         self.holding = 0
         self.inbound: list[Seq] = []
@@ -767,6 +769,8 @@ class SglangRank:
     def drop(self, seq: Seq) -> None:
         if seq.node is not None:
             self._retract(seq)
+        if seq in self.inbound:  # a reserved destination canceled (its prefill rejected)
+            self.inbound.remove(seq)
 
     def release_source(self, seq: Seq) -> None:
         self._finish_lease(seq)
@@ -809,12 +813,14 @@ class SglangRank:
         dseq.pages = pages + fresh
         dseq.registered = pages
         dseq.node = node
+        self.inbound.append(dseq)
         return fresh
 
     def activate_destination(self, dseq: Seq) -> None:
         """The KV arrived: the prompt's complete pages enter the tree, and the request waits to
         run (activation order)."""
         dseq.computed = dseq.input_length
+        self.inbound.remove(dseq)
         free_before = self.cache.free
         self._publish(dseq, dseq.registered, dseq.input_length // self.block_size)
         self._cache_complete(dseq)

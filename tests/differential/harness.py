@@ -18,6 +18,8 @@ Deliberate differences (docs/engine.md) are handled here by name, nowhere else:
 - single-turn synthetic requests carry no session (the Dynamo API calls each one a session).
 - an ITL percentile may sit one sketch bin away when a token gap lies on a bin boundary
   (kvreplay's gaps are whole nanoseconds, the reference's float sums land a hair above).
+- under a scaling plan, billed worker seconds and GPU hours are compared to 100 ns of worker
+  time (scaling_kind.BILLING_TOLERANCE_S: each worker's start and stop to 10 ns, as times).
 """
 
 from __future__ import annotations
@@ -48,12 +50,14 @@ KINDS = ("agg", "agg-delta", "agg-dp", "pd", "pd-dp", "g2", "g2-pd", "synth", "k
 TELEMETRY_BASES = ("agg", "agg-dp", "g2", "kv-queue", "pd", "pd-dp", "g2-pd")
 KINDS = KINDS + ("telemetry", "sglang-telemetry", "dynamo", "applied-compute", "hybrid",
                  "hybrid-mtp", "match-unit", "kv-groups", "sglang-pd-telemetry",
-                 "trtllm-pd-telemetry")
+                 "trtllm-pd-telemetry", "sglang-pd-scaling")
 # Kinds tools/difftest.py draws on request (--kinds) but the suite does not replay (mtp-pd
 # joined the suite once its generator avoided the scenarios that livelock both engines).
 # (sglang-pd-telemetry, the sglang-pd kind's scenarios sampled, was one until SGLang P/D
 # telemetry matched the reference; engine.md, "Telemetry".)
 # trtllm-pd-telemetry: the trtllm kind's scenarios, P/D on every seed, sampled.
+# sglang-pd-scaling: the sglang-pd kind's scenarios (its seeds) under a P/D plan of the scaling
+# kind (scaling_kind.py), drawn from a stream of its own.
 DRAFT_KINDS: tuple[str, ...] = ()
 # Backends the MTP kinds draw (one per scenario): vLLM, SGLang under its own scheduler (its
 # decode step's bursts), TensorRT-LLM through the vLLM-shaped core.
@@ -119,6 +123,12 @@ def generate(kind: str, seed: int) -> dict[str, Any]:
         return _hybrid_mtp_scenario(rng, seed)
     if kind == "match-unit":
         return _match_unit_scenario(rng, seed)
+    if kind == "sglang-pd-scaling":
+        # The sglang-pd kind's scenarios (its seeds) under a random P/D target schedule, with
+        # each role's start-up delay (no G2: the reference refuses it on SGLang).
+        scn = generate("sglang-pd", seed)
+        scn.update(kind=kind, scaling=scaling_kind.plan(rng, True))
+        return scn
     if kind in ("sglang-telemetry", "sglang-pd-telemetry"):
         # The sglang (sglang-pd) kind's scenarios (its seeds), sampled.
         scn = generate(kind.removesuffix("-telemetry"), seed)
@@ -1263,6 +1273,11 @@ def reduced(report: dict[str, Any]) -> dict[str, Any]:
            "per_request": [{k: r.get(k) for k in keys} for r in report["per_request"]]}
     if "telemetry" in report:  # the samples are compared too
         out["telemetry"] = report["telemetry"]
+    if "snapshots" in report:  # under a scaling plan: what the policy saw, and the billing
+        out["snapshots"] = report["snapshots"]
+        out["lifecycle_operations"] = report["lifecycle_operations"]
+        out["summary"].update({k: report["summary"].get(k) for k in (
+            "prefill_worker_seconds", "decode_worker_seconds", "gpu_hours")})
     return out
 
 

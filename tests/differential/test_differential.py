@@ -20,7 +20,8 @@ CASES = 60
 # Seeds whose scenario the reference never finishes (it spins until the harness's 60 s
 # time-out, 2 minutes of the suite's time); kvreplay refuses both as ReplayStalled (decode
 # capacity that never frees). Checked as such by test_reference_hangs_are_kvreplay_stalls.
-REFERENCE_HANGS = {"sglang-pd": (24, 27), "sglang-pd-telemetry": (24, 27)}
+REFERENCE_HANGS = {"sglang-pd": (24, 27), "sglang-pd-telemetry": (24, 27),
+                   "sglang-pd-scaling": (24,)}
 
 
 @pytest.mark.parametrize("kind", CLEAN_KINDS)

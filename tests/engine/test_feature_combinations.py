@@ -1,5 +1,7 @@
-"""Features that landed side by side and do not run together yet are refused by name, before the
-run (never an AttributeError or KeyError mid-run): the combinations found when merging them."""
+"""Features that landed side by side run together, or are refused by name before the run (never
+an AttributeError or KeyError mid-run): the combinations found when merging them (none is refused
+now: SGLang P/D under a scaling policy, the last, runs since its draining decode workers keep
+their reserved destinations)."""
 
 from __future__ import annotations
 
@@ -9,7 +11,6 @@ import pytest
 from engine_support import ListWorkload, native, native_pd, rank, request
 
 from kvreplay.engine import run_native
-from kvreplay.engine.errors import Unsupported
 
 SCHEDULE = {"provider": "schedule", "config": {"max_gpus": None, "schedule": [
     {"aggregated": 2, "at_seconds": 0.05, "decode": None, "prefill": None}]}}
@@ -44,26 +45,15 @@ def _doc(rank_args: dict[str, Any], *, telemetry: bool = False,
     return doc
 
 
-@pytest.mark.parametrize(("doc", "named"), [
-    (_sglang_pd(scaling=True), "the SGLang scheduler on role prefill of a disaggregated "
-     "deployment under a scaling policy"),
-], ids=["scaling-sglang-pd"])
-def test_combinations_not_run_together_are_refused_by_name(doc: dict[str, Any],
-                                                          named: str) -> None:
-    """Each refusal names the combination; the same features alone run."""
-    with pytest.raises(Unsupported) as refused:
-        run_native(doc, workload=ListWorkload([request(0, 0.0, 8, 3, [1, 2], 4)]))
-    assert named in str(refused.value)
-
-
 @pytest.mark.parametrize("doc", [
     _doc({**rank(), "aic_nextn": 2}), _doc(_sglang()), _doc(rank(), scaling=True),
     _doc(rank(), telemetry=True), _sglang_pd(), _doc(_sglang(), scaling=True),
-    _doc({**_sglang(), "aic_nextn": 2})],
-    ids=["mtp", "sglang", "scaling", "telemetry", "sglang-pd", "sglang-scaling", "mtp-sglang"])
+    _doc({**_sglang(), "aic_nextn": 2}), _sglang_pd(scaling=True)],
+    ids=["mtp", "sglang", "scaling", "telemetry", "sglang-pd", "sglang-scaling", "mtp-sglang",
+         "sglang-pd-scaling"])
 def test_each_feature_alone_runs(doc: dict[str, Any]) -> None:
-    """The features of the refused combinations, one at a time, replay (and SGLang ranks of an
-    aggregated deployment under a scaling policy)."""
+    """The features of the combinations once refused replay, alone and together (SGLang ranks
+    under a scaling policy, aggregated or P/D: difftest kind sglang-pd-scaling)."""
     result = run_native(doc, workload=ListWorkload([request(0, 0.0, 8, 3, [1, 2], 4)]))
     assert [r.terminal_status for r in result.records] == ["completed"]
 
