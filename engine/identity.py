@@ -14,17 +14,22 @@ whose next turn's prompt holds them): then they are chained like prompt blocks.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from typing import Final
 
 ROOT = -1  # parent of block 0 (identities are >= 0; fresh output identities are < -1)
-_WIDE = 1 << 64  # one-value contents below this are keyed by one int
+# One-value contents below this are keyed by one int, parent * 2**68 + value: 68 bits cover the
+# trace hash ids (< 2**64) and the value spaces above them (traces/values.py, < 2**67), so a
+# synthetic prompt's blocks take the inline path too.
+_SHIFT: Final = 68
+_WIDE: Final = 1 << _SHIFT
 
 
 def block_key(parent: int, content: object) -> object:
-    """The interning key of (parent, content): parent * 2**64 + content for a one-value block
-    of a value in 0..2**64-1 (the usual case: cheaper to hash and compare, and one to one),
+    """The interning key of (parent, content): parent * 2**68 + content for a one-value block
+    of a value in 0..2**68-1 (the usual case: cheaper to hash and compare, and one to one),
     else the pair itself (never equal to an int)."""
     if type(content) is int and 0 <= content < _WIDE:
-        return (parent << 64) | content
+        return (parent << _SHIFT) | content
     return (parent, content)
 
 
@@ -117,7 +122,7 @@ class BlockIdentities:
             if left != block_size or len(out) == full:
                 break
             if type(value) is int and 0 <= value < _WIDE:
-                key: object = (parent << 64) | value
+                key: object = (parent << _SHIFT) | value
             else:
                 key = (parent, value)
             ident = ids.get(key)
@@ -147,7 +152,7 @@ class BlockIdentities:
                 whole = min(left // block_size, full - len(out))
                 left -= whole * block_size
                 for _ in range(whole):
-                    wide = (parent << 64) | value
+                    wide = (parent << _SHIFT) | value
                     ident = ids.get(wide)
                     if ident is None:
                         ident = len(ids)

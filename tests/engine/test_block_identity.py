@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 
 from kvreplay.engine.identity import ROOT, BlockIdentities
 
-VALUES = st.one_of(st.integers(0, 3), st.integers(2**64 - 2, 2**64 + 1))
+VALUES = st.one_of(st.integers(0, 3), st.integers(2**64 - 2, 2**64 + 1),
+                   st.integers(2**68 - 2, 2**68 + 1))
 RUNS = st.lists(st.tuples(VALUES, st.integers(0, 9)), max_size=12)
 
 
@@ -50,3 +51,4 @@ def test_runs_shorter_than_the_prompt_are_refused() -> None:
     """A prompt whose runs cover fewer tokens than input_length is an error, not a short chain."""
     with pytest.raises(ValueError, match="fewer than input_length=9"):
         BlockIdentities().prompt_blocks(((1, 4), (2, 0), (3, 3)), 9, 4)
+
