@@ -30,7 +30,7 @@ from collections.abc import Callable
 from heapq import heappop
 from typing import Any
 
-from kvreplay.engine.collect import fewer_collections
+from kvreplay.engine.collect import no_collections
 from kvreplay.engine.deployment import Pool, build_pools
 from kvreplay.engine.errors import EngineError, Interrupted, ReplayStalled
 from kvreplay.engine.events import (
@@ -168,7 +168,7 @@ class Simulation:
         """Replay the workload (once). What points back at the loop (its event handlers, the
         handoff) does so only while it runs, so that a finished run (pools, caches, block
         identities) is freed at once, without the cyclic collector."""
-        with fewer_collections():
+        with no_collections():
             try:
                 return self._run()
             finally:

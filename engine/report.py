@@ -19,7 +19,7 @@ from itertools import accumulate, chain, islice
 from typing import Any
 
 from kvreplay.engine.canonical_json import canonical_json
-from kvreplay.engine.collect import fewer_collections
+from kvreplay.engine.collect import no_collections
 from kvreplay.engine.metrics import Distribution, StreamingDistribution, exact_distribution
 from kvreplay.engine.records import BurstGaps, PassSeries, PassSpan, RequestRecord, SharedGaps
 from kvreplay.engine.result import RunFacts, RunResult
@@ -468,7 +468,7 @@ def build_report(records: Iterable[RequestRecord], facts: ReportFacts, *,
     only terminal ones are listed in `per_request` (sorted by uuid), only completed ones enter
     the statistics. `per_request=False` leaves the list empty (spec.record_per_request false).
     """
-    with fewer_collections():
+    with no_collections():
         ordered = sorted(records, key=lambda r: r.ordinal)
         seen = {r.ordinal for r in ordered}
         if len(seen) != len(ordered):

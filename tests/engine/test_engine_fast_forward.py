@@ -161,31 +161,76 @@ def test_record_parts_to_dict_cover_every_field() -> None:
                                    for name in Admission.__slots__}
 
 
-def test_replay_collects_young_objects_less_often_and_restores_the_thresholds() -> None:
-    """The run raises the collector's youngest threshold and puts it back, even on failure."""
+def test_replay_runs_without_the_cycle_collector_and_restores_it() -> None:
+    """The run and its report switch the cyclic collector off and back on, even on failure."""
     import gc
 
-    from kvreplay.engine.collect import YOUNG_FACTOR, fewer_collections
+    from kvreplay.engine.collect import no_collections
 
-    before = gc.get_threshold()
+    assert gc.isenabled()
     seen = []
-    with pytest.raises(RuntimeError), fewer_collections():
-        seen.append(gc.get_threshold())
+    with pytest.raises(RuntimeError), no_collections():
+        seen.append(gc.isenabled())
         raise RuntimeError
-    assert seen == [(before[0] * YOUNG_FACTOR, *before[1:])]
-    assert gc.get_threshold() == before
+    assert seen == [False] and gc.isenabled()
     rows = mooncake_rows(EXAMPLE / "mooncake-conversation-200.jsonl", limit=20)
-    replay(rows, stepwise=False, workers=2)
-    assert gc.get_threshold() == before
+    report_from_run(replay(rows, stepwise=False, workers=2))
+    assert gc.isenabled()
+
+
+@pytest.mark.parametrize("topology", ["aggregated", "disaggregated"])
+def test_a_replay_makes_no_cycles_of_what_it_drops(topology: str) -> None:
+    """What lets a run go without the cyclic collector: with G2 cluster-shared (the tier with
+    the most back references), 200 rows, no sequence, pass outcome or handoff (what a run drops
+    as it goes) is ever left in a reference cycle; what is, is the run's own graph at its end."""
+    import gc
+
+    import g2_support as g2
+
+    from kvreplay.engine.handoff import Handoff
+    from kvreplay.engine.scheduler import PassOutcome
+    from kvreplay.engine.sequence import Seq
+
+    rows = mooncake_rows(EXAMPLE / "mooncake-conversation-200.jsonl")
+    host = g2.g2(scope="cluster_shared", num_host_blocks=300)
+    shape = {"block_size": 512, "num_gpu_blocks": 60, "max_num_seqs": 8,
+             "max_num_batched_tokens": 4096}
+    if topology == "aggregated":
+        document = native(g2.rank(host, **shape), workers=2)
+    else:
+        role = g2.pd_role(host, **shape)
+        document = native_pd(role, role, decode_workers=2)
+    gc.collect()
+    gc.disable()
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        result = run_native(document, workload=mooncake_workload(rows, 512))
+        report_from_run(result)
+        assert result.facts.passes > 100
+        del result
+        gc.collect()
+        transient = (Seq, PassOutcome, Handoff)
+        dropped = [type(o).__name__ for o in gc.garbage if isinstance(o, transient)]
+        kept = len(gc.garbage)
+    finally:
+        gc.garbage.clear()
+        gc.set_debug(0)
+        gc.enable()
+    assert dropped == [] and kept > 0
 
 
 def test_block_keys_are_one_to_one() -> None:
-    """An int key for one-value blocks below 2**64, the pair otherwise: distinct (parent,
-    content) pairs never share a key, whatever the parent's sign."""
+    """An int key for one-value blocks below 2**68 (every value space of traces/values.py), the
+    pair otherwise: distinct (parent, content) pairs never share a key, whatever the parent's
+    sign."""
     from kvreplay.engine.identity import ROOT, BlockIdentities, block_key
+    from kvreplay.engine.traces import values
 
     parents = [ROOT, -2, -3, 0, 1, 2 ** 40]
-    contents: list[object] = [0, 1, 2 ** 64 - 1, 2 ** 64, -1, (1, 3, 2, 1)]
+    contents: list[object] = [0, 1, 2 ** 64 - 1, 2 ** 64, 2 ** 68 - 1, 2 ** 68, -1, (1, 3, 2, 1),
+                              values.GENERATED_OUTPUT_BASE + 7, values.SYNTHETIC_GROUP_BASE + 3,
+                              values.SYNTHETIC_UNIQUE_BASE + 19_999]
+    assert values.SYNTHETIC_UNIQUE_BASE * 2 <= 2 ** 68  # synthetic prompts take the int key
     keys = {block_key(p, c) for p in parents for c in contents}
     assert len(keys) == len(parents) * len(contents)
     ids = BlockIdentities(keep_keys=True)
