@@ -80,6 +80,7 @@ ran (`compiled`, or `pure` when the core is not built or not current: `pip insta
 from __future__ import annotations
 
 import argparse
+import gc
 import gzip
 import hashlib
 import json
@@ -732,6 +733,7 @@ def main() -> None:
     if args.child:
         if args.child == "kvreplay":
             print(json.dumps(child_kvreplay(REGIMES[names[0]], args.trace, args.sha256)))
+            gc.freeze()  # the process ends as `kvreplay` does (kvreplay/cli/main.py, entry)
         else:
             print(json.dumps(child_reference(REGIMES[names[0]], args.trace)))
         return

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import sys
 from collections.abc import Callable, Sequence
@@ -418,4 +419,8 @@ def entry() -> None:
         code = exits.stopped(exc)
         discard_pending()
     signals.uninstall()
+    # The process ends: the interpreter's exit would run one more full collection over every
+    # object still alive (a replay's records and report: 0.05-0.1 s on a 20,000-request run),
+    # only for the operating system to take the memory back anyway.
+    gc.freeze()
     sys.exit(code)

@@ -178,6 +178,39 @@ def test_replay_runs_without_the_cycle_collector_and_restores_it() -> None:
     assert gc.isenabled()
 
 
+def test_what_a_run_kept_is_counted_old_and_its_cycles_still_collected() -> None:
+    """After the run, its survivors sit in the oldest generation (no young collection rescans
+    them), a cycle among them is freed by a full collection, and objects someone else froze
+    stay frozen."""
+    import gc
+    import weakref
+
+    from kvreplay.engine.collect import no_collections
+
+    class Node:
+        pass
+
+    gc.collect()
+    with no_collections():
+        kept = [[i] for i in range(50_000)]
+        looped = Node()
+        looped.self = looped  # type: ignore[attr-defined]
+        alive = weakref.ref(looped)
+        del looped
+    assert gc.get_count()[0] < 1000 and gc.get_freeze_count() == 0
+    assert alive() is not None
+    gc.collect()
+    assert alive() is None and len(kept) == 50_000
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        with no_collections():
+            kept.append([0])
+        assert gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()
+
+
 @pytest.mark.parametrize("topology", ["aggregated", "disaggregated"])
 def test_a_replay_makes_no_cycles_of_what_it_drops(topology: str) -> None:
     """What lets a run go without the cyclic collector: with G2 cluster-shared (the tier with
