@@ -81,61 +81,81 @@ def percentile_rank(n: int, percentile: float) -> int:
     return min(round_half_up((n - 1) * percentile / 100.0), n - 1)
 
 
-class ExactMoments:
-    """Count, sum and sum of squares kept exactly: sums are integers scaled by a power of two."""
+_MANTISSA = 9007199254740992.0  # 2**53: a float's mantissa from frexp, as an integer
 
-    __slots__ = ("_scale", "_sum", "_sum_sq", "count")
+
+class ExactMoments:
+    """Count, sum and sum of squares kept exactly. A finite float is m * 2**(e - 53) with m an
+    integer of at most 53 bits (frexp): the values of one binary exponent e are summed as
+    integers, one group per exponent, and the groups are shifted to a common scale only when
+    the moments are read (runs sorted by value change exponent a few times, so a run costs a
+    multiplication and two additions of small integers, never a shift of the whole sum)."""
+
+    __slots__ = ("_groups", "count")
 
     def __init__(self) -> None:
         self.count = 0
-        self._scale = 0
-        self._sum = 0
-        self._sum_sq = 0
+        self._groups: dict[int, list[int]] = {}  # exponent -> [sum of m, sum of m * m]
 
     def add(self, value: float, count: int = 1) -> None:
-        numerator, denominator = value.as_integer_ratio()
-        bits = denominator.bit_length() - 1
-        if bits > self._scale:
-            shift = bits - self._scale
-            self._sum <<= shift
-            self._sum_sq <<= 2 * shift
-            self._scale = bits
-        up = self._scale - bits
-        self._sum += (count * numerator) << up
-        self._sum_sq += (count * numerator * numerator) << (2 * up)
-        self.count += count
+        self.add_runs(((value, count),))
 
     def add_runs(self, runs: Iterable[tuple[float, int]]) -> None:
         """add(value, count) for each (value, count), in one loop (the same integers)."""
-        scale, total, total_sq, n = self._scale, self._sum, self._sum_sq, self.count
+        groups = self._groups
+        frexp = math.frexp
+        n = self.count
+        exponent = 0
+        total = total_sq = 0
+        group: list[int] | None = None
         for value, count in runs:
-            numerator, denominator = value.as_integer_ratio()
-            bits = denominator.bit_length() - 1
-            if bits > scale:
-                shift = bits - scale
-                total <<= shift
-                total_sq <<= 2 * shift
-                scale = bits
-            up = scale - bits
-            total += (count * numerator) << up
-            total_sq += (count * numerator * numerator) << (2 * up)
+            mantissa, e = frexp(value)
+            if group is None or e != exponent:
+                if group is not None:
+                    group[0] += total
+                    group[1] += total_sq
+                exponent = e
+                group = groups.get(e)
+                if group is None:
+                    group = groups[e] = [0, 0]
+                total = total_sq = 0
+            whole = int(mantissa * _MANTISSA)
+            weighted = count * whole
+            total += weighted
+            total_sq += weighted * whole
             n += count
-        self._scale, self._sum, self._sum_sq, self.count = scale, total, total_sq, n
+        if group is not None:
+            group[0] += total
+            group[1] += total_sq
+        self.count = n
+
+    def _sums(self) -> tuple[int, int, int]:
+        """(scale, sum, sum of squares), both sums integers over 2**scale (2**(2 scale))."""
+        groups = self._groups
+        scale = max((53 - e for e in groups), default=0)
+        total = total_sq = 0
+        for e, (part, part_sq) in groups.items():
+            up = scale - 53 + e
+            total += part << up
+            total_sq += part_sq << (2 * up)
+        return scale, total, total_sq
 
     def mean(self) -> float:
         if self.count == 0:
             return 0.0
+        scale, total, _ = self._sums()
         # operator.truediv: Python's correctly rounded int division (mypyc's `/` on ints below
         # 2**62 divides their float roundings, which can differ in the last bit)
-        mean: float = operator.truediv(self._sum, self.count << self._scale)
+        mean: float = operator.truediv(total, self.count << scale)
         return mean
 
     def std(self) -> float:
         """Population standard deviation."""
         if self.count == 0:
             return 0.0
-        spread = self.count * self._sum_sq - self._sum * self._sum
-        variance: float = operator.truediv(spread, (self.count * self.count) << (2 * self._scale))
+        scale, total, total_sq = self._sums()
+        spread = self.count * total_sq - total * total
+        variance: float = operator.truediv(spread, (self.count * self.count) << (2 * scale))
         return math.sqrt(variance)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import random
 from fractions import Fraction
 from unittest import mock
 
@@ -78,6 +79,29 @@ def test_exact_moments_are_exact_and_split_invariant() -> None:
     mean = sum(exact) / len(exact)
     variance = sum((v - mean) ** 2 for v in exact) / len(exact)
     for m in (whole, split):
+        assert m.mean() == float(mean)
+        assert m.std() == math.sqrt(float(variance))
+
+
+@given(st.lists(st.tuples(st.floats(min_value=-1e12, max_value=1e12, allow_nan=False)
+                          | st.sampled_from([5e-324, 2.2e-308, 0.5, 1.0, 2.0, 1000.0 / 3]),
+                          st.integers(1, 10**6)), min_size=1, max_size=40), st.randoms())
+def test_exact_moments_of_runs_in_any_order(runs: list[tuple[float, int]],
+                                            rng: random.Random) -> None:
+    """Runs in any order (exponents interleaved, subnormals, negatives, big counts): mean and
+    std are the exact rational values rounded once, as one run at a time or all at once."""
+    shuffled = list(runs)
+    rng.shuffle(shuffled)
+    at_once, one_by_one = ExactMoments(), ExactMoments()
+    at_once.add_runs(sorted(runs))
+    at_once.add_runs([])
+    for value, count in shuffled:
+        one_by_one.add(value, count)
+    n = sum(count for _, count in runs)
+    mean = sum(Fraction(v) * c for v, c in runs) / n
+    variance = sum((Fraction(v) - mean) ** 2 * c for v, c in runs) / n
+    for m in (at_once, one_by_one):
+        assert m.count == n
         assert m.mean() == float(mean)
         assert m.std() == math.sqrt(float(variance))
 
