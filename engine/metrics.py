@@ -196,22 +196,26 @@ class StreamingDistribution:
         self._moments.add(value, count)
 
     def add_runs(self, runs: Iterable[tuple[float, int]]) -> None:
-        """add(value, count) for each (value, count), a few thousand runs at a time; values
-        are checked once: a chunk whose sum is finite and counts positive is kept whole (an
-        infinite or NaN value makes the sum non-finite), any other is filtered run by run."""
-        isfinite = math.isfinite
+        """add(value, count) for each (value, count), a list as it is, any other iterable a
+        few thousand runs at a time; values are checked once: a chunk whose sum is finite and
+        counts positive is kept whole (an infinite or NaN value makes the sum non-finite), any
+        other is filtered run by run."""
+        if isinstance(runs, list):
+            self._add_chunk(runs)
+            return
         runs = iter(runs)
-        while True:
-            chunk = list(islice(runs, 4096))
-            if not chunk:
-                return
-            kept = chunk
-            if not (isfinite(sum(map(itemgetter(0), chunk)))
-                    and min(map(itemgetter(1), chunk)) > 0):
-                kept = [(value, count) for value, count in chunk
-                        if count > 0 and isfinite(value)]
-            self._sketch.add_finite_runs(kept)
-            self._moments.add_runs(kept)
+        while chunk := list(islice(runs, 4096)):
+            self._add_chunk(chunk)
+
+    def _add_chunk(self, chunk: list[tuple[float, int]]) -> None:
+        if not chunk:
+            return
+        isfinite = math.isfinite
+        kept = chunk
+        if not (isfinite(sum(map(itemgetter(0), chunk))) and min(map(itemgetter(1), chunk)) > 0):
+            kept = [(value, count) for value, count in chunk if count > 0 and isfinite(value)]
+        self._sketch.add_finite_runs(kept)
+        self._moments.add_runs(kept)
 
     def percentile(self, percentile: float) -> float:
         span = self.count - 1

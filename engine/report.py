@@ -306,7 +306,7 @@ class SummaryAccumulator:
         rate = StreamingDistribution()
         for runs in self.gap_runs():
             itl.add_runs(runs)
-            rate.add_runs((1000.0 / gap, count) for gap, count in runs if gap > 0.0)
+            rate.add_runs([(1000.0 / gap, count) for gap, count in runs if gap > 0.0])
         return itl.finish(), rate.finish()
 
     def _speculation(self, facts: ReportFacts) -> dict[str, Any]:
