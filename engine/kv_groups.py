@@ -21,7 +21,23 @@ from kvreplay.schema.spec import Role
 
 
 class GroupedKvOverflow(EngineError):
-    """A forward needs more bytes than the rank's whole KV budget (the reference aborts)."""
+    """A forward needs more bytes than the rank's whole KV budget (the reference aborts). The
+    message names the native spec's keys; `for_config()` names the YAML config's instead."""
+
+    def __init__(self, facts: str, role: str) -> None:
+        self.facts = facts
+        self.role = role
+        super().__init__(self._text(f"`kv_cache_capacity_bytes` of the {role} rank",
+                                    "`max_num_batched_tokens`"))
+
+    def for_config(self) -> str:
+        """The message for a run compiled from a YAML config."""
+        return self._text(f"engine.workers.{self.role}.kv_cache.capacity.bytes",
+                          "`scheduler.max_batched_tokens`")
+
+    def _text(self, capacity: str, budget: str) -> str:
+        return (f"{self.facts} ({capacity}; the reference aborts its replay here); lower "
+                f"{budget}, raise the capacity, or shorten the requests")
 
 
 class GroupedKv:
@@ -79,10 +95,7 @@ class GroupedKv:
             raise GroupedKvOverflow(
                 f"{self.rank_name}: request {_named(seq)} needs {total:,} bytes of KV cache "
                 f"groups for {after - before} scheduled tokens after {before} computed tokens, "
-                f"exceeding the rank's whole {self.capacity:,}-byte pool "
-                f"(engine.workers.{self.role}.kv_cache.capacity.bytes; the reference aborts its "
-                f"replay here); lower `scheduler.max_batched_tokens`, raise the capacity, or "
-                f"shorten the requests")
+                f"exceeding the rank's whole {self.capacity:,}-byte pool", self.role)
         if self.used - had + total > self.capacity:
             return False
         self.used += total - had

@@ -78,6 +78,7 @@ def replay(
     policy object for a spec without `scaling` (kvreplay.run_spec)."""
     from kvreplay import __version__
     from kvreplay.engine import EngineError, Interrupted, Replay, Unsupported
+    from kvreplay.engine.kv_groups import GroupedKvOverflow
     from kvreplay.engine.report import report_from_run
     from kvreplay.engine.report_stream import ReportStream
     from kvreplay.engine.traces import WorkloadError, workload_from_traffic
@@ -125,6 +126,8 @@ def replay(
             sink.close()
         if isinstance(exc, Unsupported):  # G2 under a policy passed to the run
             return RunOutcome(None, tuple(sort_unique(found)), tuple(exc.refusals))
+        if isinstance(exc, GroupedKvOverflow) and compiled.kind != "native":
+            return RunOutcome(None, tuple(sort_unique(found)), error=exc.for_config())
         if isinstance(exc, EngineError) and not isinstance(exc, Interrupted):
             return RunOutcome(None, tuple(sort_unique(found)), error=str(exc))
         if isinstance(exc, WorkloadError):  # a row re-read during the replay (the file changed)

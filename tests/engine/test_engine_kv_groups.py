@@ -103,3 +103,17 @@ traffic:
     assert "role aggregated, worker 0, DP rank 0: request arriving at 0 ms needs 400 bytes" \
         in ran.stderr
     assert "engine.workers.aggregated.kv_cache.capacity.bytes" in ran.stderr
+    assert "`scheduler.max_batched_tokens`" in ran.stderr
+    # The same run from its native spec names the native keys, not the YAML config's.
+    compiled = subprocess.run([sys.executable, "-m", "kvreplay", "compile", "c.yaml", "-o",
+                               "spec.json"], cwd=tmp_path, capture_output=True, text=True,
+                              check=False)
+    assert compiled.returncode == 0, compiled.stderr
+    native = subprocess.run([sys.executable, "-m", "kvreplay", "run", "spec.json", "-o",
+                             "out.json"], cwd=tmp_path, capture_output=True, text=True,
+                            check=False)
+    assert native.returncode == 1, native.stderr
+    assert "needs 400 bytes" in native.stderr and not (tmp_path / "out.json").exists()
+    assert "`kv_cache_capacity_bytes` of the aggregated rank" in native.stderr
+    assert "`max_num_batched_tokens`" in native.stderr
+    assert "engine.workers" not in native.stderr and "scheduler." not in native.stderr
