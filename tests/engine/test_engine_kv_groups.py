@@ -117,3 +117,31 @@ traffic:
     assert "`kv_cache_capacity_bytes` of the aggregated rank" in native.stderr
     assert "`max_num_batched_tokens`" in native.stderr
     assert "engine.workers" not in native.stderr and "scheduler." not in native.stderr
+
+
+def test_n_gram_speculation_beside_groups_is_refused_not_run(tmp_path: Path) -> None:
+    """KV cache groups with n-gram speculation: no HYBRID-GROUPS rule names it, so the engine's
+    own refusal (the reference runs no n-gram drafts) stops the run: exit 1, no report."""
+    (tmp_path / "t.jsonl").write_text(
+        '{"timestamp": 0, "input_length": 12, "output_length": 2, "hash_ids": [1, 2, 3]}\n')
+    (tmp_path / "c.yaml").write_text("""\
+engine:
+  model: meta-llama/Llama-3.1-8B
+  workers:
+    aggregated:
+      kv_cache:
+        block_size: 4
+        prefix_caching: false
+        capacity: {type: fixed, bytes: 35000}
+        groups:
+          - {name: full, kind: attention, num_layers: 1, block_size_tokens: 4, page_size_bytes: 100}
+      timing: {type: fixed, prefill_ms: 1, decode_ms: 1}
+      speculation: {kind: ngram, num_speculative_tokens: 2, acceptance_rates: [0.5, 0.3]}
+traffic:
+  source: {type: trace, format: mooncake, paths: [t.jsonl], block_size: 4}
+""")
+    ran = subprocess.run([sys.executable, "-m", "kvreplay", "run", "c.yaml", "-o", "out.json"],
+                         cwd=tmp_path, capture_output=True, text=True, check=False)
+    assert ran.returncode == 1, ran.stderr
+    assert "Traceback" not in ran.stderr and not (tmp_path / "out.json").exists()
+    assert "speculative decoding (ngram) on role aggregated: not executed" in ran.stderr
