@@ -385,9 +385,12 @@ def workload_from_traffic(traffic: Mapping[str, Any], *, base_dir: str,
     on WORKLOAD-* diagnostics. `model` is the spec's model (agentic plays are projected onto
     it). Warnings are kept on the workload as `.diagnostics`.
     """
-    workload, found = _load(traffic, base_dir=base_dir, trace_paths=trace_paths,
-                            block_size=block_size, source_file=source_file, build=True,
-                            model=model)
+    from kvreplay.engine.collect import no_collections
+
+    with no_collections():  # a bulk load: rows checked and indexed, no reference cycles
+        workload, found = _load(traffic, base_dir=base_dir, trace_paths=trace_paths,
+                                block_size=block_size, source_file=source_file, build=True,
+                                model=model)
     if workload is None:
         raise WorkloadError(found)
     workload.diagnostics = found

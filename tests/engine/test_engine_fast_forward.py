@@ -178,6 +178,34 @@ def test_replay_runs_without_the_cycle_collector_and_restores_it() -> None:
     assert gc.isenabled()
 
 
+def test_reading_a_trace_runs_without_the_cycle_collector_and_restores_it() -> None:
+    """A Mooncake trace is read and indexed with no collection (its rows live on), the
+    collector back on afterwards, also when the trace does not read."""
+    import gc
+
+    from kvreplay.engine.traces import WorkloadError, workload_from_traffic
+
+    traffic = {"source_type": "trace", "trace_format": "mooncake", "load_type":
+               "trace_timestamps", "trace_block_size": 512,
+               "trace_paths": ["mooncake-conversation-200.jsonl"]}
+    seen: list[int] = []
+    gc.callbacks.append(lambda phase, info: seen.append(info["generation"]))
+    try:
+        with_threshold = gc.get_threshold()
+        gc.set_threshold(10)  # a collection every 10 new objects, if the collector ran
+        workload = workload_from_traffic(traffic, base_dir=str(EXAMPLE), block_size=512)
+        # (the call's first lines may collect once or twice; reading the rows with the
+        # collector on collects about 40 times at this threshold)
+        assert workload.total_requests == 200 and len(seen) <= 2 * 2 and gc.isenabled()
+        with pytest.raises(WorkloadError):
+            workload_from_traffic({**traffic, "trace_paths": ["absent.jsonl"]},
+                                  base_dir=str(EXAMPLE), block_size=512)
+        assert gc.isenabled()
+    finally:
+        gc.set_threshold(*with_threshold)
+        gc.callbacks.pop()
+
+
 def test_what_a_run_kept_is_counted_old_and_its_cycles_still_collected() -> None:
     """After the run, its survivors sit in the oldest generation (no young collection rescans
     them), a cycle among them is freed by a full collection, and objects someone else froze
