@@ -132,7 +132,7 @@ class ExactMoments:
     def _sums(self) -> tuple[int, int, int]:
         """(scale, sum, sum of squares), both sums integers over 2**scale (2**(2 scale))."""
         groups = self._groups
-        scale = max((53 - e for e in groups), default=0)
+        scale = max(0, *(53 - e for e in groups))  # >= 0: values from 2**53 up are whole
         total = total_sq = 0
         for e, (part, part_sq) in groups.items():
             up = scale - 53 + e

@@ -8,7 +8,7 @@ from fractions import Fraction
 from unittest import mock
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from kvreplay.engine import metrics
@@ -84,12 +84,16 @@ def test_exact_moments_are_exact_and_split_invariant() -> None:
 
 
 @given(st.lists(st.tuples(st.floats(min_value=-1e12, max_value=1e12, allow_nan=False)
-                          | st.sampled_from([5e-324, 2.2e-308, 0.5, 1.0, 2.0, 1000.0 / 3]),
+                          | st.floats(min_value=-1e150, max_value=1e150)
+                          | st.sampled_from([5e-324, 2.2e-308, 0.5, 1.0, 2.0, 1000.0 / 3,
+                                             2.0 ** 53, 3.0 * 2 ** 60, 1e150]),
                           st.integers(1, 10**6)), min_size=1, max_size=40), st.randoms())
+@example([(2.0 ** 60, 3), (3.0 * 2 ** 60, 1)], random.Random(0))  # every exponent above 53
 def test_exact_moments_of_runs_in_any_order(runs: list[tuple[float, int]],
                                             rng: random.Random) -> None:
-    """Runs in any order (exponents interleaved, subnormals, negatives, big counts): mean and
-    std are the exact rational values rounded once, as one run at a time or all at once."""
+    """Runs in any order (exponents interleaved, subnormals, negatives, values from 2**53 up,
+    big counts): mean and std are the exact rational values rounded once, as one run at a time
+    or all at once."""
     shuffled = list(runs)
     rng.shuffle(shuffled)
     at_once, one_by_one = ExactMoments(), ExactMoments()
