@@ -262,10 +262,13 @@ class ReportStream:
     def finish(self, result: RunResult, *, wall_time_ms: float | None = None,
                version: str | None = None) -> dict[str, Any]:
         """The report: streamed records plus the ones the run left open (never terminal)."""
+        from kvreplay.engine.collect import no_collections
+
         facts = facts_from_core(result.facts, sla=self.sla, wall_time_ms=wall_time_ms)
-        self._batch.extend(result.records)
-        self._take()
-        summary = self.summary.finish(self.count, facts)
+        with no_collections():  # as build_report: the records' and rows' objects all live on
+            self._batch.extend(result.records)
+            self._take()
+            summary = self.summary.finish(self.count, facts)
         rows: SpilledRows | list[Any] = self.rows if self.rows is not None else []
         return with_telemetry({"summary": summary, "per_request": rows,
                                "meta": report_meta(summary, facts, version)}, facts)
