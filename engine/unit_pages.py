@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 class UnitPages:
     """The unit aliases of one rank's pages."""
 
-    __slots__ = ("block_size", "expected", "handle", "identities", "offsets", "pool", "unit")
+    __slots__ = ("block_size", "filled_pages", "identities", "offsets", "pool", "unit")
 
     def __init__(self, pool: BlockPool, identities: BlockIdentities, block_size: int,
                  unit: int) -> None:
@@ -34,9 +34,9 @@ class UnitPages:
         self.identities = identities
         self.block_size = block_size
         self.unit = unit
-        # alias -> a page that filled while cached under it, and the full key it took
-        self.handle: dict[int, int] = {}
-        self.expected: dict[int, int] = {}
+        # alias -> the pages that filled while cached under it, each with the full key it took
+        # (in fill order: the first still cached under its key serves the alias)
+        self.filled_pages: dict[int, list[tuple[int, int]]] = {}
         # parent identity -> in-block offsets some alias after it was published at
         self.offsets: dict[int, set[int]] = {}
 
@@ -50,8 +50,19 @@ class UnitPages:
         pool = self.pool
         if alias in pool.by_ident:
             return True
-        handle = self.handle.get(alias)
-        return handle is not None and pool.ident[handle] == self.expected[alias]
+        return self._filled_key(alias) is not None
+
+    def _filled_key(self, alias: int) -> int | None:
+        """The full key of the first page that filled under the alias and is still cached
+        under it (None: none is)."""
+        pages = self.filled_pages.get(alias)
+        if not pages:
+            return None
+        ident = self.pool.ident
+        for page, key in pages:
+            if ident[page] == key:
+                return key
+        return None
 
     def publish(self, seq: Seq, end: int) -> int:
         """Cache seq's page holding token `end` - 1 under the alias of its tokens through
@@ -71,14 +82,17 @@ class UnitPages:
 
     def filled(self, page: int, ident: int) -> None:
         """A page cached under its alias became a full block (`ident`): the alias follows it
-        (unless a page still cached under the alias, or an earlier full one, serves it)."""
+        too, after any page still cached under the alias or an earlier full one (every copy
+        holding the tokens serves the alias while it is cached: match-unit seed 2285, a
+        finished request's page evicted while a running one's filled copy holds them)."""
         pool = self.pool
         alias = pool.ident[page]
         assert alias is not None
         pool.unregister(page)
-        if not self.valid(alias):
-            self.handle[alias] = page
-            self.expected[alias] = ident
+        pages = self.filled_pages.setdefault(alias, [])
+        ident_of = pool.ident
+        pages[:] = [(p, k) for p, k in pages if ident_of[p] == k]
+        pages.append((page, ident))
 
     def hit(self, seq: Seq, start_block: int, cap: int,
             has_snapshot: Callable[[int], bool]) -> int:
@@ -112,7 +126,11 @@ class UnitPages:
 
     def page_key(self, alias: int) -> int:
         """The key the page of a valid alias is cached under (any copy of it serves)."""
-        return alias if alias in self.pool.by_ident else self.expected[alias]
+        if alias in self.pool.by_ident:
+            return alias
+        key = self._filled_key(alias)
+        assert key is not None
+        return key
 
     def page_active(self, alias: int) -> bool:
         pool = self.pool
