@@ -76,12 +76,13 @@ def test_a_fresh_request_never_fits_by_its_last_token() -> None:
     assert not _pool((WINDOW,), 100).never_fits(400)
 
 
-def test_a_forward_larger_than_the_pool_fails_the_run(tmp_path: Path) -> None:
-    """`kvreplay run` stops with exit 1 and a located message where the reference aborts its
-    replay (a 12-token prompt fills 3 pages of 350 bytes; its second token needs a 4th)."""
-    (tmp_path / "t.jsonl").write_text(
+def _grouped_run(folder: Path, capacity_bytes: int,
+                 extra: str = "") -> subprocess.CompletedProcess[str]:
+    """`kvreplay run` of one 12-token request on a rank of one full-history group (4-token
+    pages of 100 bytes) in `capacity_bytes`, `extra` lines added to the worker (c.yaml)."""
+    (folder / "t.jsonl").write_text(
         '{"timestamp": 0, "input_length": 12, "output_length": 2, "hash_ids": [1, 2, 3]}\n')
-    (tmp_path / "c.yaml").write_text("""\
+    (folder / "c.yaml").write_text(f"""\
 engine:
   model: meta-llama/Llama-3.1-8B
   workers:
@@ -89,15 +90,22 @@ engine:
       kv_cache:
         block_size: 4
         prefix_caching: false
-        capacity: {type: fixed, bytes: 350}
+        capacity: {{type: fixed, bytes: {capacity_bytes}}}
         groups:
-          - {name: full, kind: attention, num_layers: 1, block_size_tokens: 4, page_size_bytes: 100}
-      timing: {type: fixed, prefill_ms: 1, decode_ms: 1}
-traffic:
-  source: {type: trace, format: mooncake, paths: [t.jsonl], block_size: 4}
+          - {{name: full, kind: attention, num_layers: 1, block_size_tokens: 4,
+             page_size_bytes: 100}}
+      timing: {{type: fixed, prefill_ms: 1, decode_ms: 1}}
+{extra}traffic:
+  source: {{type: trace, format: mooncake, paths: [t.jsonl], block_size: 4}}
 """)
-    ran = subprocess.run([sys.executable, "-m", "kvreplay", "run", "c.yaml", "-o", "out.json"],
-                         cwd=tmp_path, capture_output=True, text=True, check=False)
+    return subprocess.run([sys.executable, "-m", "kvreplay", "run", "c.yaml", "-o", "out.json"],
+                          cwd=folder, capture_output=True, text=True, check=False)
+
+
+def test_a_forward_larger_than_the_pool_fails_the_run(tmp_path: Path) -> None:
+    """`kvreplay run` stops with exit 1 and a located message where the reference aborts its
+    replay (a 12-token prompt fills 3 pages of 350 bytes; its second token needs a 4th)."""
+    ran = _grouped_run(tmp_path, 350)
     assert ran.returncode == 1, ran.stderr
     assert "Traceback" not in ran.stderr and not (tmp_path / "out.json").exists()
     assert "role aggregated, worker 0, DP rank 0: request arriving at 0 ms needs 400 bytes" \
@@ -122,26 +130,8 @@ traffic:
 def test_n_gram_speculation_beside_groups_is_refused_not_run(tmp_path: Path) -> None:
     """KV cache groups with n-gram speculation: no HYBRID-GROUPS rule names it, so the engine's
     own refusal (the reference runs no n-gram drafts) stops the run: exit 1, no report."""
-    (tmp_path / "t.jsonl").write_text(
-        '{"timestamp": 0, "input_length": 12, "output_length": 2, "hash_ids": [1, 2, 3]}\n')
-    (tmp_path / "c.yaml").write_text("""\
-engine:
-  model: meta-llama/Llama-3.1-8B
-  workers:
-    aggregated:
-      kv_cache:
-        block_size: 4
-        prefix_caching: false
-        capacity: {type: fixed, bytes: 35000}
-        groups:
-          - {name: full, kind: attention, num_layers: 1, block_size_tokens: 4, page_size_bytes: 100}
-      timing: {type: fixed, prefill_ms: 1, decode_ms: 1}
-      speculation: {kind: ngram, num_speculative_tokens: 2, acceptance_rates: [0.5, 0.3]}
-traffic:
-  source: {type: trace, format: mooncake, paths: [t.jsonl], block_size: 4}
-""")
-    ran = subprocess.run([sys.executable, "-m", "kvreplay", "run", "c.yaml", "-o", "out.json"],
-                         cwd=tmp_path, capture_output=True, text=True, check=False)
+    ran = _grouped_run(tmp_path, 35000, "      speculation: {kind: ngram, num_speculative_tokens:"
+                                        " 2, acceptance_rates: [0.5, 0.3]}\n")
     assert ran.returncode == 1, ran.stderr
     assert "Traceback" not in ran.stderr and not (tmp_path / "out.json").exists()
     assert "speculative decoding (ngram) on role aggregated: not executed" in ran.stderr
