@@ -102,6 +102,21 @@ def _paths(traffic: Mapping[str, Any], base_dir: str,
 def _load(traffic: Mapping[str, Any], *, base_dir: str, trace_paths: Sequence[str] | None,
           block_size: int | None, source_file: str | None, build: bool,
           model: str | None = None) -> tuple[_AnyWorkload | None, list[Diagnostic]]:
+    """The traffic's workload (None with build=False or on errors) and its diagnostics: a bulk
+    load (every row read, checked and indexed lives on, no reference cycles), so without the
+    cycle collector."""
+    from kvreplay.engine.collect import no_collections
+
+    with no_collections():
+        return _load_traffic(traffic, base_dir=base_dir, trace_paths=trace_paths,
+                             block_size=block_size, source_file=source_file, build=build,
+                             model=model)
+
+
+def _load_traffic(traffic: Mapping[str, Any], *, base_dir: str,
+                  trace_paths: Sequence[str] | None, block_size: int | None,
+                  source_file: str | None, build: bool,
+                  model: str | None) -> tuple[_AnyWorkload | None, list[Diagnostic]]:
     f = _Fields(traffic, source_file)
     source = traffic.get("source_type")
     workload: _AnyWorkload | None
@@ -186,7 +201,6 @@ def _agentic(f: _Fields, traffic: Mapping[str, Any], *, base_dir: str,
              trace_paths: Sequence[str] | None, model: str | None,
              engine_block_size: int | None) -> AgenticWorkload | None:
     """Weka plays or an Agentic Mooncake v2 file, lowered to a graph and executed by lanes."""
-    from kvreplay.engine.collect import no_collections
     from kvreplay.engine.traces.agentic.v2 import read_agentic_mooncake
     from kvreplay.engine.traces.agentic.weka import read_weka
 
@@ -200,18 +214,16 @@ def _agentic(f: _Fields, traffic: Mapping[str, Any], *, base_dir: str,
     if any(d.severity == "error" for d in f.found):
         return None
     path, display = paths[0]
-    with no_collections():  # a bulk load: every object it builds lives on
-        if fmt == "weka":
-            graph, found = read_weka(path, display, basis=str(options.basis),
-                                     expected_block_size=options.block_size)
-        else:
-            graph, found = read_agentic_mooncake(path, display,
-                                                 legacy_block_size=options.block_size)
-        f.found.extend(found)
-        if graph is None:
-            return None
-        return agentic_workload(f, graph, options, display, model=model,
-                                engine_block_size=engine_block_size)
+    if fmt == "weka":
+        graph, found = read_weka(path, display, basis=str(options.basis),
+                                 expected_block_size=options.block_size)
+    else:
+        graph, found = read_agentic_mooncake(path, display, legacy_block_size=options.block_size)
+    f.found.extend(found)
+    if graph is None:
+        return None
+    return agentic_workload(f, graph, options, display, model=model,
+                            engine_block_size=engine_block_size)
 
 
 def agentic_workload(f: _Fields, graph: AgenticGraph, options: _AgenticOptions, display: str, *,
@@ -385,12 +397,9 @@ def workload_from_traffic(traffic: Mapping[str, Any], *, base_dir: str,
     on WORKLOAD-* diagnostics. `model` is the spec's model (agentic plays are projected onto
     it). Warnings are kept on the workload as `.diagnostics`.
     """
-    from kvreplay.engine.collect import no_collections
-
-    with no_collections():  # a bulk load: rows checked and indexed, no reference cycles
-        workload, found = _load(traffic, base_dir=base_dir, trace_paths=trace_paths,
-                                block_size=block_size, source_file=source_file, build=True,
-                                model=model)
+    workload, found = _load(traffic, base_dir=base_dir, trace_paths=trace_paths,
+                            block_size=block_size, source_file=source_file, build=True,
+                            model=model)
     if workload is None:
         raise WorkloadError(found)
     workload.diagnostics = found
