@@ -17,7 +17,6 @@ import operator
 from collections import Counter
 from collections.abc import Iterable
 from itertools import islice
-from operator import itemgetter
 
 from kvreplay.engine.sketch import Sketch
 
@@ -82,6 +81,9 @@ def percentile_rank(n: int, percentile: float) -> int:
 
 
 _MANTISSA = 9007199254740992.0  # 2**53: a float's mantissa from frexp, as an integer
+_LOW_BITS = (1 << 26) - 1
+_FLUSH_AT = 64  # counts summed in machine-size partial sums before they are folded in
+_SCALED = 960  # exponents whose 2**(53 - e) and 2**e are normal floats
 
 
 class ExactMoments:
@@ -101,32 +103,59 @@ class ExactMoments:
         self.add_runs(((value, count),))
 
     def add_runs(self, runs: Iterable[tuple[float, int]]) -> None:
-        """add(value, count) for each (value, count), in one loop (the same integers)."""
+        """add(value, count) for each (value, count) (the same integers as add_columns)."""
+        pairs = runs if isinstance(runs, list | tuple) else list(runs)
+        self.add_columns([value for value, _ in pairs], [count for _, count in pairs])
+
+    def add_columns(self, values: list[float], counts: list[int]) -> None:
+        """add(values[i], counts[i]) for each i, in one loop. A positive value of the current
+        exponent e (inside [low, high) = [2**(e - 1), 2**e)) gives its mantissa as value *
+        2**(53 - e), exact, without frexp; the mantissa is split at bit 26 so the partial sums
+        of a few runs stay machine-size integers (under 2**62 while `pending`, the counts since
+        the last flush, is below _FLUSH_AT and no run is heavier), and they are folded into
+        the exponent's exact sums then (whole**2 = hi**2 2**52 + 2 hi lo 2**26 + lo**2)."""
         groups = self._groups
-        frexp = math.frexp
+        frexp, ldexp = math.frexp, math.ldexp
         n = self.count
-        exponent = 0
-        total = total_sq = 0
-        group: list[int] | None = None
-        for value, count in runs:
-            mantissa, e = frexp(value)
-            if group is None or e != exponent:
-                if group is not None:
-                    group[0] += total
-                    group[1] += total_sq
-                exponent = e
-                group = groups.get(e)
-                if group is None:
-                    group = groups[e] = [0, 0]
-                total = total_sq = 0
-            whole = int(mantissa * _MANTISSA)
-            weighted = count * whole
-            total += weighted
-            total_sq += weighted * whole
+        low = high = scale = 0.0
+        group: list[int] = [0, 0]
+        sum_hi = sum_lo = sq_hh = sq_hl = sq_ll = pending = 0
+        for value, count in zip(values, counts, strict=True):
+            if low <= value < high:
+                whole = int(value * scale)
+            else:
+                if pending:
+                    group[0] += (sum_hi << 26) + sum_lo
+                    group[1] += (sq_hh << 52) + (sq_hl << 27) + sq_ll
+                    sum_hi = sum_lo = sq_hh = sq_hl = sq_ll = pending = 0
+                mantissa, e = frexp(value)
+                found = groups.get(e)
+                if found is None:
+                    found = groups[e] = [0, 0]
+                group = found
+                whole = int(mantissa * _MANTISSA)
+                if value > 0.0 and -_SCALED < e < _SCALED:
+                    low, high, scale = ldexp(0.5, e), ldexp(1.0, e), ldexp(1.0, 53 - e)
+                else:  # zero, negative or extreme: every such value takes this branch
+                    low = high = 0.0
+            hi = whole >> 26
+            lo = whole & _LOW_BITS
+            count_hi = count * hi
+            count_lo = count * lo
+            sum_hi += count_hi
+            sum_lo += count_lo
+            sq_hh += count_hi * hi
+            sq_hl += count_hi * lo
+            sq_ll += count_lo * lo
+            pending += count
             n += count
-        if group is not None:
-            group[0] += total
-            group[1] += total_sq
+            if pending >= _FLUSH_AT:
+                group[0] += (sum_hi << 26) + sum_lo
+                group[1] += (sq_hh << 52) + (sq_hl << 27) + sq_ll
+                sum_hi = sum_lo = sq_hh = sq_hl = sq_ll = pending = 0
+        if pending:
+            group[0] += (sum_hi << 26) + sum_lo
+            group[1] += (sq_hh << 52) + (sq_hl << 27) + sq_ll
         self.count = n
 
     def _sums(self) -> tuple[int, int, int]:
@@ -196,26 +225,27 @@ class StreamingDistribution:
         self._moments.add(value, count)
 
     def add_runs(self, runs: Iterable[tuple[float, int]]) -> None:
-        """add(value, count) for each (value, count), a list as it is, any other iterable a
-        few thousand runs at a time; values are checked once: a chunk whose sum is finite and
-        counts positive is kept whole (an infinite or NaN value makes the sum non-finite), any
-        other is filtered run by run."""
-        if isinstance(runs, list):
-            self._add_chunk(runs)
-            return
+        """add(value, count) for each (value, count), a few thousand runs at a time."""
         runs = iter(runs)
         while chunk := list(islice(runs, 4096)):
-            self._add_chunk(chunk)
+            self.add_columns([value for value, _ in chunk], [count for _, count in chunk])
 
-    def _add_chunk(self, chunk: list[tuple[float, int]]) -> None:
-        if not chunk:
+    def add_columns(self, values: list[float], counts: list[int]) -> None:
+        """add(values[i], counts[i]) for each i; values are checked once: columns whose sum is
+        finite and counts positive are kept whole (an infinite or NaN value makes the sum
+        non-finite), any other are filtered run by run."""
+        if len(values) != len(counts):
+            raise ValueError(f"{len(values)} values for {len(counts)} counts")
+        if not values:
             return
-        isfinite = math.isfinite
-        kept = chunk
-        if not (isfinite(sum(map(itemgetter(0), chunk))) and min(map(itemgetter(1), chunk)) > 0):
-            kept = [(value, count) for value, count in chunk if count > 0 and isfinite(value)]
-        self._sketch.add_finite_runs(kept)
-        self._moments.add_runs(kept)
+        if not (math.isfinite(sum(values)) and min(counts) > 0):
+            isfinite = math.isfinite
+            kept = [(value, count) for value, count in zip(values, counts, strict=True)
+                    if count > 0 and isfinite(value)]
+            values = [value for value, _ in kept]
+            counts = [count for _, count in kept]
+        self._sketch.add_finite_columns(values, counts)
+        self._moments.add_columns(values, counts)
 
     def percentile(self, percentile: float) -> float:
         span = self.count - 1

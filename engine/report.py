@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import math
 from array import array
-from collections import Counter
+from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Mapping
-from itertools import accumulate, chain, islice
+from itertools import accumulate, islice
 from typing import Any
 
 from kvreplay.engine.canonical_json import canonical_json
@@ -304,9 +304,11 @@ class SummaryAccumulator:
         moments are exact, the sketch counts per bin, so neither depends on how runs split)."""
         itl = StreamingDistribution()
         rate = StreamingDistribution()
-        for runs in self.gap_runs():
-            itl.add_runs(runs)
-            rate.add_runs([(1000.0 / gap, count) for gap, count in runs if gap > 0.0])
+        for gaps, counts in self.gap_runs():
+            itl.add_columns(gaps, counts)
+            # Each batch is sorted, so its zero gaps (no rate) lead.
+            skip = bisect_right(gaps, 0.0)
+            rate.add_columns([1000.0 / gap for gap in gaps[skip:]], counts[skip:])
         return itl.finish(), rate.finish()
 
     def _speculation(self, facts: ReportFacts) -> dict[str, Any]:
@@ -314,26 +316,27 @@ class SummaryAccumulator:
         tokens of one burst, the others the gaps between steps."""
         gaps = burst_gaps = 0
         step_itl = StreamingDistribution()
-        for runs in self.gap_runs():
-            for gap, count in runs:
-                gaps += count
-                if gap == 0.0:
-                    burst_gaps += count
-            step_itl.add_runs([run for run in runs if run[0] != 0.0])
+        for values, counts in self.gap_runs():
+            gaps += sum(counts)
+            skip = bisect_right(values, 0.0)
+            burst_gaps += sum(counts[:skip])
+            step_itl.add_columns(values[skip:], counts[skip:])
         return speculation_summary(self.speculation, facts.speculation_draws, gaps, burst_gaps,
                                    step_itl.finish())
 
-    def gap_runs(self) -> Iterator[list[tuple[float, int]]]:
-        """Every token gap of the completed records as (gap_ms, count) runs, a bounded batch at
-        a time: the records' own runs, then the pass series' and shared gaps merged by
-        nanosecond value (each counted once per record referencing it) and handed on sorted,
-        _SHARED_AT_ONCE at a time. Merging across workers and batches matters under
-        polynomial timing, where every pass has its own duration but workers repeat each
-        other's (the 12k poly bench: 1.2 million runs, 153,000 values). A long polynomial
-        decode has about as many distinct gaps as tokens, so the merge holds at most
-        _MERGED_BATCHES batches of values before it hands them on (the figures do not depend on
-        how runs split: exact moments, sketch counts per bin)."""
-        yield sorted(self.gaps.items())
+    def gap_runs(self) -> Iterator[tuple[list[float], list[int]]]:
+        """Every token gap of the completed records as columns (gaps_ms, counts), each batch
+        sorted by gap, a bounded batch at a time: the records' own runs, then the pass series'
+        and shared gaps merged by nanosecond value (each counted once per record referencing
+        it). Merging across workers and batches matters under polynomial timing, where every
+        pass has its own duration but workers repeat each other's (the 12k poly bench: 2.5
+        million shared gaps, 153,000 values). The gaps of one weight (records referencing
+        them) are sorted in C and run-length counted in one sequential pass, then the sorted
+        columns merged, never a hash probe per gap; at most _MERGED_AT_ONCE gaps or distinct
+        values are held at a time (the figures do not depend on how runs split: exact
+        moments, sketch counts per bin)."""
+        own = sorted(self.gaps.items())
+        yield [gap for gap, _ in own], [count for _, count in own]
         by_weight: dict[int, list[SharedGaps]] = {}
         by_series: dict[PassSeries, list[tuple[PassSpan, int]]] = {}
         for shared, weight in self.shared.items():
@@ -341,65 +344,126 @@ class SummaryAccumulator:
                 by_series.setdefault(shared.series, []).append((shared, weight))
             else:
                 by_weight.setdefault(weight, []).append(shared)
-        at_once = _SHARED_AT_ONCE
-        cap = at_once * _MERGED_BATCHES
-        counts: dict[int, int] = {}
+        at_once = _MERGED_AT_ONCE
+        columns: list[tuple[list[int], list[int]]] = []  # sorted (gap_ns, count), to merge
+        held = 0
         for series, spans in by_series.items():
-            _count_series(series, spans, counts)
-            if len(counts) >= cap:
-                yield from _ms_runs(counts, at_once)
-                counts = {}
+            columns.append(_series_columns(series, spans))
+            held += len(columns[-1][0])
+            if held >= at_once:
+                yield _ms_columns(columns)
+                columns, held = [], 0
         for weight, group in by_weight.items():
-            durations = chain.from_iterable(
-                islice(shared.durations, shared.start, None) for shared in group)
-            tally: Counter[int] = Counter()  # counted in C, folded in once per group
-            while chunk := list(islice(durations, at_once)):
-                tally.update(chunk)
-                if len(tally) + len(counts) >= cap:
-                    _fold(counts, tally, weight)
-                    tally = Counter()
-                    yield from _ms_runs(counts, at_once)
-                    counts = {}
-            _fold(counts, tally, weight)
-        yield from _ms_runs(counts, at_once)
+            gaps: list[int] = []
+            for shared in group:
+                durations = shared.durations
+                for start in range(shared.start, len(durations), at_once):
+                    gaps.extend(islice(durations, start, start + at_once))
+                    if len(gaps) >= at_once:
+                        gaps.sort()
+                        columns.append(_run_lengths(gaps, weight))
+                        held += len(columns[-1][0])
+                        gaps = []
+                        if held >= at_once:
+                            yield _ms_columns(columns)
+                            columns, held = [], 0
+            if gaps:
+                gaps.sort()
+                columns.append(_run_lengths(gaps, weight))
+                held += len(columns[-1][0])
+                if held >= at_once:
+                    yield _ms_columns(columns)
+                    columns, held = [], 0
+        if columns:
+            yield _ms_columns(columns)
 
 
-_SHARED_AT_ONCE = 1 << 16
-_MERGED_BATCHES = 4  # distinct gaps merged at once, in batches of _SHARED_AT_ONCE
+_MERGED_AT_ONCE = 1 << 19  # gaps, or distinct gap values, held at once (memory stays bounded)
 
 
-def _fold(counts: dict[int, int], tally: Counter[int], weight: int) -> None:
-    """Add `tally` (gaps counted once) to `counts`, each gap `weight` times."""
-    if not counts and weight == 1:
-        counts.update(tally)
-        return
-    get = counts.get
-    for gap, count in tally.items():
-        counts[gap] = get(gap, 0) + count * weight
+def _run_lengths(ordered: list[int], weight: int) -> tuple[list[int], list[int]]:
+    """Sorted gaps as (distinct gaps, occurrences x weight) columns, in one pass."""
+    gaps: list[int] = []
+    counts: list[int] = []
+    if not ordered:
+        return gaps, counts
+    last = ordered[0]
+    count = 0
+    for gap in ordered:
+        if gap != last:
+            gaps.append(last)
+            counts.append(count * weight)
+            last = gap
+            count = 0
+        count += 1
+    gaps.append(last)
+    counts.append(count * weight)
+    return gaps, counts
 
 
-def _ms_runs(counts: dict[int, int], at_once: int) -> Iterator[list[tuple[float, int]]]:
-    """Nanosecond gaps and their counts as sorted (gap_ms, count) runs, `at_once` at a time
-    (ns_to_ms; gaps are >= 0, so no max(., 0.0), and dividing keeps their order)."""
-    ordered = sorted(counts)  # ints sort faster than (gap, count) pairs
-    for start in range(0, len(ordered), at_once):
-        yield [(gap / NS_PER_MS, counts[gap]) for gap in ordered[start:start + at_once]]
+def _ms_columns(columns: list[tuple[list[int], list[int]]]) -> tuple[list[float], list[int]]:
+    """Sorted nanosecond columns merged into one, equal gaps' counts summed, the gaps in
+    milliseconds (ns_to_ms; gaps are >= 0, so no max(., 0.0), and dividing keeps their
+    order). The merge is a C sort of the concatenated columns, each gap tagged with its
+    position: a run of sorted runs, which the sort merges without comparing within a run."""
+    if len(columns) == 1:
+        gaps, counts = columns[0]
+        return [gap / NS_PER_MS for gap in gaps], counts
+    every: list[int] = []
+    weights: list[int] = []
+    for gaps, counts in columns:
+        every.extend(gaps)
+        weights.extend(counts)
+    bits = len(every).bit_length()
+    mask = (1 << bits) - 1
+    tagged = [(gap << bits) | position for position, gap in enumerate(every)]
+    tagged.sort()
+    merged: list[float] = []
+    summed: list[int] = []
+    last = -1
+    count = 0
+    for reference in tagged:
+        gap = reference >> bits
+        if gap != last:
+            if count:
+                merged.append(last / NS_PER_MS)
+                summed.append(count)
+            last = gap
+            count = 0
+        count += weights[reference & mask]
+    if count:
+        merged.append(last / NS_PER_MS)
+        summed.append(count)
+    return merged, summed
 
 
-def _count_series(series: PassSeries, spans: list[tuple[PassSpan, int]],
-                  counts: dict[int, int]) -> None:
-    """Count the gaps of a worker's pass series into `counts` (by nanosecond value), each gap
-    once per record referencing a span holding it: a difference array over the series, so the
-    cost is the series' length plus the spans', never the tokens'."""
+def _series_columns(series: PassSeries, spans: list[tuple[PassSpan, int]]
+                    ) -> tuple[list[int], list[int]]:
+    """The gaps of a worker's pass series as sorted (gap, count) columns, each gap counted
+    once per record referencing a span holding it: a difference array over the series, so
+    the cost is the series' length plus the spans', never the tokens'; the referenced gaps
+    are sorted as tagged integers (gap shifted up, its weight below)."""
     gaps = series.gaps
-    weights = [0] * (len(gaps) + 1)
+    deltas = [0] * (len(gaps) + 1)
     for span, weight in spans:
-        weights[span.start] += weight
-        weights[span.stop] -= weight
-    get = counts.get
-    for gap, weight in zip(gaps, accumulate(weights), strict=False):
-        if weight:
-            counts[gap] = get(gap, 0) + weight
+        deltas[span.start] += weight
+        deltas[span.stop] -= weight
+    weights = list(accumulate(deltas))[:len(gaps)]
+    bits = max(weights, default=0).bit_length()
+    tagged = [(gap << bits) | weight
+              for gap, weight in zip(gaps.tolist(), weights, strict=True) if weight]
+    tagged.sort()
+    mask = (1 << bits) - 1
+    values: list[int] = []
+    counts: list[int] = []
+    for reference in tagged:
+        gap = reference >> bits
+        if values and values[-1] == gap:
+            counts[-1] += reference & mask
+        else:
+            values.append(gap)
+            counts.append(reference & mask)
+    return values, counts
 
 
 # Why the engine rejects a request (RequestRecord.rejection's reason), as the summary says it.

@@ -73,18 +73,27 @@ class Sketch:
                               if count > 0 and isfinite(value)])
 
     def add_finite_runs(self, runs: Iterable[tuple[float, int]]) -> None:
-        """add_runs of runs already known to hold finite values and positive counts (the
-        caller checked them once, StreamingDistribution.add_runs)."""
+        """add_runs of runs already known to hold finite values and positive counts."""
+        pairs = runs if isinstance(runs, list | tuple) else list(runs)
+        self.add_finite_columns([value for value, _ in pairs], [count for _, count in pairs])
+
+    def add_finite_columns(self, values: list[float], counts: list[int]) -> None:
+        """add(values[i], counts[i]) for each i, the values already known to be finite and the
+        counts positive (the caller checked them once, StreamingDistribution.add_columns)."""
         positive, negative = self.positive, self.negative
         zeros, total, low, high = self.zeros, self.count, self.min, self.max
         log, ceil, exp = math.log, math.ceil, math.exp
         # The last positive key's sure interval (inside, top]: values there have that key
-        # without a log (runs come sorted, so most values share their neighbour's bin).
-        key, inside, top = 0, math.inf, -math.inf
-        for value, count in runs:
+        # without a log (values come sorted, so most share their neighbour's bin).
+        # `held`: counts of that key not yet written to `positive`.
+        key, inside, top, held = 0, math.inf, -math.inf, 0
+        for value, count in zip(values, counts, strict=True):
             if inside < value <= top:
-                positive[key] += count
+                held += count
             elif value >= MIN_INDEXABLE:
+                if held:
+                    positive[key] += held
+                    held = 0
                 key = ceil(log(value) * INV_LN_GAMMA)
                 positive[key] = positive.get(key, 0) + count
                 if _SURE_LOW < value < _SURE_HIGH:
@@ -92,9 +101,9 @@ class Sketch:
                     top = exp(key * _LN_GAMMA) * _BELOW
                 else:
                     inside, top = math.inf, -math.inf
-            elif value <= -MIN_INDEXABLE:
-                key = ceil(log(-value) * INV_LN_GAMMA)
-                negative[key] = negative.get(key, 0) + count
+            elif value <= -MIN_INDEXABLE:  # its own key: the positive one's interval stays
+                below = ceil(log(-value) * INV_LN_GAMMA)
+                negative[below] = negative.get(below, 0) + count
             else:
                 zeros += count
             total += count
@@ -102,6 +111,8 @@ class Sketch:
                 low = value
             if value > high:
                 high = value
+        if held:
+            positive[key] += held
         self.zeros, self.count, self.min, self.max = zeros, total, low, high
 
     def quantile(self, q: float) -> float:

@@ -96,18 +96,37 @@ def test_exact_moments_of_runs_in_any_order(runs: list[tuple[float, int]],
     or all at once."""
     shuffled = list(runs)
     rng.shuffle(shuffled)
-    at_once, one_by_one = ExactMoments(), ExactMoments()
+    at_once, one_by_one, shuffled_at_once = ExactMoments(), ExactMoments(), ExactMoments()
     at_once.add_runs(sorted(runs))
     at_once.add_runs([])
+    shuffled_at_once.add_columns([v for v, _ in shuffled], [c for _, c in shuffled])
     for value, count in shuffled:
         one_by_one.add(value, count)
     n = sum(count for _, count in runs)
     mean = sum(Fraction(v) * c for v, c in runs) / n
     variance = sum((Fraction(v) - mean) ** 2 * c for v, c in runs) / n
-    for m in (at_once, one_by_one):
+    for m in (at_once, one_by_one, shuffled_at_once):
         assert m.count == n
         assert m.mean() == float(mean)
         assert m.std() == math.sqrt(float(variance))
+
+
+@given(st.lists(st.tuples(st.floats(min_value=4.0, max_value=8.0, exclude_max=True)
+                          | st.floats(min_value=1e-3, max_value=1e3), st.integers(1, 70)),
+                min_size=1, max_size=300))
+@example([(4.0 + k / 64, 63) for k in range(200)])  # machine-size partial sums, flushed
+def test_exact_moments_of_many_light_runs_of_one_exponent(runs: list[tuple[float, int]]) -> None:
+    """Sorted light runs (the report's gaps: many values of one binary exponent, small counts)
+    are summed in machine-size partial sums folded in every few runs: still the exact rational
+    mean and std, rounded once."""
+    moments = ExactMoments()
+    ordered = sorted(runs)
+    moments.add_columns([v for v, _ in ordered], [c for _, c in ordered])
+    n = sum(c for _, c in runs)
+    mean = sum(Fraction(v) * c for v, c in runs) / n
+    variance = sum((Fraction(v) - mean) ** 2 * c for v, c in runs) / n
+    assert (moments.count, moments.mean(), moments.std()) == (
+        n, float(mean), math.sqrt(float(variance)))
 
 
 @given(st.lists(st.sampled_from([0.0, -0.0, 5.0, 20.0, 0.1, 1e-7, 3539594.0])
@@ -203,6 +222,18 @@ def test_sketch_keys_without_a_log_equal_key_of(values: list[float]) -> None:
                 expected[key_of(v)] = expected.get(key_of(v), 0) + 1
         assert sketch.positive == expected
         assert sketch.zeros == sum(1 for v in order if v < MIN_INDEXABLE)
+
+
+def test_sketch_keeps_a_positive_bin_across_a_negative_value() -> None:
+    """A negative value between two positive values of one bin leaves that bin's key alone
+    (a regression: the negative value's key was taken for the next positive value's bin)."""
+    mixed, one_by_one = Sketch(), Sketch()
+    mixed.add_runs([(1.5, 1), (-3.0, 2), (1.5, 4), (0.0, 1), (1.5, 1)])
+    for value, count in [(1.5, 1), (-3.0, 2), (1.5, 4), (0.0, 1), (1.5, 1)]:
+        one_by_one.add(value, count)
+    assert (mixed.positive, mixed.negative, mixed.zeros, mixed.count) == (
+        one_by_one.positive, one_by_one.negative, one_by_one.zeros, one_by_one.count)
+    assert mixed.positive == {key_of(1.5): 6}
 
 
 def test_sorted_runs_take_a_log_per_bin_not_per_value() -> None:
